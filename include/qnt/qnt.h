@@ -1,0 +1,451 @@
+/*
+ * qnt — quantization for neural-network inference.
+ *
+ * This header is the whole public contract of the library (C99, also valid C++). Everything
+ * behind it may change; nothing in it changes without an ABI decision (a new SONAME major).
+ *
+ * Conventions (they hold for every function below unless its comment says otherwise)
+ *  - Every fallible function returns a qnt_status; QNT_OK (0) is success. On failure
+ *    qnt_last_error_message() holds the detail, every output parameter is left untouched and
+ *    nothing is leaked.
+ *  - Handles are opaque. qnt_<thing>_create...(..., out) makes one; the caller frees it with
+ *    qnt_<thing>_destroy(), which accepts NULL and never fails. A handle that depends on another
+ *    holds its own reference to it, so handles may be destroyed in any order.
+ *  - Dimensions are int64_t, counts and byte sizes size_t, enums are int-sized with explicitly
+ *    numbered values that are never reused. Strings are UTF-8 and owned by the library.
+ *  - Tensors are dense and row-major. Sub-byte dtypes are packed flat over the row-major
+ *    element order, element 0 in the lowest bits of byte 0 (see qnt_dtype).
+ *
+ * Quantization semantics (ONNX QuantizeLinear / DequantizeLinear; the reference kernels in
+ * kernels/ref/ are the executable definition, and every kernel gives bit-identical results)
+ *    quantize:    q = saturate(round_half_to_even(x / scale) + zero_point)
+ *    dequantize:  x = (float)(q - zero_point) * scale
+ *  - x / scale is one IEEE float32 division (not a multiplication by 1/scale); the rounding is
+ *    half to even whatever the floating-point environment's rounding mode; the sum with the
+ *    zero point and the clamp to the dtype's range are exact (no integer overflow).
+ *  - x = NaN gives q = zero_point; x = +inf / -inf saturate to the dtype's max / min.
+ *  - q - zero_point is computed exactly, converted to float32 (exact for every dtype but i32),
+ *    then multiplied by scale in float32.
+ *  - Results assume the default floating-point environment (no flush-to-zero of denormals).
+ *  - NF4, binary and ternary have their own rules, given at qnt_dtype.
+ *
+ * Granularity of the parameters (qnt_qparams), for a tensor of shape [D0, ..., Dr-1]:
+ *  - per-tensor: one scale and zero point;
+ *  - per-axis (ONNX "axis"): one per index along axis; count = D[axis];
+ *  - per-block (ONNX blocked quantization): along axis, consecutive runs of block_size elements
+ *    share parameters. The parameters form a row-major array of the tensor's shape with
+ *    D[axis] replaced by ceil(D[axis] / block_size); the last block may be short.
+ *  Negative axes count from the end (-1 is the last axis).
+ *
+ * Thread safety: qnt_qparams are immutable and may be shared freely between threads. A
+ * qnt_context may be used by several threads at once, but its setters must not race with its
+ * use. A qnt_tensor may be read by several threads at once; a call that writes it (an op's
+ * output) needs it to itself.
+ */
+#ifndef QNT_QNT_H
+#define QNT_QNT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------------------------------- */
+/* Version                                                                                      */
+/* ------------------------------------------------------------------------------------------- */
+
+#define QNT_VERSION_MAJOR 0
+#define QNT_VERSION_MINOR 1
+#define QNT_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH, as qnt_version() returns it. */
+#define QNT_VERSION_NUMBER (QNT_VERSION_MAJOR * 10000 + QNT_VERSION_MINOR * 100 + QNT_VERSION_PATCH)
+
+#if defined(_WIN32)
+#if defined(QNT_BUILDING_LIBRARY)
+#define QNT_API __declspec(dllexport)
+#else
+#define QNT_API
+#endif
+#elif defined(__GNUC__)
+#define QNT_API __attribute__((visibility("default")))
+#else
+#define QNT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of the library loaded at run time, as QNT_VERSION_NUMBER. */
+QNT_API uint32_t qnt_version(void);
+
+/* The version of the library loaded at run time as "MAJOR.MINOR.PATCH". Static string. */
+QNT_API const char *qnt_version_string(void);
+
+/* How the library was built, one "key=value" per line: version, compiler, the CPU kernels
+ * compiled in, OpenMP (with its version), CUDA (whether the CUDA module was built). Static
+ * string. */
+QNT_API const char *qnt_build_info(void);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Status and errors                                                                            */
+/* ------------------------------------------------------------------------------------------- */
+
+typedef enum qnt_status {
+  QNT_OK = 0,
+  QNT_ERR_INVALID_ARGUMENT = 1, /* a value is out of its domain (bad enum, negative size, ...) */
+  QNT_ERR_NULL_POINTER = 2,     /* a required pointer or handle is NULL */
+  QNT_ERR_OUT_OF_MEMORY = 3,    /* an allocation failed */
+  QNT_ERR_UNSUPPORTED = 4,      /* valid, but not implemented for this case; the message says which */
+  QNT_ERR_SHAPE_MISMATCH = 5,   /* shapes (or parameter counts) disagree */
+  QNT_ERR_DTYPE_MISMATCH = 6,   /* a tensor has the wrong dtype for this call */
+  QNT_ERR_BUFFER_TOO_SMALL = 7, /* a caller's buffer or capacity is short */
+  QNT_ERR_OVERFLOW = 8,         /* a size computation overflows (element count, byte size) */
+  QNT_ERR_INVALID_QPARAMS = 9,  /* scale not finite and > 0, zero point out of range, ... */
+  QNT_ERR_NO_DEVICE = 10,       /* no CUDA device (or module, or driver) for this call */
+  QNT_ERR_INTERNAL = 11         /* a bug in qnt; please report it with the message */
+} qnt_status;
+
+/* A static, human-readable name for a status ("QNT_ERR_SHAPE_MISMATCH: shapes disagree").
+ * Unknown values give "unknown qnt_status". Never NULL. */
+QNT_API const char *qnt_status_string(qnt_status status);
+
+/* The message of the last call that failed on this thread; "" if none has. Successful calls do
+ * not clear it. The string is owned by the library and valid until the next failing call on
+ * this thread. Never NULL. */
+QNT_API const char *qnt_last_error_message(void);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Data types                                                                                   */
+/* ------------------------------------------------------------------------------------------- */
+
+/*
+ * Element types. Integer q values of the packed types are stored in two's complement (i4,
+ * ternary) or plain binary (u4, NF4 codes) in the bits given by their width.
+ *
+ *  QNT_DTYPE_NF4: 4-bit NormalFloat (QLoRA, bitsandbytes). q is an index 0..15 into
+ *    bitsandbytes' codebook (qnt_nf4_codebook()). Quantize: r = 1.0f / scale, n = x * r (both
+ *    float32, as bitsandbytes does), q = the number of bitsandbytes' 15 decision thresholds
+ *    (midpoints of adjacent codes) t with n > t, so ties go to the lower code; NaN gives code 7
+ *    (0.0). Dequantize: x = codebook[q] * scale. Zero points must be 0. qnt_calibrate_codebook
+ *    sets scale = absmax of each group.
+ *  QNT_DTYPE_BINARY: one bit, 1 means +1 and 0 means -1: q = (x < 0) ? 0 : 1 (so -0.0 and NaN
+ *    give +1); x = (q ? +1 : -1) * scale. Zero points must be 0. qnt_calibrate_codebook sets
+ *    scale = mean |x| of each group (XNOR-Net).
+ *  QNT_DTYPE_TERNARY: two bits holding {-1, 0, +1} in two's complement (0b11, 0b00, 0b01); it
+ *    follows the general integer rule with range [-1, 1] and zero point 0 (BitNet b1.58:
+ *    q = clamp(round(x / scale), -1, 1)). The pattern 0b10 is never written and reads as -2.
+ *    qnt_calibrate_codebook sets scale = max(mean |x|, 1e-5) of each group (BitNet's absmean).
+ */
+typedef enum qnt_dtype {
+  QNT_DTYPE_F32 = 1,
+  QNT_DTYPE_I32 = 2,
+  QNT_DTYPE_I8 = 3,
+  QNT_DTYPE_U8 = 4,
+  QNT_DTYPE_I16 = 5,
+  QNT_DTYPE_U16 = 6,
+  QNT_DTYPE_I4 = 7,     /* [-8, 7], two per byte, element 0 in the low nibble */
+  QNT_DTYPE_U4 = 8,     /* [0, 15], two per byte, element 0 in the low nibble */
+  QNT_DTYPE_NF4 = 9,    /* 4-bit NormalFloat code, two per byte, element 0 in the low nibble */
+  QNT_DTYPE_BINARY = 10, /* 1 bit, eight per byte, element 0 in bit 0 */
+  QNT_DTYPE_TERNARY = 11 /* 2 bits, four per byte, element 0 in bits 0-1 */
+} qnt_dtype;
+
+/* Bits per element of dtype (32, 8, 4, 2, 1, ...); 0 for a value that is not a qnt_dtype. */
+QNT_API int32_t qnt_dtype_bits(qnt_dtype dtype);
+
+/* A static lower-case name ("i8", "nf4", ...); "invalid" for a value that is not a qnt_dtype. */
+QNT_API const char *qnt_dtype_name(qnt_dtype dtype);
+
+/* The range [*min_out, *max_out] of q for the integer dtypes (i32, i8, u8, i16, u16, i4, u4,
+ * ternary), which zero points must lie in. Errors: QNT_ERR_NULL_POINTER,
+ * QNT_ERR_INVALID_ARGUMENT (not a qnt_dtype, or f32, NF4 or binary, which have no such range). */
+QNT_API qnt_status qnt_dtype_range(qnt_dtype dtype, int32_t *min_out, int32_t *max_out);
+
+/* The 16 values of the NF4 codebook (bitsandbytes' float32 constants), ascending from -1.0 to
+ * 1.0, copied to out. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_BUFFER_TOO_SMALL (capacity < 16). */
+QNT_API qnt_status qnt_nf4_codebook(float *out, size_t capacity);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Context: threads and what the machine can do                                                 */
+/* ------------------------------------------------------------------------------------------- */
+
+typedef struct qnt_context qnt_context;
+
+/* CPU features, as bits of the mask that qnt_context_cpu_features() returns. Each bit is set
+ * only where both the CPU and the operating system support the feature (the OS check: XCR0
+ * state for AVX, AVX-512 and AMX tiles, and the Linux permission request for AMX). */
+typedef enum qnt_cpu_feature {
+  QNT_CPU_SSE41 = 1 << 0,
+  QNT_CPU_AVX2 = 1 << 1,
+  QNT_CPU_FMA = 1 << 2,
+  QNT_CPU_AVX512F = 1 << 3,
+  QNT_CPU_AVX512BW = 1 << 4,
+  QNT_CPU_AVX512VL = 1 << 5,
+  QNT_CPU_AVX512VNNI = 1 << 6,
+  QNT_CPU_AVXVNNI = 1 << 7,
+  QNT_CPU_AMXINT8 = 1 << 8,
+  QNT_CPU_NEON = 1 << 16,
+  QNT_CPU_DOTPROD = 1 << 17,
+  QNT_CPU_I8MM = 1 << 18
+} qnt_cpu_feature;
+
+/* A static name for one feature bit ("avx512vnni"); "invalid" for anything else. */
+QNT_API const char *qnt_cpu_feature_name(qnt_cpu_feature feature);
+
+/* Creates a context: the number of threads ops may use (default: the number of logical CPUs
+ * this process may run on) and the machine's features, detected once per process.
+ * Caller destroys it with qnt_context_destroy(). Errors: QNT_ERR_NULL_POINTER,
+ * QNT_ERR_OUT_OF_MEMORY. Ops accept a NULL context and then use the defaults. */
+QNT_API qnt_status qnt_context_create(qnt_context **out);
+
+/* Frees ctx; NULL is allowed. */
+QNT_API void qnt_context_destroy(qnt_context *ctx);
+
+/* Sets the number of threads the ops may use: 1..1024, or 0 for the default. Without OpenMP
+ * the library runs on one thread whatever this says. Errors: QNT_ERR_NULL_POINTER,
+ * QNT_ERR_INVALID_ARGUMENT (n < 0 or n > 1024). */
+QNT_API qnt_status qnt_context_set_num_threads(qnt_context *ctx, int32_t n);
+
+/* The number of threads the ops will use (never 0). Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_context_num_threads(const qnt_context *ctx, int32_t *out);
+
+/* The CPU features, as an OR of qnt_cpu_feature bits. Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_context_cpu_features(const qnt_context *ctx, uint64_t *out);
+
+/* The number of logical CPUs this process may run on, and of physical cores among them
+ * (0 where the operating system does not say). Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_context_cpu_count(const qnt_context *ctx, int32_t *logical_out,
+                                         int32_t *physical_out);
+
+/* The size in bytes of the level-1 data, level-2 or level-3 cache of the first CPU (level 1, 2
+ * or 3); 0 where it is not known. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT
+ * (level not 1, 2 or 3). */
+QNT_API qnt_status qnt_context_cache_size(const qnt_context *ctx, int32_t level, size_t *out);
+
+/* The number of CUDA devices usable by qnt: 0 when the library was built without its CUDA
+ * module, when the module or the CUDA driver cannot be loaded, or when there is no device.
+ * Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_context_cuda_device_count(const qnt_context *ctx, int32_t *out);
+
+/* The compute capability of CUDA device `device` (9.0 for an H100: major 9, minor 0).
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_NO_DEVICE (device < 0 or >= the device count). */
+QNT_API qnt_status qnt_context_cuda_compute_capability(const qnt_context *ctx, int32_t device,
+                                                       int32_t *major_out, int32_t *minor_out);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Quantization parameters                                                                      */
+/* ------------------------------------------------------------------------------------------- */
+
+/* Immutable scales and zero points for one dtype and granularity. Safe to share between
+ * threads. */
+typedef struct qnt_qparams qnt_qparams;
+
+typedef enum qnt_granularity {
+  QNT_GRANULARITY_PER_TENSOR = 1,
+  QNT_GRANULARITY_PER_AXIS = 2,
+  QNT_GRANULARITY_PER_BLOCK = 3
+} qnt_granularity;
+
+/* Symmetric: every zero point is the dtype's centre, 0 for signed dtypes and 2^(bits-1) for
+ * unsigned ones (128 for u8, 32768 for u16, 8 for u4), as PyTorch does. Affine: any zero point
+ * in the dtype's range. */
+typedef enum qnt_scheme { QNT_SCHEME_SYMMETRIC = 1, QNT_SCHEME_AFFINE = 2 } qnt_scheme;
+
+/*
+ * Validation shared by the three constructors (all give QNT_ERR_INVALID_QPARAMS):
+ *  - dtype is a quantized dtype (not f32);
+ *  - every scale is finite and > 0;
+ *  - every zero point lies in qnt_dtype_range(dtype); it is 0 for NF4, binary and ternary.
+ * zero_points may be NULL: every zero point is then the symmetric one (see qnt_scheme).
+ * scales and zero_points are copied. Caller destroys *out with qnt_qparams_destroy().
+ */
+
+/* One scale and zero point for the whole tensor. Errors: QNT_ERR_NULL_POINTER,
+ * QNT_ERR_INVALID_ARGUMENT (bad dtype), QNT_ERR_INVALID_QPARAMS. */
+QNT_API qnt_status qnt_qparams_create_per_tensor(qnt_dtype dtype, float scale, int32_t zero_point,
+                                                 qnt_qparams **out);
+
+/* count scales (and zero points) along axis; a tensor using them needs D[axis] == count.
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (bad dtype, count == 0, axis outside
+ * [-8, 7]), QNT_ERR_INVALID_QPARAMS. */
+QNT_API qnt_status qnt_qparams_create_per_axis(qnt_dtype dtype, int64_t axis, size_t count,
+                                               const float *scales, const int32_t *zero_points,
+                                               qnt_qparams **out);
+
+/* count scales (and zero points) for blocks of block_size elements along axis, laid out as
+ * described at the top of this header; a tensor using them needs
+ * count == (element count / D[axis]) * ceil(D[axis] / block_size).
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (bad dtype, count == 0,
+ * block_size <= 0, axis outside [-8, 7]), QNT_ERR_INVALID_QPARAMS. */
+QNT_API qnt_status qnt_qparams_create_per_block(qnt_dtype dtype, int64_t axis, int64_t block_size,
+                                                size_t count, const float *scales,
+                                                const int32_t *zero_points, qnt_qparams **out);
+
+/* Frees this reference to qp; NULL is allowed. */
+QNT_API void qnt_qparams_destroy(qnt_qparams *qp);
+
+/* Getters. Each returns QNT_ERR_NULL_POINTER when qp or an output is NULL. */
+QNT_API qnt_status qnt_qparams_dtype(const qnt_qparams *qp, qnt_dtype *out);
+QNT_API qnt_status qnt_qparams_granularity(const qnt_qparams *qp, qnt_granularity *out);
+/* QNT_SCHEME_SYMMETRIC when every zero point is the dtype's symmetric one, else affine. */
+QNT_API qnt_status qnt_qparams_scheme(const qnt_qparams *qp, qnt_scheme *out);
+/* The axis as given at creation (0 for per-tensor). */
+QNT_API qnt_status qnt_qparams_axis(const qnt_qparams *qp, int64_t *out);
+/* The block size (0 unless per-block). */
+QNT_API qnt_status qnt_qparams_block_size(const qnt_qparams *qp, int64_t *out);
+/* The number of scales (1 for per-tensor). */
+QNT_API qnt_status qnt_qparams_scale_count(const qnt_qparams *qp, size_t *out);
+/* Copies the scales (zero points) to out, which holds capacity values.
+ * Also QNT_ERR_BUFFER_TOO_SMALL when capacity < qnt_qparams_scale_count. */
+QNT_API qnt_status qnt_qparams_scales(const qnt_qparams *qp, float *out, size_t capacity);
+QNT_API qnt_status qnt_qparams_zero_points(const qnt_qparams *qp, int32_t *out, size_t capacity);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Tensors                                                                                      */
+/* ------------------------------------------------------------------------------------------- */
+
+typedef struct qnt_tensor qnt_tensor;
+
+/* The largest rank a tensor may have. */
+#define QNT_MAX_RANK 8
+
+/*
+ * Shared rules of the three constructors:
+ *  - shape has rank values, each >= 0 (rank 0 is a scalar of one element; shape may then be
+ *    NULL); rank <= QNT_MAX_RANK.
+ *  - qparams may be NULL. If given, its dtype must equal dtype (QNT_ERR_DTYPE_MISMATCH), dtype
+ *    must not be f32 (QNT_ERR_INVALID_ARGUMENT), and its axis and counts must fit the shape
+ *    (QNT_ERR_SHAPE_MISMATCH). The tensor keeps its own reference to qparams.
+ *  - Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (bad dtype, negative dimension),
+ *    QNT_ERR_UNSUPPORTED (rank > QNT_MAX_RANK), QNT_ERR_OVERFLOW (the element count or byte
+ *    size does not fit in size_t / ptrdiff_t), QNT_ERR_OUT_OF_MEMORY.
+ * Caller destroys *out with qnt_tensor_destroy().
+ */
+
+/* A tensor whose storage is allocated by qnt (64-byte aligned) and zero-filled. */
+QNT_API qnt_status qnt_tensor_create(qnt_dtype dtype, const int64_t *shape, size_t rank,
+                                     const qnt_qparams *qparams, qnt_tensor **out);
+
+/* A tensor whose storage is allocated by qnt and filled with a copy of data, which holds
+ * data_bytes >= the tensor's byte size (only that many bytes are read; packed dtypes in the
+ * layout given at qnt_dtype). Also QNT_ERR_BUFFER_TOO_SMALL. data may be NULL only when the
+ * byte size is 0. */
+QNT_API qnt_status qnt_tensor_create_from_data(qnt_dtype dtype, const int64_t *shape, size_t rank,
+                                               const qnt_qparams *qparams, const void *data,
+                                               size_t data_bytes, qnt_tensor **out);
+
+/* A tensor over the caller's memory, which is borrowed, not copied: data must stay valid, and
+ * hold data_bytes >= the tensor's byte size, until the tensor is destroyed; writes by ops go
+ * straight to it. data must be aligned to the element size for 16- and 32-bit dtypes
+ * (QNT_ERR_INVALID_ARGUMENT). Also QNT_ERR_BUFFER_TOO_SMALL. */
+QNT_API qnt_status qnt_tensor_wrap(qnt_dtype dtype, const int64_t *shape, size_t rank,
+                                   const qnt_qparams *qparams, void *data, size_t data_bytes,
+                                   qnt_tensor **out);
+
+/* Frees t (and, if it owns it, its storage; borrowed memory is left alone). NULL is allowed. */
+QNT_API void qnt_tensor_destroy(qnt_tensor *t);
+
+/* Getters. Each returns QNT_ERR_NULL_POINTER when t or an output is NULL. */
+QNT_API qnt_status qnt_tensor_dtype(const qnt_tensor *t, qnt_dtype *out);
+QNT_API qnt_status qnt_tensor_rank(const qnt_tensor *t, size_t *out);
+/* Copies the rank dimensions to shape_out, which holds capacity values; also
+ * QNT_ERR_BUFFER_TOO_SMALL when capacity < rank. shape_out may be NULL when rank is 0. */
+QNT_API qnt_status qnt_tensor_shape(const qnt_tensor *t, int64_t *shape_out, size_t capacity);
+QNT_API qnt_status qnt_tensor_element_count(const qnt_tensor *t, size_t *out);
+/* ceil(element count * bits / 8). */
+QNT_API qnt_status qnt_tensor_byte_size(const qnt_tensor *t, size_t *out);
+/* A new reference to the tensor's qparams, which the caller destroys with
+ * qnt_qparams_destroy(); *out is set to NULL when the tensor has none. */
+QNT_API qnt_status qnt_tensor_qparams(const qnt_tensor *t, qnt_qparams **out);
+/* The tensor's storage, borrowed: valid until t is destroyed (for a wrapped tensor, the
+ * caller's pointer). May be NULL for a tensor of 0 bytes. */
+QNT_API qnt_status qnt_tensor_data(qnt_tensor *t, void **out);
+
+/* Copies the tensor's byte size bytes of storage to dst, which holds dst_bytes.
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_BUFFER_TOO_SMALL (dst_bytes < byte size). */
+QNT_API qnt_status qnt_tensor_copy_to(const qnt_tensor *t, void *dst, size_t dst_bytes);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Quantize, dequantize, requantize                                                             */
+/* ------------------------------------------------------------------------------------------- */
+
+/*
+ * Shared rules of the three ops:
+ *  - ctx may be NULL (default threads). Results never depend on the number of threads.
+ *  - Input and output have the same shape (QNT_ERR_SHAPE_MISMATCH) and must not share storage
+ *    (QNT_ERR_INVALID_ARGUMENT).
+ *  - The quantized side uses its tensor's qparams; a quantized tensor without qparams gives
+ *    QNT_ERR_INVALID_QPARAMS.
+ *  - Errors: QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH,
+ *    QNT_ERR_INVALID_ARGUMENT, QNT_ERR_INVALID_QPARAMS, QNT_ERR_OUT_OF_MEMORY. On failure the
+ *    output is untouched.
+ */
+
+/* y = quantize(x): x is f32; y is any quantized dtype, with qparams. Unused bits of y's last
+ * byte (sub-byte dtypes) are written as 0. */
+QNT_API qnt_status qnt_quantize(qnt_context *ctx, const qnt_tensor *x, qnt_tensor *y);
+
+/* y = dequantize(q): q is any quantized dtype, with qparams; y is f32. */
+QNT_API qnt_status qnt_dequantize(qnt_context *ctx, const qnt_tensor *q, qnt_tensor *y);
+
+/* dst = quantize(dequantize(src)), element by element, with src's qparams on the way in and
+ * dst's on the way out (the ONNX DequantizeLinear -> QuantizeLinear pair, float32 between).
+ * Changes scales, zero points, granularity and dtype in one pass. */
+QNT_API qnt_status qnt_requantize(qnt_context *ctx, const qnt_tensor *src, qnt_tensor *dst);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Calibration                                                                                  */
+/* ------------------------------------------------------------------------------------------- */
+
+/*
+ * Min-max calibration with PyTorch's MinMaxObserver / PerChannelMinMaxObserver formulas, over
+ * the f32 tensor x, one group per parameter of the requested granularity (for per-axis, every
+ * element with the same index along axis; for per-block, each block). NaN and +-inf are
+ * skipped. In float32 arithmetic, with [qmin, qmax] = the dtype's range:
+ *   mn = min(min(group), 0), mx = max(max(group), 0)            (the range contains 0)
+ *   symmetric: scale = max(-mn, mx) / ((float)(qmax - qmin) / 2); zero point = 0 for signed
+ *              dtypes, 2^(bits-1) for unsigned ones
+ *   affine:    scale = (mx - mn) / (float)(qmax - qmin);
+ *              zero point = clamp(qmin - round_half_to_even(mn / scale), qmin, qmax)
+ *   scale = max(scale, FLT_EPSILON) (before the zero point is computed)
+ * For i8 symmetric that is amax / 127.5, as PyTorch computes it. dtype must be an integer
+ * dtype other than i32 (i8, u8, i16, u16, i4, u4); NF4, binary and ternary use
+ * qnt_calibrate_codebook. block_size is used only for per-block and must then be > 0.
+ * Caller destroys *out with qnt_qparams_destroy().
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH (x not f32), QNT_ERR_INVALID_ARGUMENT
+ * (bad dtype, scheme, granularity, axis or block size), QNT_ERR_UNSUPPORTED (i32, NF4, binary,
+ * ternary), QNT_ERR_OUT_OF_MEMORY.
+ */
+QNT_API qnt_status qnt_calibrate_minmax(const qnt_tensor *x, qnt_dtype dtype, qnt_scheme scheme,
+                                        qnt_granularity granularity, int64_t axis,
+                                        int64_t block_size, qnt_qparams **out);
+
+/* As qnt_calibrate_minmax, with PyTorch's custom quant_min / quant_max in place of the dtype's
+ * range (for example reduce_range: [0, 127] for u8, [-64, 63] for i8). The range must lie in
+ * the dtype's range and contain 0 (qmin <= 0 <= qmax), as PyTorch requires. With a custom range
+ * the symmetric zero point of an unsigned dtype is (qmin + qmax) / 2 rounded down, as PyTorch
+ * chooses it. The result still saturates at the dtype's limits when used.
+ * Errors: as qnt_calibrate_minmax, and QNT_ERR_INVALID_ARGUMENT for a bad range. */
+QNT_API qnt_status qnt_calibrate_minmax_range(const qnt_tensor *x, qnt_dtype dtype,
+                                              qnt_scheme scheme, qnt_granularity granularity,
+                                              int64_t axis, int64_t block_size,
+                                              int32_t quant_min, int32_t quant_max,
+                                              qnt_qparams **out);
+
+/* Scales for the codebook dtypes by their own rules (see qnt_dtype), one per group of the
+ * requested granularity: NF4 absmax, binary mean |x|, ternary max(mean |x|, 1e-5). Means are
+ * summed in double over the group's finite values, then rounded to float32. NaN and +-inf are
+ * skipped. An NF4 or binary group with no nonzero finite value gets scale 1 (a scale must be
+ * > 0; NF4 then stores its zeros exactly, binary as +1). block_size is used only for
+ * per-block and must then be > 0. Caller destroys *out with qnt_qparams_destroy().
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH (x not f32), QNT_ERR_INVALID_ARGUMENT
+ * (dtype not NF4, binary or ternary; bad granularity, axis or block size),
+ * QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_calibrate_codebook(const qnt_tensor *x, qnt_dtype dtype,
+                                          qnt_granularity granularity, int64_t axis,
+                                          int64_t block_size, qnt_qparams **out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* QNT_QNT_H */

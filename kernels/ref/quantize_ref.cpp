@@ -1,0 +1,170 @@
+#include "kernels/ref/quantize_ref.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace qnt::ref {
+
+float round_half_to_even(float v) noexcept {
+  // floor() and the subtraction below are exact for every float (|v| >= 2^23 is already an
+  // integer, and v - floor(v) is then 0), so no rounding mode is involved.
+  const float f = std::floor(v);
+  const float frac = v - f;
+  if (frac > 0.5f) return f + 1.0f;
+  if (frac < 0.5f) return f;
+  return std::fmod(f, 2.0f) == 0.0f ? f : f + 1.0f;
+}
+
+int32_t quantize_integer(float x, float scale, int32_t zero_point, int32_t qmin,
+                         int32_t qmax) noexcept {
+  if (std::isnan(x)) return zero_point;
+  const float r = round_half_to_even(x / scale);  // +-inf stay infinite and saturate below
+  // r + zero_point in double is exact whenever the sum lies near the int32 range; far outside
+  // it only the clamp matters, so the sum's rounding there cannot change q.
+  const double v = static_cast<double>(r) + static_cast<double>(zero_point);
+  if (v <= static_cast<double>(qmin)) return qmin;
+  if (v >= static_cast<double>(qmax)) return qmax;
+  return static_cast<int32_t>(v);
+}
+
+float dequantize_integer(int32_t q, float scale, int32_t zero_point) noexcept {
+  const int64_t d = static_cast<int64_t>(q) - static_cast<int64_t>(zero_point);
+  return static_cast<float>(d) * scale;
+}
+
+// bitsandbytes (csrc/kernels.cu, dDequantizeNF4): the normal-quantile code values.
+const float kNF4Codebook[16] = {
+    -1.0f,
+    -0.6961928009986877f,
+    -0.5250730514526367f,
+    -0.39491748809814453f,
+    -0.28444138169288635f,
+    -0.18477343022823334f,
+    -0.09105003625154495f,
+    0.0f,
+    0.07958029955625534f,
+    0.16093020141124725f,
+    0.24611230194568634f,
+    0.33791524171829224f,
+    0.44070982933044434f,
+    0.5626170039176941f,
+    0.7229568362236023f,
+    1.0f,
+};
+
+// bitsandbytes (csrc/kernels.cu, dQuantizeNF4): the pivots of its decision tree, ascending. A
+// value strictly above threshold k belongs to code k + 1 or higher.
+const float kNF4Thresholds[15] = {
+    -0.8480964004993439f,  -0.6106329262256622f, -0.4599952697753906f, -0.33967943489551544f,
+    -0.23460740596055984f, -0.13791173323988914f, -0.045525018125772476f, 0.03979014977812767f,
+    0.1202552504837513f,   0.2035212516784668f,  0.2920137718319893f,  0.3893125355243683f,
+    0.5016634166240692f,   0.6427869200706482f,  0.8614784181118011f,
+};
+
+uint8_t quantize_nf4(float x, float scale) noexcept {
+  if (std::isnan(x)) return 7;  // the code of 0.0
+  const float inv = 1.0f / scale;
+  const float n = x * inv;
+  uint8_t code = 0;
+  for (float t : kNF4Thresholds) code = static_cast<uint8_t>(code + (n > t ? 1 : 0));
+  return code;
+}
+
+float dequantize_nf4(uint8_t code, float scale) noexcept { return kNF4Codebook[code & 15] * scale; }
+
+uint8_t quantize_binary(float x) noexcept { return x < 0.0f ? 0 : 1; }
+
+float dequantize_binary(uint8_t bit, float scale) noexcept { return bit ? scale : -scale; }
+
+int32_t load_element(const uint8_t *base, size_t i, int bits, bool is_signed) noexcept {
+  switch (bits) {
+    case 32: {
+      int32_t v;
+      std::memcpy(&v, base + 4 * i, 4);
+      return v;
+    }
+    case 16: {
+      uint16_t u;
+      std::memcpy(&u, base + 2 * i, 2);
+      return is_signed ? static_cast<int32_t>(static_cast<int16_t>(u)) : static_cast<int32_t>(u);
+    }
+    case 8:
+      return is_signed ? static_cast<int32_t>(static_cast<int8_t>(base[i]))
+                       : static_cast<int32_t>(base[i]);
+    default: {
+      const size_t per_byte = static_cast<size_t>(8 / bits);
+      const unsigned shift = static_cast<unsigned>((i % per_byte) * static_cast<size_t>(bits));
+      const unsigned mask = (1u << bits) - 1u;
+      const unsigned u = (static_cast<unsigned>(base[i / per_byte]) >> shift) & mask;
+      if (is_signed && (u >> (bits - 1)) != 0) return static_cast<int32_t>(u) - (1 << bits);
+      return static_cast<int32_t>(u);
+    }
+  }
+}
+
+void store_element(uint8_t *base, size_t i, int bits, int32_t v) noexcept {
+  switch (bits) {
+    case 32:
+      std::memcpy(base + 4 * i, &v, 4);
+      return;
+    case 16: {
+      const auto u = static_cast<uint16_t>(static_cast<uint32_t>(v) & 0xFFFFu);
+      std::memcpy(base + 2 * i, &u, 2);
+      return;
+    }
+    case 8:
+      base[i] = static_cast<uint8_t>(static_cast<uint32_t>(v) & 0xFFu);
+      return;
+    default: {
+      const size_t per_byte = static_cast<size_t>(8 / bits);
+      const unsigned shift = static_cast<unsigned>((i % per_byte) * static_cast<size_t>(bits));
+      const unsigned mask = ((1u << bits) - 1u) << shift;
+      uint8_t &b = base[i / per_byte];
+      b = static_cast<uint8_t>((b & ~mask) | ((static_cast<unsigned>(v) << shift) & mask));
+      return;
+    }
+  }
+}
+
+void quantize(const QuantSpec &spec, const float *x, uint8_t *q, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; ++i) {
+    const size_t g = spec.layout.group_of(i);
+    const float scale = spec.scales[g];
+    const float xi = x[i - begin];
+    int32_t v = 0;
+    switch (spec.code) {
+      case Code::Integer:
+        v = quantize_integer(xi, scale, spec.zero_points[g], spec.qmin, spec.qmax);
+        break;
+      case Code::NF4:
+        v = quantize_nf4(xi, scale);
+        break;
+      case Code::Binary:
+        v = quantize_binary(xi);
+        break;
+    }
+    store_element(q, i, spec.bits, v);
+  }
+}
+
+void dequantize(const QuantSpec &spec, const uint8_t *q, float *x, size_t begin, size_t end) {
+  for (size_t i = begin; i < end; ++i) {
+    const size_t g = spec.layout.group_of(i);
+    const float scale = spec.scales[g];
+    const int32_t v = load_element(q, i, spec.bits, spec.is_signed);
+    float &xi = x[i - begin];
+    switch (spec.code) {
+      case Code::Integer:
+        xi = dequantize_integer(v, scale, spec.zero_points[g]);
+        break;
+      case Code::NF4:
+        xi = dequantize_nf4(static_cast<uint8_t>(v), scale);
+        break;
+      case Code::Binary:
+        xi = dequantize_binary(static_cast<uint8_t>(v), scale);
+        break;
+    }
+  }
+}
+
+}  // namespace qnt::ref

@@ -1,0 +1,293 @@
+// Entry points: qparams, tensors, quantize / dequantize / requantize, calibration.
+#include "calib/calibrate.hpp"
+#include "capi/boundary.hpp"
+#include "ops/quantize.hpp"
+
+#include <cstring>
+#include <memory>
+
+using namespace qnt;
+using qnt::capi::guard;
+using qnt::capi::qparams_of;
+using qnt::capi::require;
+using qnt::capi::tensor_of;
+
+namespace {
+
+qnt_tensor *make_tensor(qnt_dtype dtype, const int64_t *shape, size_t rank,
+                        const qnt_qparams *qparams, Tensor::Storage storage, void *data,
+                        size_t data_bytes) {
+  std::shared_ptr<const QParams> qp;
+  if (qparams != nullptr) qp = qparams_of(qparams, "qparams");
+  auto h = std::make_unique<qnt_tensor>();
+  h->t.emplace(dtype, shape, rank, std::move(qp), storage, data, data_bytes);
+  h->magic = qnt::capi::kTensorMagic;
+  return h.release();
+}
+
+}  // namespace
+
+extern "C" {
+
+qnt_status qnt_qparams_create_per_tensor(qnt_dtype dtype, float scale, int32_t zero_point,
+                                         qnt_qparams **out) {
+  return guard(__func__, [&] {
+    require(out, "out");
+    auto p = QParams::create(dtype, QNT_GRANULARITY_PER_TENSOR, 0, 0, &scale, &zero_point, 1);
+    *out = qnt::capi::new_qparams_handle(std::move(p));
+  });
+}
+
+qnt_status qnt_qparams_create_per_axis(qnt_dtype dtype, int64_t axis, size_t count,
+                                       const float *scales, const int32_t *zero_points,
+                                       qnt_qparams **out) {
+  return guard(__func__, [&] {
+    require(out, "out");
+    auto p = QParams::create(dtype, QNT_GRANULARITY_PER_AXIS, axis, 0, scales, zero_points, count);
+    *out = qnt::capi::new_qparams_handle(std::move(p));
+  });
+}
+
+qnt_status qnt_qparams_create_per_block(qnt_dtype dtype, int64_t axis, int64_t block_size,
+                                        size_t count, const float *scales,
+                                        const int32_t *zero_points, qnt_qparams **out) {
+  return guard(__func__, [&] {
+    require(out, "out");
+    auto p = QParams::create(dtype, QNT_GRANULARITY_PER_BLOCK, axis, block_size, scales,
+                             zero_points, count);
+    *out = qnt::capi::new_qparams_handle(std::move(p));
+  });
+}
+
+void qnt_qparams_destroy(qnt_qparams *qp) {
+  if (qp == nullptr || qp->magic != qnt::capi::kQParamsMagic) return;
+  qp->magic = qnt::capi::kDeadMagic;
+  delete qp;
+}
+
+qnt_status qnt_qparams_dtype(const qnt_qparams *qp, qnt_dtype *out) {
+  return guard(__func__, [&] {
+    const auto &p = qparams_of(qp, "qp");
+    require(out, "out");
+    *out = p->dtype();
+  });
+}
+
+qnt_status qnt_qparams_granularity(const qnt_qparams *qp, qnt_granularity *out) {
+  return guard(__func__, [&] {
+    const auto &p = qparams_of(qp, "qp");
+    require(out, "out");
+    *out = p->granularity();
+  });
+}
+
+qnt_status qnt_qparams_scheme(const qnt_qparams *qp, qnt_scheme *out) {
+  return guard(__func__, [&] {
+    const auto &p = qparams_of(qp, "qp");
+    require(out, "out");
+    *out = p->symmetric() ? QNT_SCHEME_SYMMETRIC : QNT_SCHEME_AFFINE;
+  });
+}
+
+qnt_status qnt_qparams_axis(const qnt_qparams *qp, int64_t *out) {
+  return guard(__func__, [&] {
+    const auto &p = qparams_of(qp, "qp");
+    require(out, "out");
+    *out = p->axis();
+  });
+}
+
+qnt_status qnt_qparams_block_size(const qnt_qparams *qp, int64_t *out) {
+  return guard(__func__, [&] {
+    const auto &p = qparams_of(qp, "qp");
+    require(out, "out");
+    *out = p->block_size();
+  });
+}
+
+qnt_status qnt_qparams_scale_count(const qnt_qparams *qp, size_t *out) {
+  return guard(__func__, [&] {
+    const auto &p = qparams_of(qp, "qp");
+    require(out, "out");
+    *out = p->count();
+  });
+}
+
+qnt_status qnt_qparams_scales(const qnt_qparams *qp, float *out, size_t capacity) {
+  return guard(__func__, [&] {
+    const auto &p = qparams_of(qp, "qp");
+    require(out, "out");
+    if (capacity < p->count())
+      fail(QNT_ERR_BUFFER_TOO_SMALL, "capacity ", capacity, " < ", p->count(), " scales");
+    std::memcpy(out, p->scales(), p->count() * sizeof(float));
+  });
+}
+
+qnt_status qnt_qparams_zero_points(const qnt_qparams *qp, int32_t *out, size_t capacity) {
+  return guard(__func__, [&] {
+    const auto &p = qparams_of(qp, "qp");
+    require(out, "out");
+    if (capacity < p->count())
+      fail(QNT_ERR_BUFFER_TOO_SMALL, "capacity ", capacity, " < ", p->count(), " zero points");
+    std::memcpy(out, p->zero_points(), p->count() * sizeof(int32_t));
+  });
+}
+
+qnt_status qnt_tensor_create(qnt_dtype dtype, const int64_t *shape, size_t rank,
+                             const qnt_qparams *qparams, qnt_tensor **out) {
+  return guard(__func__, [&] {
+    require(out, "out");
+    *out = make_tensor(dtype, shape, rank, qparams, Tensor::Storage::Zeroed, nullptr, 0);
+  });
+}
+
+qnt_status qnt_tensor_create_from_data(qnt_dtype dtype, const int64_t *shape, size_t rank,
+                                       const qnt_qparams *qparams, const void *data,
+                                       size_t data_bytes, qnt_tensor **out) {
+  return guard(__func__, [&] {
+    require(out, "out");
+    *out = make_tensor(dtype, shape, rank, qparams, Tensor::Storage::Copy,
+                       const_cast<void *>(data), data_bytes);
+  });
+}
+
+qnt_status qnt_tensor_wrap(qnt_dtype dtype, const int64_t *shape, size_t rank,
+                           const qnt_qparams *qparams, void *data, size_t data_bytes,
+                           qnt_tensor **out) {
+  return guard(__func__, [&] {
+    require(out, "out");
+    *out = make_tensor(dtype, shape, rank, qparams, Tensor::Storage::Borrow, data, data_bytes);
+  });
+}
+
+void qnt_tensor_destroy(qnt_tensor *t) {
+  if (t == nullptr || t->magic != qnt::capi::kTensorMagic) return;
+  t->magic = qnt::capi::kDeadMagic;
+  delete t;
+}
+
+qnt_status qnt_tensor_dtype(const qnt_tensor *t, qnt_dtype *out) {
+  return guard(__func__, [&] {
+    const Tensor &x = tensor_of(t, "t");
+    require(out, "out");
+    *out = x.dtype();
+  });
+}
+
+qnt_status qnt_tensor_rank(const qnt_tensor *t, size_t *out) {
+  return guard(__func__, [&] {
+    const Tensor &x = tensor_of(t, "t");
+    require(out, "out");
+    *out = x.rank();
+  });
+}
+
+qnt_status qnt_tensor_shape(const qnt_tensor *t, int64_t *shape_out, size_t capacity) {
+  return guard(__func__, [&] {
+    const Tensor &x = tensor_of(t, "t");
+    if (x.rank() == 0) return;
+    require(shape_out, "shape_out");
+    if (capacity < x.rank())
+      fail(QNT_ERR_BUFFER_TOO_SMALL, "capacity ", capacity, " < rank ", x.rank());
+    std::memcpy(shape_out, x.shape(), x.rank() * sizeof(int64_t));
+  });
+}
+
+qnt_status qnt_tensor_element_count(const qnt_tensor *t, size_t *out) {
+  return guard(__func__, [&] {
+    const Tensor &x = tensor_of(t, "t");
+    require(out, "out");
+    *out = x.element_count();
+  });
+}
+
+qnt_status qnt_tensor_byte_size(const qnt_tensor *t, size_t *out) {
+  return guard(__func__, [&] {
+    const Tensor &x = tensor_of(t, "t");
+    require(out, "out");
+    *out = x.byte_size();
+  });
+}
+
+qnt_status qnt_tensor_qparams(const qnt_tensor *t, qnt_qparams **out) {
+  return guard(__func__, [&] {
+    const Tensor &x = tensor_of(t, "t");
+    require(out, "out");
+    *out = x.qparams() ? qnt::capi::new_qparams_handle(x.qparams()) : nullptr;
+  });
+}
+
+qnt_status qnt_tensor_data(qnt_tensor *t, void **out) {
+  return guard(__func__, [&] {
+    Tensor &x = tensor_of(t, "t");
+    require(out, "out");
+    *out = x.data();
+  });
+}
+
+qnt_status qnt_tensor_copy_to(const qnt_tensor *t, void *dst, size_t dst_bytes) {
+  return guard(__func__, [&] {
+    const Tensor &x = tensor_of(t, "t");
+    if (x.byte_size() == 0) return;
+    require(dst, "dst");
+    if (dst_bytes < x.byte_size())
+      fail(QNT_ERR_BUFFER_TOO_SMALL, "dst holds ", dst_bytes, " bytes, the tensor has ",
+           x.byte_size());
+    std::memcpy(dst, x.data(), x.byte_size());
+  });
+}
+
+qnt_status qnt_quantize(qnt_context *ctx, const qnt_tensor *x, qnt_tensor *y) {
+  return guard(__func__, [&] {
+    ops::quantize(qnt::capi::context_of(ctx), tensor_of(x, "x"), tensor_of(y, "y"));
+  });
+}
+
+qnt_status qnt_dequantize(qnt_context *ctx, const qnt_tensor *q, qnt_tensor *y) {
+  return guard(__func__, [&] {
+    ops::dequantize(qnt::capi::context_of(ctx), tensor_of(q, "q"), tensor_of(y, "y"));
+  });
+}
+
+qnt_status qnt_requantize(qnt_context *ctx, const qnt_tensor *src, qnt_tensor *dst) {
+  return guard(__func__, [&] {
+    ops::requantize(qnt::capi::context_of(ctx), tensor_of(src, "src"), tensor_of(dst, "dst"));
+  });
+}
+
+qnt_status qnt_calibrate_minmax(const qnt_tensor *x, qnt_dtype dtype, qnt_scheme scheme,
+                                qnt_granularity granularity, int64_t axis, int64_t block_size,
+                                qnt_qparams **out) {
+  return guard(__func__, [&] {
+    const Tensor &t = tensor_of(x, "x");
+    require(out, "out");
+    auto p = calib::minmax(t, dtype, scheme, granularity, axis, block_size, std::nullopt);
+    *out = qnt::capi::new_qparams_handle(std::move(p));
+  });
+}
+
+qnt_status qnt_calibrate_minmax_range(const qnt_tensor *x, qnt_dtype dtype, qnt_scheme scheme,
+                                      qnt_granularity granularity, int64_t axis,
+                                      int64_t block_size, int32_t quant_min, int32_t quant_max,
+                                      qnt_qparams **out) {
+  return guard(__func__, [&] {
+    const Tensor &t = tensor_of(x, "x");
+    require(out, "out");
+    auto p = calib::minmax(t, dtype, scheme, granularity, axis, block_size,
+                           std::make_pair(quant_min, quant_max));
+    *out = qnt::capi::new_qparams_handle(std::move(p));
+  });
+}
+
+qnt_status qnt_calibrate_codebook(const qnt_tensor *x, qnt_dtype dtype,
+                                  qnt_granularity granularity, int64_t axis, int64_t block_size,
+                                  qnt_qparams **out) {
+  return guard(__func__, [&] {
+    const Tensor &t = tensor_of(x, "x");
+    require(out, "out");
+    auto p = calib::codebook(t, dtype, granularity, axis, block_size);
+    *out = qnt::capi::new_qparams_handle(std::move(p));
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,61 @@
+#include "capi/boundary.hpp"
+
+#include <string>
+
+namespace qnt::capi {
+namespace {
+thread_local std::string last_error;
+}
+
+void set_last_error(const char *function, const char *message) noexcept {
+  try {
+    last_error.assign(function);
+    last_error.append(": ");
+    last_error.append(message);
+  } catch (...) {
+    // Out of memory while recording an error: keep whatever fits, never throw across the ABI.
+    last_error.clear();
+  }
+}
+
+const char *last_error_message() noexcept { return last_error.c_str(); }
+
+const Context &context_of(const qnt_context *ctx) {
+  static const Context defaults;
+  if (ctx == nullptr) return defaults;
+  if (ctx->magic != kContextMagic)
+    fail(QNT_ERR_INVALID_ARGUMENT, "ctx is not a live qnt_context");
+  return ctx->ctx;
+}
+
+Context &context_of(qnt_context *ctx, const char *name) {
+  require(ctx, name);
+  if (ctx->magic != kContextMagic)
+    fail(QNT_ERR_INVALID_ARGUMENT, name, " is not a live qnt_context");
+  return ctx->ctx;
+}
+
+const std::shared_ptr<const QParams> &qparams_of(const qnt_qparams *qp, const char *name) {
+  require(qp, name);
+  if (qp->magic != kQParamsMagic || !qp->p)
+    fail(QNT_ERR_INVALID_ARGUMENT, name, " is not a live qnt_qparams");
+  return qp->p;
+}
+
+const Tensor &tensor_of(const qnt_tensor *t, const char *name) {
+  require(t, name);
+  if (t->magic != kTensorMagic || !t->t)
+    fail(QNT_ERR_INVALID_ARGUMENT, name, " is not a live qnt_tensor");
+  return *t->t;
+}
+
+Tensor &tensor_of(qnt_tensor *t, const char *name) {
+  return const_cast<Tensor &>(tensor_of(static_cast<const qnt_tensor *>(t), name));
+}
+
+qnt_qparams *new_qparams_handle(std::shared_ptr<const QParams> p) {
+  auto *h = new qnt_qparams{kQParamsMagic, std::move(p)};
+  return h;
+}
+
+}  // namespace qnt::capi

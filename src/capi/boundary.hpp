@@ -1,0 +1,78 @@
+// The one boundary between C callers and the C++ core: handle layouts, handle checks, and the
+// guard that turns every exception into a qnt_status plus a thread-local message.
+#pragma once
+
+#include "core/context.hpp"
+#include "core/error.hpp"
+#include "core/qparams.hpp"
+#include "core/tensor.hpp"
+
+#include <qnt/qnt.h>
+
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <optional>
+
+// A magic number per handle type catches a handle of the wrong type or one already destroyed
+// (as far as freed memory allows) with an error instead of a crash.
+struct qnt_context {
+  uint32_t magic;
+  qnt::Context ctx;
+};
+struct qnt_qparams {
+  uint32_t magic;
+  std::shared_ptr<const qnt::QParams> p;
+};
+struct qnt_tensor {
+  uint32_t magic;
+  std::optional<qnt::Tensor> t;
+};
+
+namespace qnt::capi {
+
+constexpr uint32_t kContextMagic = 0x71437478;  // "qCtx"
+constexpr uint32_t kQParamsMagic = 0x71507273;  // "qPrs"
+constexpr uint32_t kTensorMagic = 0x7154656e;   // "qTen"
+constexpr uint32_t kDeadMagic = 0xdeadbeef;
+
+// Records "function: message" as this thread's last error.
+void set_last_error(const char *function, const char *message) noexcept;
+const char *last_error_message() noexcept;
+
+// Runs body; returns QNT_OK, or the status of what it threw (with the message recorded).
+template <class Body>
+qnt_status guard(const char *function, Body &&body) noexcept {
+  try {
+    body();
+    return QNT_OK;
+  } catch (const Error &e) {
+    set_last_error(function, e.what());
+    return e.status();
+  } catch (const std::bad_alloc &) {
+    set_last_error(function, "out of memory");
+    return QNT_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception &e) {
+    set_last_error(function, e.what());
+    return QNT_ERR_INTERNAL;
+  } catch (...) {
+    set_last_error(function, "unknown exception");
+    return QNT_ERR_INTERNAL;
+  }
+}
+
+template <class T>
+void require(const T *p, const char *name) {
+  if (p == nullptr) fail(QNT_ERR_NULL_POINTER, name, " is NULL");
+}
+
+const Context &context_of(const qnt_context *ctx);  // NULL gives the default context
+Context &context_of(qnt_context *ctx, const char *name);
+const std::shared_ptr<const QParams> &qparams_of(const qnt_qparams *qp, const char *name);
+const Tensor &tensor_of(const qnt_tensor *t, const char *name);
+Tensor &tensor_of(qnt_tensor *t, const char *name);
+
+// Wraps a fresh qparams in a handle.
+qnt_qparams *new_qparams_handle(std::shared_ptr<const QParams> p);
+
+}  // namespace qnt::capi
