@@ -8,11 +8,12 @@ namespace qnt::ref {
 float round_half_to_even(float v) noexcept {
   // floor() and the subtraction below are exact for every float (|v| >= 2^23 is already an
   // integer, and v - floor(v) is then 0), so no rounding mode is involved.
+  // copysign keeps the sign of a zero result (-0.4 -> -0.0), as rint does.
   const float f = std::floor(v);
   const float frac = v - f;
-  if (frac > 0.5f) return f + 1.0f;
-  if (frac < 0.5f) return f;
-  return std::fmod(f, 2.0f) == 0.0f ? f : f + 1.0f;
+  float r = f;
+  if (frac > 0.5f || (frac == 0.5f && std::fmod(f, 2.0f) != 0.0f)) r = f + 1.0f;
+  return std::copysign(r, v);
 }
 
 int32_t quantize_integer(float x, float scale, int32_t zero_point, int32_t qmin,

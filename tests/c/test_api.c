@@ -1,0 +1,468 @@
+/* The C API as a C program sees it: only <qnt/qnt.h> and libqnt.so. Every status path, NULL
+ * handles and outputs, destroy(NULL), overflowing shapes, short buffers and bad qparams. */
+#include <qnt/qnt.h>
+
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The call fails with `want`, says something, and names the function. */
+#define EXPECT_FAIL(call, want)                                                          \
+  do {                                                                                   \
+    const qnt_status st_ = (call);                                                       \
+    cr_expect_eq(st_, (want), "%s returned %d (%s), expected %d", #call, (int)st_,       \
+                 qnt_last_error_message(), (int)(want));                                 \
+    cr_expect(strlen(qnt_last_error_message()) > 0, "%s left no message", #call);        \
+  } while (0)
+#define EXPECT_OK(call)                                                                  \
+  do {                                                                                   \
+    const qnt_status st_ = (call);                                                       \
+    cr_assert_eq(st_, QNT_OK, "%s failed: %s", #call, qnt_last_error_message());         \
+  } while (0)
+
+static const int64_t shape4[1] = {4};
+
+static qnt_qparams *per_tensor(qnt_dtype d, float s, int32_t z) {
+  qnt_qparams *qp = NULL;
+  EXPECT_OK(qnt_qparams_create_per_tensor(d, s, z, &qp));
+  return qp;
+}
+
+Test(version, numbers_agree) {
+  char want[32];
+  cr_expect_eq(qnt_version(), (uint32_t)QNT_VERSION_NUMBER);
+  snprintf(want, sizeof want, "%d.%d.%d", QNT_VERSION_MAJOR, QNT_VERSION_MINOR, QNT_VERSION_PATCH);
+  cr_expect_str_eq(qnt_version_string(), want);
+  cr_expect(strstr(qnt_build_info(), "openmp=") != NULL);
+  cr_expect(strstr(qnt_build_info(), "cuda=") != NULL);
+  cr_expect(strstr(qnt_build_info(), "cpu_kernels=") != NULL);
+}
+
+Test(status, every_code_has_its_own_string) {
+  int s;
+  for (s = 0; s <= 11; ++s) {
+    const char *text = qnt_status_string((qnt_status)s);
+    cr_expect(strncmp(text, "QNT_", 4) == 0, "status %d: %s", s, text);
+  }
+  cr_expect_str_eq(qnt_status_string((qnt_status)12), "unknown qnt_status");
+  cr_expect_str_eq(qnt_status_string((qnt_status)-1), "unknown qnt_status");
+  cr_expect(strstr(qnt_status_string(QNT_ERR_SHAPE_MISMATCH), "SHAPE") != NULL);
+}
+
+Test(status, enum_values_are_pinned) {
+  cr_expect_eq(QNT_OK, 0);
+  cr_expect_eq(QNT_ERR_INVALID_ARGUMENT, 1);
+  cr_expect_eq(QNT_ERR_NULL_POINTER, 2);
+  cr_expect_eq(QNT_ERR_OUT_OF_MEMORY, 3);
+  cr_expect_eq(QNT_ERR_UNSUPPORTED, 4);
+  cr_expect_eq(QNT_ERR_SHAPE_MISMATCH, 5);
+  cr_expect_eq(QNT_ERR_DTYPE_MISMATCH, 6);
+  cr_expect_eq(QNT_ERR_BUFFER_TOO_SMALL, 7);
+  cr_expect_eq(QNT_ERR_OVERFLOW, 8);
+  cr_expect_eq(QNT_ERR_INVALID_QPARAMS, 9);
+  cr_expect_eq(QNT_ERR_NO_DEVICE, 10);
+  cr_expect_eq(QNT_ERR_INTERNAL, 11);
+  cr_expect_eq(QNT_DTYPE_F32, 1);
+  cr_expect_eq(QNT_DTYPE_I32, 2);
+  cr_expect_eq(QNT_DTYPE_I8, 3);
+  cr_expect_eq(QNT_DTYPE_U8, 4);
+  cr_expect_eq(QNT_DTYPE_I16, 5);
+  cr_expect_eq(QNT_DTYPE_U16, 6);
+  cr_expect_eq(QNT_DTYPE_I4, 7);
+  cr_expect_eq(QNT_DTYPE_U4, 8);
+  cr_expect_eq(QNT_DTYPE_NF4, 9);
+  cr_expect_eq(QNT_DTYPE_BINARY, 10);
+  cr_expect_eq(QNT_DTYPE_TERNARY, 11);
+  cr_expect_eq(QNT_GRANULARITY_PER_TENSOR, 1);
+  cr_expect_eq(QNT_GRANULARITY_PER_AXIS, 2);
+  cr_expect_eq(QNT_GRANULARITY_PER_BLOCK, 3);
+  cr_expect_eq(QNT_SCHEME_SYMMETRIC, 1);
+  cr_expect_eq(QNT_SCHEME_AFFINE, 2);
+  cr_expect_eq(QNT_CPU_SSE41, 1);
+  cr_expect_eq(QNT_CPU_AVXVNNI, 1 << 7);
+  cr_expect_eq(QNT_CPU_NEON, 1 << 16);
+}
+
+Test(errors, message_is_per_thread_and_names_the_call) {
+  qnt_qparams *qp = NULL;
+  cr_expect_eq(qnt_qparams_create_per_tensor(QNT_DTYPE_I8, -1.0f, 0, &qp), QNT_ERR_INVALID_QPARAMS);
+  cr_expect(strstr(qnt_last_error_message(), "qnt_qparams_create_per_tensor") != NULL, "%s",
+            qnt_last_error_message());
+  cr_expect(strstr(qnt_last_error_message(), "scale") != NULL);
+  cr_expect_null(qp);
+}
+
+Test(destroy, null_is_allowed) {
+  qnt_context_destroy(NULL);
+  qnt_qparams_destroy(NULL);
+  qnt_tensor_destroy(NULL);
+}
+
+Test(dtype, queries) {
+  float cb[16];
+  int32_t lo = 0, hi = 0;
+  cr_expect_eq(qnt_dtype_bits(QNT_DTYPE_TERNARY), 2);
+  cr_expect_eq(qnt_dtype_bits(QNT_DTYPE_BINARY), 1);
+  cr_expect_eq(qnt_dtype_bits((qnt_dtype)0), 0);
+  cr_expect_str_eq(qnt_dtype_name(QNT_DTYPE_NF4), "nf4");
+  cr_expect_str_eq(qnt_dtype_name((qnt_dtype)1000), "invalid");
+  EXPECT_OK(qnt_dtype_range(QNT_DTYPE_U4, &lo, &hi));
+  cr_expect(lo == 0 && hi == 15);
+  EXPECT_FAIL(qnt_dtype_range(QNT_DTYPE_U4, NULL, &hi), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_dtype_range((qnt_dtype)55, &lo, &hi), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_nf4_codebook(cb, 15), QNT_ERR_BUFFER_TOO_SMALL);
+  EXPECT_FAIL(qnt_nf4_codebook(NULL, 16), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_nf4_codebook(cb, 16));
+  cr_expect(cb[0] == -1.0f && cb[7] == 0.0f && cb[15] == 1.0f);
+}
+
+Test(context, settings_and_machine) {
+  qnt_context *ctx = NULL;
+  int32_t n = 0, logical = 0, physical = -1, count = -1, major = 0, minor = 0;
+  uint64_t f = 0;
+  size_t bytes = 0;
+  EXPECT_FAIL(qnt_context_create(NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_context_create(&ctx));
+  EXPECT_OK(qnt_context_num_threads(ctx, &n));
+  cr_expect(n >= 1);
+  EXPECT_OK(qnt_context_set_num_threads(ctx, 3));
+  EXPECT_OK(qnt_context_num_threads(ctx, &n));
+  cr_expect(n == 3 || n == 1); /* 1 without OpenMP */
+  EXPECT_FAIL(qnt_context_set_num_threads(ctx, -1), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_context_set_num_threads(ctx, 1025), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_context_set_num_threads(NULL, 2), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_context_set_num_threads(ctx, 0));
+  EXPECT_OK(qnt_context_cpu_features(ctx, &f));
+  EXPECT_FAIL(qnt_context_cpu_features(NULL, &f), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_context_cpu_features(ctx, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_context_cpu_count(ctx, &logical, &physical));
+  cr_expect(logical >= 1 && physical >= 0 && physical <= logical);
+  EXPECT_OK(qnt_context_cache_size(ctx, 1, &bytes));
+  EXPECT_FAIL(qnt_context_cache_size(ctx, 0, &bytes), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_context_cache_size(ctx, 4, &bytes), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_OK(qnt_context_cuda_device_count(ctx, &count));
+  cr_expect(count >= 0);
+  EXPECT_FAIL(qnt_context_cuda_compute_capability(ctx, count, &major, &minor), QNT_ERR_NO_DEVICE);
+  EXPECT_FAIL(qnt_context_cuda_compute_capability(ctx, -1, &major, &minor), QNT_ERR_NO_DEVICE);
+  EXPECT_FAIL(qnt_context_cuda_compute_capability(ctx, 0, NULL, &minor), QNT_ERR_NULL_POINTER);
+  cr_expect_str_eq(qnt_cpu_feature_name(QNT_CPU_AVX512VNNI), "avx512vnni");
+  cr_expect_str_eq(qnt_cpu_feature_name((qnt_cpu_feature)3), "invalid");
+  qnt_context_destroy(ctx);
+}
+
+Test(qparams, bad_values_are_refused) {
+  qnt_qparams *qp = NULL;
+  const float scales[3] = {0.5f, 0.25f, 0.125f};
+  const float bad_scales[3] = {0.5f, NAN, 0.125f};
+  const float zero_scale[3] = {0.5f, 0.0f, 0.125f};
+  const int32_t zps[3] = {0, 255, 3};
+  const int32_t bad_zps[3] = {0, 256, 3};
+  EXPECT_FAIL(qnt_qparams_create_per_tensor(QNT_DTYPE_I8, 0.0f, 0, &qp), QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qparams_create_per_tensor(QNT_DTYPE_I8, -2.0f, 0, &qp), QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qparams_create_per_tensor(QNT_DTYPE_I8, NAN, 0, &qp), QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qparams_create_per_tensor(QNT_DTYPE_I8, INFINITY, 0, &qp),
+              QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qparams_create_per_tensor(QNT_DTYPE_I8, 1.0f, 200, &qp), QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qparams_create_per_tensor(QNT_DTYPE_U8, 1.0f, -1, &qp), QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qparams_create_per_tensor(QNT_DTYPE_I4, 1.0f, 8, &qp), QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qparams_create_per_tensor(QNT_DTYPE_NF4, 1.0f, 3, &qp), QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qparams_create_per_tensor(QNT_DTYPE_F32, 1.0f, 0, &qp), QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qparams_create_per_tensor((qnt_dtype)0, 1.0f, 0, &qp), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_qparams_create_per_tensor(QNT_DTYPE_I8, 1.0f, 0, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_qparams_create_per_axis(QNT_DTYPE_U8, 0, 3, bad_scales, zps, &qp),
+              QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qparams_create_per_axis(QNT_DTYPE_U8, 0, 3, zero_scale, zps, &qp),
+              QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qparams_create_per_axis(QNT_DTYPE_U8, 0, 3, scales, bad_zps, &qp),
+              QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qparams_create_per_axis(QNT_DTYPE_U8, 0, 0, scales, zps, &qp),
+              QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_qparams_create_per_axis(QNT_DTYPE_U8, 0, 3, NULL, zps, &qp),
+              QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_qparams_create_per_axis(QNT_DTYPE_U8, 9, 3, scales, zps, &qp),
+              QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_qparams_create_per_block(QNT_DTYPE_U8, 0, 0, 3, scales, zps, &qp),
+              QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_qparams_create_per_block(QNT_DTYPE_U8, 0, -32, 3, scales, zps, &qp),
+              QNT_ERR_INVALID_ARGUMENT);
+  cr_expect_null(qp, "a failed create leaves *out untouched");
+}
+
+Test(qparams, getters) {
+  qnt_qparams *qp = NULL;
+  const float scales[3] = {0.5f, 0.25f, 0.125f};
+  const int32_t zps[3] = {0, 255, 3};
+  float s[3];
+  int32_t z[3];
+  size_t n = 0;
+  int64_t axis = 0, block = 0;
+  qnt_dtype d;
+  qnt_granularity g;
+  qnt_scheme sc;
+  EXPECT_OK(qnt_qparams_create_per_block(QNT_DTYPE_U8, -1, 16, 3, scales, zps, &qp));
+  EXPECT_OK(qnt_qparams_dtype(qp, &d));
+  cr_expect_eq(d, QNT_DTYPE_U8);
+  EXPECT_OK(qnt_qparams_granularity(qp, &g));
+  cr_expect_eq(g, QNT_GRANULARITY_PER_BLOCK);
+  EXPECT_OK(qnt_qparams_scheme(qp, &sc));
+  cr_expect_eq(sc, QNT_SCHEME_AFFINE);
+  EXPECT_OK(qnt_qparams_axis(qp, &axis));
+  cr_expect_eq(axis, -1);
+  EXPECT_OK(qnt_qparams_block_size(qp, &block));
+  cr_expect_eq(block, 16);
+  EXPECT_OK(qnt_qparams_scale_count(qp, &n));
+  cr_expect_eq(n, 3);
+  EXPECT_FAIL(qnt_qparams_scales(qp, s, 2), QNT_ERR_BUFFER_TOO_SMALL);
+  EXPECT_FAIL(qnt_qparams_zero_points(qp, z, 2), QNT_ERR_BUFFER_TOO_SMALL);
+  EXPECT_OK(qnt_qparams_scales(qp, s, 3));
+  EXPECT_OK(qnt_qparams_zero_points(qp, z, 3));
+  cr_expect(memcmp(s, scales, sizeof s) == 0);
+  cr_expect(memcmp(z, zps, sizeof z) == 0);
+  EXPECT_FAIL(qnt_qparams_dtype(NULL, &d), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_qparams_dtype(qp, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_qparams_scales(NULL, s, 3), QNT_ERR_NULL_POINTER);
+  qnt_qparams_destroy(qp);
+
+  EXPECT_OK(qnt_qparams_create_per_axis(QNT_DTYPE_U8, 0, 3, scales, NULL, &qp));
+  EXPECT_OK(qnt_qparams_zero_points(qp, z, 3));
+  cr_expect(z[0] == 128 && z[1] == 128 && z[2] == 128, "symmetric u8 zero point is 128");
+  EXPECT_OK(qnt_qparams_scheme(qp, &sc));
+  cr_expect_eq(sc, QNT_SCHEME_SYMMETRIC);
+  qnt_qparams_destroy(qp);
+}
+
+Test(tensor, create_and_getters) {
+  const int64_t shape[3] = {2, 3, 5};
+  qnt_qparams *qp = per_tensor(QNT_DTYPE_I4, 0.5f, 0);
+  qnt_qparams *got = NULL;
+  qnt_tensor *t = NULL;
+  int64_t dims[3] = {0, 0, 0};
+  size_t rank = 0, n = 0, bytes = 0;
+  qnt_dtype d;
+  void *data = NULL;
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_I4, shape, 3, qp, &t));
+  qnt_qparams_destroy(qp); /* the tensor holds its own reference */
+  EXPECT_OK(qnt_tensor_dtype(t, &d));
+  cr_expect_eq(d, QNT_DTYPE_I4);
+  EXPECT_OK(qnt_tensor_rank(t, &rank));
+  cr_expect_eq(rank, 3);
+  EXPECT_FAIL(qnt_tensor_shape(t, dims, 2), QNT_ERR_BUFFER_TOO_SMALL);
+  EXPECT_OK(qnt_tensor_shape(t, dims, 3));
+  cr_expect(dims[0] == 2 && dims[1] == 3 && dims[2] == 5);
+  EXPECT_OK(qnt_tensor_element_count(t, &n));
+  cr_expect_eq(n, 30);
+  EXPECT_OK(qnt_tensor_byte_size(t, &bytes));
+  cr_expect_eq(bytes, 15);
+  EXPECT_OK(qnt_tensor_data(t, &data));
+  cr_expect_not_null(data);
+  EXPECT_OK(qnt_tensor_qparams(t, &got));
+  cr_assert_not_null(got);
+  EXPECT_OK(qnt_qparams_dtype(got, &d));
+  cr_expect_eq(d, QNT_DTYPE_I4);
+  qnt_tensor_destroy(t); /* got stays valid after the tensor is gone */
+  EXPECT_OK(qnt_qparams_dtype(got, &d));
+  qnt_qparams_destroy(got);
+
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_F32, NULL, 0, NULL, &t)); /* a scalar */
+  EXPECT_OK(qnt_tensor_element_count(t, &n));
+  cr_expect_eq(n, 1);
+  EXPECT_OK(qnt_tensor_shape(t, NULL, 0));
+  EXPECT_OK(qnt_tensor_qparams(t, &got));
+  cr_expect_null(got);
+  qnt_tensor_destroy(t);
+}
+
+Test(tensor, bad_shapes) {
+  const int64_t negative[2] = {3, -1};
+  const int64_t huge[3] = {INT64_C(1) << 31, INT64_C(1) << 31, 4};
+  const int64_t max2[2] = {INT64_MAX, INT64_MAX};
+  const int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  const int64_t empty[2] = {0, 7};
+  qnt_tensor *t = NULL;
+  size_t n = 99;
+  EXPECT_FAIL(qnt_tensor_create(QNT_DTYPE_F32, negative, 2, NULL, &t), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_tensor_create(QNT_DTYPE_F32, huge, 3, NULL, &t), QNT_ERR_OVERFLOW);
+  EXPECT_FAIL(qnt_tensor_create(QNT_DTYPE_I8, max2, 2, NULL, &t), QNT_ERR_OVERFLOW);
+  EXPECT_FAIL(qnt_tensor_create(QNT_DTYPE_F32, nine, 9, NULL, &t), QNT_ERR_UNSUPPORTED);
+  EXPECT_FAIL(qnt_tensor_create(QNT_DTYPE_F32, NULL, 2, NULL, &t), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_tensor_create((qnt_dtype)99, shape4, 1, NULL, &t), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_tensor_create(QNT_DTYPE_F32, shape4, 1, NULL, NULL), QNT_ERR_NULL_POINTER);
+  cr_expect_null(t);
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_F32, empty, 2, NULL, &t));
+  EXPECT_OK(qnt_tensor_element_count(t, &n));
+  cr_expect_eq(n, 0);
+  EXPECT_OK(qnt_tensor_byte_size(t, &n));
+  cr_expect_eq(n, 0);
+  qnt_tensor_destroy(t);
+}
+
+Test(tensor, qparams_must_fit) {
+  const int64_t shape[2] = {3, 4};
+  const float s3[3] = {1, 1, 1};
+  qnt_qparams *axis1 = NULL, *i8 = per_tensor(QNT_DTYPE_I8, 1.0f, 0);
+  qnt_tensor *t = NULL;
+  EXPECT_OK(qnt_qparams_create_per_axis(QNT_DTYPE_I8, 1, 3, s3, NULL, &axis1));
+  EXPECT_FAIL(qnt_tensor_create(QNT_DTYPE_I8, shape, 2, axis1, &t), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_tensor_create(QNT_DTYPE_U8, shape, 2, i8, &t), QNT_ERR_DTYPE_MISMATCH);
+  EXPECT_FAIL(qnt_tensor_create(QNT_DTYPE_F32, shape, 2, i8, &t), QNT_ERR_INVALID_ARGUMENT);
+  cr_expect_null(t);
+  qnt_qparams_destroy(axis1);
+  qnt_qparams_destroy(i8);
+}
+
+Test(tensor, data_buffers) {
+  const float x[4] = {1, 2, 3, 4};
+  float out[4] = {0, 0, 0, 0};
+  char unaligned[20];
+  qnt_tensor *t = NULL;
+  EXPECT_FAIL(qnt_tensor_create_from_data(QNT_DTYPE_F32, shape4, 1, NULL, x, 15, &t),
+              QNT_ERR_BUFFER_TOO_SMALL);
+  EXPECT_FAIL(qnt_tensor_create_from_data(QNT_DTYPE_F32, shape4, 1, NULL, NULL, 16, &t),
+              QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_tensor_wrap(QNT_DTYPE_F32, shape4, 1, NULL, out, 8, &t),
+              QNT_ERR_BUFFER_TOO_SMALL);
+  EXPECT_FAIL(qnt_tensor_wrap(QNT_DTYPE_F32, shape4, 1, NULL, unaligned + 1, 19, &t),
+              QNT_ERR_INVALID_ARGUMENT);
+  cr_expect_null(t);
+  EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_F32, shape4, 1, NULL, x, sizeof x, &t));
+  EXPECT_FAIL(qnt_tensor_copy_to(t, out, 15), QNT_ERR_BUFFER_TOO_SMALL);
+  cr_expect(out[0] == 0.0f, "a failed copy writes nothing");
+  EXPECT_FAIL(qnt_tensor_copy_to(t, NULL, 16), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_tensor_copy_to(NULL, out, 16), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_tensor_copy_to(t, out, sizeof out));
+  cr_expect(memcmp(out, x, sizeof x) == 0);
+  qnt_tensor_destroy(t);
+}
+
+Test(tensor, wrap_borrows_memory) {
+  float mem[4] = {0.5f, -0.5f, 1.5f, 2.5f};
+  int8_t q[4] = {9, 9, 9, 9};
+  qnt_qparams *qp = per_tensor(QNT_DTYPE_I8, 1.0f, 0);
+  qnt_tensor *x = NULL, *y = NULL;
+  void *data = NULL;
+  EXPECT_OK(qnt_tensor_wrap(QNT_DTYPE_F32, shape4, 1, NULL, mem, sizeof mem, &x));
+  EXPECT_OK(qnt_tensor_wrap(QNT_DTYPE_I8, shape4, 1, qp, q, sizeof q, &y));
+  EXPECT_OK(qnt_tensor_data(x, &data));
+  cr_expect_eq(data, (void *)mem);
+  mem[0] = 3.5f; /* the tensor sees the caller's memory */
+  EXPECT_OK(qnt_quantize(NULL, x, y));
+  cr_expect(q[0] == 4 && q[1] == 0 && q[2] == 2 && q[3] == 2, "%d %d %d %d", q[0], q[1], q[2], q[3]);
+  qnt_tensor_destroy(x);
+  qnt_tensor_destroy(y);
+  qnt_qparams_destroy(qp);
+  cr_expect(mem[1] == -0.5f, "destroying a wrapped tensor leaves the memory alone");
+}
+
+Test(ops, quantize_roundtrip_every_integer_dtype) {
+  static const qnt_dtype dtypes[] = {QNT_DTYPE_I8, QNT_DTYPE_U8, QNT_DTYPE_I16, QNT_DTYPE_U16,
+                                     QNT_DTYPE_I4, QNT_DTYPE_U4, QNT_DTYPE_I32};
+  const float x[4] = {-1.0f, 0.0f, 1.0f, 2.5f};
+  size_t k;
+  for (k = 0; k < sizeof dtypes / sizeof dtypes[0]; ++k) {
+    int32_t lo, hi, zp;
+    qnt_qparams *qp;
+    qnt_tensor *tx = NULL, *tq = NULL, *ty = NULL;
+    float y[4];
+    EXPECT_OK(qnt_dtype_range(dtypes[k], &lo, &hi));
+    zp = lo < 0 ? 0 : (hi >= 255 ? 100 : 3);
+    qp = per_tensor(dtypes[k], 0.5f, zp);
+    EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_F32, shape4, 1, NULL, x, sizeof x, &tx));
+    EXPECT_OK(qnt_tensor_create(dtypes[k], shape4, 1, qp, &tq));
+    EXPECT_OK(qnt_tensor_create(QNT_DTYPE_F32, shape4, 1, NULL, &ty));
+    EXPECT_OK(qnt_quantize(NULL, tx, tq));
+    EXPECT_OK(qnt_dequantize(NULL, tq, ty));
+    EXPECT_OK(qnt_tensor_copy_to(ty, y, sizeof y));
+    /* -1 and 2.5 are representable with scale 0.5 where the range allows */
+    cr_expect(y[1] == 0.0f && y[2] == 1.0f, "%s: %g %g", qnt_dtype_name(dtypes[k]), y[1], y[2]);
+    if (dtypes[k] != QNT_DTYPE_U4 || zp >= 2) cr_expect(y[0] == -1.0f, "%s", qnt_dtype_name(dtypes[k]));
+    qnt_tensor_destroy(tx);
+    qnt_tensor_destroy(tq);
+    qnt_tensor_destroy(ty);
+    qnt_qparams_destroy(qp);
+  }
+}
+
+Test(ops, failures_leave_the_output_untouched) {
+  const int64_t shape5[1] = {5};
+  const float x[4] = {1, 2, 3, 4};
+  int8_t q[5] = {7, 7, 7, 7, 7};
+  qnt_qparams *qp = per_tensor(QNT_DTYPE_I8, 1.0f, 0);
+  qnt_tensor *tx = NULL, *ty = NULL, *f = NULL, *raw = NULL;
+  EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_F32, shape4, 1, NULL, x, sizeof x, &tx));
+  EXPECT_OK(qnt_tensor_wrap(QNT_DTYPE_I8, shape5, 1, qp, q, sizeof q, &ty));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_F32, shape4, 1, NULL, &f));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_I8, shape4, 1, NULL, &raw));
+  EXPECT_FAIL(qnt_quantize(NULL, tx, ty), QNT_ERR_SHAPE_MISMATCH);
+  cr_expect(q[0] == 7 && q[4] == 7);
+  EXPECT_FAIL(qnt_quantize(NULL, tx, raw), QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_quantize(NULL, tx, f), QNT_ERR_DTYPE_MISMATCH);
+  EXPECT_FAIL(qnt_dequantize(NULL, raw, f), QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_dequantize(NULL, ty, f), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_dequantize(NULL, tx, f), QNT_ERR_DTYPE_MISMATCH);
+  EXPECT_FAIL(qnt_requantize(NULL, ty, tx), QNT_ERR_DTYPE_MISMATCH);
+  EXPECT_FAIL(qnt_requantize(NULL, ty, ty), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_quantize(NULL, NULL, ty), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_quantize(NULL, tx, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_dequantize(NULL, NULL, f), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_requantize(NULL, NULL, ty), QNT_ERR_NULL_POINTER);
+  qnt_tensor_destroy(tx);
+  qnt_tensor_destroy(ty);
+  qnt_tensor_destroy(f);
+  qnt_tensor_destroy(raw);
+  qnt_qparams_destroy(qp);
+}
+
+Test(ops, nan_and_infinities) {
+  const float x[4] = {NAN, INFINITY, -INFINITY, 0.0f};
+  uint8_t q[4];
+  qnt_qparams *qp = per_tensor(QNT_DTYPE_U8, 0.1f, 17);
+  qnt_tensor *tx = NULL, *tq = NULL;
+  EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_F32, shape4, 1, NULL, x, sizeof x, &tx));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_U8, shape4, 1, qp, &tq));
+  EXPECT_OK(qnt_quantize(NULL, tx, tq));
+  EXPECT_OK(qnt_tensor_copy_to(tq, q, sizeof q));
+  cr_expect(q[0] == 17 && q[1] == 255 && q[2] == 0 && q[3] == 17, "%d %d %d %d", q[0], q[1], q[2],
+            q[3]);
+  qnt_tensor_destroy(tx);
+  qnt_tensor_destroy(tq);
+  qnt_qparams_destroy(qp);
+}
+
+Test(calibrate, bad_input) {
+  const float x[4] = {1, 2, 3, 4};
+  qnt_tensor *tx = NULL;
+  qnt_qparams *qp = NULL;
+  EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_F32, shape4, 1, NULL, x, sizeof x, &tx));
+  EXPECT_FAIL(qnt_calibrate_minmax(NULL, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
+                                   QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
+              QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_calibrate_minmax(tx, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
+                                   QNT_GRANULARITY_PER_TENSOR, 0, 0, NULL),
+              QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_calibrate_minmax(tx, QNT_DTYPE_BINARY, QNT_SCHEME_SYMMETRIC,
+                                   QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
+              QNT_ERR_UNSUPPORTED);
+  EXPECT_FAIL(qnt_calibrate_minmax(tx, QNT_DTYPE_I8, (qnt_scheme)7, QNT_GRANULARITY_PER_TENSOR, 0,
+                                   0, &qp),
+              QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_calibrate_minmax(tx, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, (qnt_granularity)0, 0, 0,
+                                   &qp),
+              QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_calibrate_minmax(tx, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS,
+                                   1, 0, &qp),
+              QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_calibrate_minmax_range(tx, QNT_DTYPE_U8, QNT_SCHEME_AFFINE,
+                                         QNT_GRANULARITY_PER_TENSOR, 0, 0, 10, 5, &qp),
+              QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_calibrate_codebook(tx, QNT_DTYPE_U8, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
+              QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_calibrate_codebook(tx, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 0, -4, &qp),
+              QNT_ERR_INVALID_ARGUMENT);
+  cr_expect_null(qp);
+  EXPECT_OK(qnt_calibrate_codebook(tx, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 0, 3, &qp));
+  qnt_qparams_destroy(qp);
+  qnt_tensor_destroy(tx);
+}

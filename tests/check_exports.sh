@@ -1,0 +1,21 @@
+#!/bin/sh
+# Only qnt_* symbols leave libqnt.so, and its SONAME carries the ABI major version.
+# usage: check_exports.sh path/to/libqnt.so ABI_MAJOR
+set -eu
+lib=$1
+major=$2
+bad=$(nm -D --defined-only "$lib" | awk '$2 != "A" { print $3 }' | grep -v '^qnt_' || true)
+if [ -n "$bad" ]; then
+  echo "FAIL: symbols other than qnt_* are exported:"
+  echo "$bad"
+  exit 1
+fi
+count=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | grep -c '^qnt_')
+[ "$count" -gt 0 ] || { echo "FAIL: no qnt_ function is exported"; exit 1; }
+soname=$(readelf -d "$lib" | sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
+if [ "$soname" != "libqnt.so.$major" ]; then
+  echo "FAIL: SONAME is '$soname', expected libqnt.so.$major"
+  exit 1
+fi
+echo "exports: $count qnt_* functions, SONAME $soname"
+echo "2 passed, 0 failed"
