@@ -70,6 +70,14 @@
 #define QNT_API
 #endif
 
+/* Every enum is int32_t-sized. C++ sees the underlying type fixed, so that any value a C caller
+ * passes is a valid value of the enum type there (qnt then rejects it with an error). */
+#if defined(__cplusplus)
+#define QNT_ENUM_BASE : int32_t
+#else
+#define QNT_ENUM_BASE
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -89,7 +97,7 @@ QNT_API const char *qnt_build_info(void);
 /* Status and errors                                                                            */
 /* ------------------------------------------------------------------------------------------- */
 
-typedef enum qnt_status {
+typedef enum qnt_status QNT_ENUM_BASE {
   QNT_OK = 0,
   QNT_ERR_INVALID_ARGUMENT = 1, /* a value is out of its domain (bad enum, negative size, ...) */
   QNT_ERR_NULL_POINTER = 2,     /* a required pointer or handle is NULL */
@@ -135,7 +143,7 @@ QNT_API const char *qnt_last_error_message(void);
  *    q = clamp(round(x / scale), -1, 1)). The pattern 0b10 is never written and reads as -2.
  *    qnt_calibrate_codebook sets scale = max(mean |x|, 1e-5) of each group (BitNet's absmean).
  */
-typedef enum qnt_dtype {
+typedef enum qnt_dtype QNT_ENUM_BASE {
   QNT_DTYPE_F32 = 1,
   QNT_DTYPE_I32 = 2,
   QNT_DTYPE_I8 = 3,
@@ -173,7 +181,7 @@ typedef struct qnt_context qnt_context;
 /* CPU features, as bits of the mask that qnt_context_cpu_features() returns. Each bit is set
  * only where both the CPU and the operating system support the feature (the OS check: XCR0
  * state for AVX, AVX-512 and AMX tiles, and the Linux permission request for AMX). */
-typedef enum qnt_cpu_feature {
+typedef enum qnt_cpu_feature QNT_ENUM_BASE {
   QNT_CPU_SSE41 = 1 << 0,
   QNT_CPU_AVX2 = 1 << 1,
   QNT_CPU_FMA = 1 << 2,
@@ -239,7 +247,7 @@ QNT_API qnt_status qnt_context_cuda_compute_capability(const qnt_context *ctx, i
  * threads. */
 typedef struct qnt_qparams qnt_qparams;
 
-typedef enum qnt_granularity {
+typedef enum qnt_granularity QNT_ENUM_BASE {
   QNT_GRANULARITY_PER_TENSOR = 1,
   QNT_GRANULARITY_PER_AXIS = 2,
   QNT_GRANULARITY_PER_BLOCK = 3
@@ -248,7 +256,7 @@ typedef enum qnt_granularity {
 /* Symmetric: every zero point is the dtype's centre, 0 for signed dtypes and 2^(bits-1) for
  * unsigned ones (128 for u8, 32768 for u16, 8 for u4), as PyTorch does. Affine: any zero point
  * in the dtype's range. */
-typedef enum qnt_scheme { QNT_SCHEME_SYMMETRIC = 1, QNT_SCHEME_AFFINE = 2 } qnt_scheme;
+typedef enum qnt_scheme QNT_ENUM_BASE { QNT_SCHEME_SYMMETRIC = 1, QNT_SCHEME_AFFINE = 2 } qnt_scheme;
 
 /*
  * Validation shared by the three constructors (all give QNT_ERR_INVALID_QPARAMS):

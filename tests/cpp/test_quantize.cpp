@@ -418,3 +418,62 @@ TEST(Quantize, Errors) {
 }
 
 }  // namespace
+
+namespace {
+
+// The ONNX backend node tests (onnx/backend/test/case/node/quantizelinear.py and
+// dequantizelinear.py: test_quantizelinear, test_quantizelinear_axis, test_dequantizelinear,
+// test_dequantizelinear_axis), with their inputs and expected outputs.
+TEST(OnnxBackend, QuantizeLinear) {
+  const std::vector<int64_t> shape{6};
+  T x, q;
+  make_f32(x, shape, {0, 2, 3, 1000, -254, -1000});
+  QP qp;
+  ASSERT_EQ(qnt_qparams_create_per_tensor(QNT_DTYPE_U8, 2.0f, 128, &qp.p), QNT_OK);
+  make_q(q, QNT_DTYPE_U8, shape, qp.p);
+  ASSERT_EQ(qnt_quantize(nullptr, x.t, q.t), QNT_OK);
+  EXPECT_EQ(bytes_of(q.t), (std::vector<uint8_t>{128, 129, 130, 255, 1, 0}));  // 1.5 -> 2
+}
+
+const std::vector<float> kAxisX{-162, 10,  -100, 232, -20,  -50,  -76,  0,    0,
+                                252,  32,  -44,  245, -485, -960, -270, -375, -470};
+const std::vector<uint8_t> kAxisQ{3,  89, 34, 200, 74, 59, 5,   24,  24,
+                                  87, 32, 13, 245, 99, 4,  142, 121, 102};
+
+TEST(OnnxBackend, QuantizeLinearAxis) {
+  const std::vector<int64_t> shape{1, 3, 3, 2};
+  const float scales[3] = {2, 4, 5};
+  const int32_t zps[3] = {84, 24, 196};
+  T x, q;
+  make_f32(x, shape, kAxisX);
+  QP qp;
+  ASSERT_EQ(qnt_qparams_create_per_axis(QNT_DTYPE_U8, 1, 3, scales, zps, &qp.p), QNT_OK);
+  make_q(q, QNT_DTYPE_U8, shape, qp.p);
+  ASSERT_EQ(qnt_quantize(nullptr, x.t, q.t), QNT_OK);
+  EXPECT_EQ(bytes_of(q.t), kAxisQ);
+}
+
+TEST(OnnxBackend, DequantizeLinear) {
+  const std::vector<int64_t> shape{4};
+  const uint8_t raw[4] = {0, 3, 128, 255};
+  QP qp;
+  ASSERT_EQ(qnt_qparams_create_per_tensor(QNT_DTYPE_U8, 2.0f, 128, &qp.p), QNT_OK);
+  T q;
+  ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_U8, shape.data(), 1, qp.p, raw, 4, &q.t), QNT_OK);
+  EXPECT_EQ(dequantized(q.t, shape), (std::vector<float>{-256, -250, 0, 254}));
+}
+
+TEST(OnnxBackend, DequantizeLinearAxis) {
+  const std::vector<int64_t> shape{1, 3, 3, 2};
+  const float scales[3] = {2, 4, 5};
+  const int32_t zps[3] = {84, 24, 196};
+  QP qp;
+  ASSERT_EQ(qnt_qparams_create_per_axis(QNT_DTYPE_U8, 1, 3, scales, zps, &qp.p), QNT_OK);
+  T q;
+  ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_U8, shape.data(), 4, qp.p, kAxisQ.data(),
+                                        kAxisQ.size(), &q.t),
+            QNT_OK);
+  EXPECT_EQ(dequantized(q.t, shape), kAxisX);
+}
+
+}  // namespace

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Builds qnt twice and runs every test: once as released (with the CUDA module when nvcc is
+# there, warnings as errors), once with AddressSanitizer and UndefinedBehaviorSanitizer over the
+# C and C++ suites.
+set -eu
+cd "$(dirname "$0")/.."
+scripts/deps.sh test
+jobs=$(nproc)
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQNT_BUILD_TESTS=ON \
+  -DQNT_BUILD_EXAMPLES=ON -DQNT_WERROR=ON
+cmake --build build -j "$jobs"
+ctest --test-dir build --output-on-failure
+
+cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DQNT_SANITIZE=ON -DQNT_WITH_CUDA=OFF \
+  -DQNT_BUILD_TESTS=ON -DQNT_BUILD_EXAMPLES=OFF -DQNT_WERROR=ON
+cmake --build build-sanitize -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-sanitize --output-on-failure

@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""Cross-checks libqnt against independent implementations, bit for bit:
+
+  - PyTorch's MinMaxObserver / PerChannelMinMaxObserver (scale and zero point), and
+  - the ONNX QuantizeLinear / DequantizeLinear reference formulas written in numpy
+    (y = clip(rint(x / scale) + zero_point), x = (q - zero_point) * scale, float32 throughout),
+    per tensor, per axis and per block, for every integer dtype;
+  - bitsandbytes' NF4 rule (x * (1 / absmax), its 15 decision thresholds), in numpy.
+
+It loads libqnt.so through ctypes, as any foreign-language user would.
+usage: crosscheck.py path/to/libqnt.so
+"""
+import ctypes as C
+import sys
+
+import numpy as np
+import torch
+from torch.ao.quantization.observer import MinMaxObserver, PerChannelMinMaxObserver
+
+lib = C.CDLL(sys.argv[1])
+P = C.c_void_p
+lib.qnt_last_error_message.restype = C.c_char_p
+for name, args in {
+    "qnt_tensor_create_from_data": [C.c_int32, P, C.c_size_t, P, P, C.c_size_t, P],
+    "qnt_tensor_create": [C.c_int32, P, C.c_size_t, P, P],
+    "qnt_tensor_copy_to": [P, P, C.c_size_t],
+    "qnt_tensor_byte_size": [P, P],
+    "qnt_tensor_destroy": [P],
+    "qnt_qparams_create_per_tensor": [C.c_int32, C.c_float, C.c_int32, P],
+    "qnt_qparams_create_per_axis": [C.c_int32, C.c_int64, C.c_size_t, P, P, P],
+    "qnt_qparams_create_per_block": [C.c_int32, C.c_int64, C.c_int64, C.c_size_t, P, P, P],
+    "qnt_qparams_scale_count": [P, P],
+    "qnt_qparams_scales": [P, P, C.c_size_t],
+    "qnt_qparams_zero_points": [P, P, C.c_size_t],
+    "qnt_qparams_destroy": [P],
+    "qnt_quantize": [P, P, P],
+    "qnt_dequantize": [P, P, P],
+    "qnt_calibrate_minmax": [P, C.c_int32, C.c_int32, C.c_int32, C.c_int64, C.c_int64, P],
+    "qnt_calibrate_minmax_range": [P, C.c_int32, C.c_int32, C.c_int32, C.c_int64, C.c_int64,
+                                   C.c_int32, C.c_int32, P],
+    "qnt_calibrate_codebook": [P, C.c_int32, C.c_int32, C.c_int64, C.c_int64, P],
+}.items():
+    getattr(lib, name).argtypes = args
+    if name not in ("qnt_tensor_destroy", "qnt_qparams_destroy"):
+        getattr(lib, name).restype = C.c_int32
+
+F32, I32, I8, U8, I16, U16, I4, U4, NF4 = 1, 2, 3, 4, 5, 6, 7, 8, 9
+PER_TENSOR, PER_AXIS, PER_BLOCK = 1, 2, 3
+SYM, AFF = 1, 2
+RANGES = {I8: (-128, 127), U8: (0, 255), I16: (-32768, 32767), U16: (0, 65535), I4: (-8, 7),
+          U4: (0, 15)}
+BITS = {I8: 8, U8: 8, I16: 16, U16: 16, I4: 4, U4: 4, NF4: 4}
+NP = {I8: np.int8, U8: np.uint8, I16: np.int16, U16: np.uint16}
+
+failures = 0
+passed = 0
+
+
+def ok(call):
+    if call != 0:
+        raise RuntimeError(lib.qnt_last_error_message().decode())
+
+
+def check(cond, what):
+    global failures, passed
+    if cond:
+        passed += 1
+    else:
+        failures += 1
+        print("FAIL:", what)
+
+
+def f32_tensor(x):
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    shape = (C.c_int64 * max(1, x.ndim))(*x.shape)
+    t = P()
+    ok(lib.qnt_tensor_create_from_data(F32, shape, x.ndim, None, x.ctypes.data, x.nbytes,
+                                       C.byref(t)))
+    return t
+
+
+def read_qparams(qp):
+    n = C.c_size_t()
+    ok(lib.qnt_qparams_scale_count(qp, C.byref(n)))
+    s = np.zeros(n.value, np.float32)
+    z = np.zeros(n.value, np.int32)
+    ok(lib.qnt_qparams_scales(qp, s.ctypes.data, n.value))
+    ok(lib.qnt_qparams_zero_points(qp, z.ctypes.data, n.value))
+    return s, z
+
+
+def qnt_minmax(x, dtype, scheme, axis=None, qrange=None):
+    t = f32_tensor(x)
+    qp = P()
+    g = PER_TENSOR if axis is None else PER_AXIS
+    if qrange is None:
+        ok(lib.qnt_calibrate_minmax(t, dtype, scheme, g, axis or 0, 0, C.byref(qp)))
+    else:
+        ok(lib.qnt_calibrate_minmax_range(t, dtype, scheme, g, axis or 0, 0, qrange[0], qrange[1],
+                                          C.byref(qp)))
+    s, z = read_qparams(qp)
+    lib.qnt_qparams_destroy(qp)
+    lib.qnt_tensor_destroy(t)
+    return s, z
+
+
+def torch_minmax(x, dtype, scheme, axis=None, **kw):
+    tdtype = {I8: torch.qint8, U8: torch.quint8}[dtype]
+    if axis is None:
+        qs = torch.per_tensor_symmetric if scheme == SYM else torch.per_tensor_affine
+        obs = MinMaxObserver(dtype=tdtype, qscheme=qs, **kw)
+    else:
+        qs = torch.per_channel_symmetric if scheme == SYM else torch.per_channel_affine
+        obs = PerChannelMinMaxObserver(ch_axis=axis, dtype=tdtype, qscheme=qs, **kw)
+    obs(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
+    s, z = obs.calculate_qparams()
+    return s.numpy().astype(np.float32).reshape(-1), z.numpy().astype(np.int32).reshape(-1)
+
+
+def check_minmax(rng):
+    shapes = [(1,), (7,), (33, 5), (4, 17, 3), (255,)]
+    gens = [lambda n: rng.standard_normal(n), lambda n: rng.uniform(0.1, 3.0, n),
+            lambda n: -rng.uniform(0.1, 3.0, n), lambda n: rng.standard_t(2, n) * 10,
+            lambda n: rng.uniform(-1e-6, 1e-6, n), lambda n: np.zeros(n)]
+    for shape in shapes:
+        for gen in gens:
+            x = gen(int(np.prod(shape))).astype(np.float32).reshape(shape)
+            for dtype in (I8, U8):
+                for scheme in (SYM, AFF):
+                    axes = [None] + (list(range(x.ndim)) if x.ndim > 1 else [])
+                    for axis in axes:
+                        want = torch_minmax(x, dtype, scheme, axis)
+                        got = qnt_minmax(x, dtype, scheme, axis)
+                        what = f"minmax dtype={dtype} scheme={scheme} axis={axis} shape={shape}"
+                        check(np.array_equal(got[0].view(np.int32), want[0].view(np.int32)),
+                              f"{what}: scale {got[0]} vs torch {want[0]}")
+                        check(np.array_equal(got[1], want[1]),
+                              f"{what}: zero point {got[1]} vs torch {want[1]}")
+                    # PyTorch's reduce_range is the range [0, 127] / [-64, 63]; for unsigned
+                    # symmetric it keeps zero point 128 outside that range, which qnt does not copy.
+                    if not (dtype == U8 and scheme == SYM):
+                        r = (0, 127) if dtype == U8 else (-64, 63)
+                        want = torch_minmax(x, dtype, scheme, None, reduce_range=True)
+                        got = qnt_minmax(x, dtype, scheme, None, r)
+                        check(np.array_equal(got[0].view(np.int32), want[0].view(np.int32)) and
+                              np.array_equal(got[1], want[1]),
+                              f"reduce_range dtype={dtype} scheme={scheme}: {got} vs {want}")
+                    r = (0, 100) if dtype == U8 else (-50, 60)
+                    want = torch_minmax(x, dtype, scheme, None, quant_min=r[0], quant_max=r[1])
+                    got = qnt_minmax(x, dtype, scheme, None, r)
+                    check(np.array_equal(got[0].view(np.int32), want[0].view(np.int32)) and
+                          np.array_equal(got[1], want[1]),
+                          f"custom range {r} dtype={dtype} scheme={scheme}: {got} vs {want}")
+
+
+def params_for(x, gran, axis, block, n_groups):
+    """Expands per-group arrays to the full shape of x, as ONNX's reshape_input does."""
+    def expand(p):
+        if gran == PER_TENSOR:
+            return np.full(x.shape, p[0], dtype=p.dtype)
+        a = axis % x.ndim
+        if gran == PER_AXIS:
+            shp = [1] * x.ndim
+            shp[a] = x.shape[a]
+            return np.broadcast_to(p.reshape(shp), x.shape)
+        gshape = list(x.shape)
+        gshape[a] = -(-x.shape[a] // block)
+        full = np.repeat(p.reshape(gshape), block, axis=a)
+        return np.take(full, np.arange(x.shape[a]), axis=a)
+    return expand
+
+
+def pack(q, bits):
+    q = q.reshape(-1).astype(np.int64) & ((1 << bits) - 1)
+    per = 8 // bits
+    pad = (-len(q)) % per
+    q = np.concatenate([q, np.zeros(pad, np.int64)]).reshape(-1, per)
+    out = np.zeros(len(q), np.int64)
+    for k in range(per):
+        out |= q[:, k] << (k * bits)
+    return out.astype(np.uint8)
+
+
+def qnt_roundtrip(x, dtype, gran, axis, block, scales, zps):
+    qp = P()
+    s = np.ascontiguousarray(scales, np.float32)
+    z = None if zps is None else np.ascontiguousarray(zps, np.int32)
+    zp = None if z is None else z.ctypes.data
+    if gran == PER_TENSOR:
+        ok(lib.qnt_qparams_create_per_tensor(dtype, float(s[0]), int(0 if z is None else z[0]),
+                                             C.byref(qp)))
+    elif gran == PER_AXIS:
+        ok(lib.qnt_qparams_create_per_axis(dtype, axis, len(s), s.ctypes.data, zp, C.byref(qp)))
+    else:
+        ok(lib.qnt_qparams_create_per_block(dtype, axis, block, len(s), s.ctypes.data, zp,
+                                            C.byref(qp)))
+    tx = f32_tensor(x)
+    shape = (C.c_int64 * x.ndim)(*x.shape)
+    tq, ty = P(), P()
+    ok(lib.qnt_tensor_create(dtype, shape, x.ndim, qp, C.byref(tq)))
+    ok(lib.qnt_tensor_create(F32, shape, x.ndim, None, C.byref(ty)))
+    ok(lib.qnt_quantize(None, tx, tq))
+    ok(lib.qnt_dequantize(None, tq, ty))
+    nb = C.c_size_t()
+    ok(lib.qnt_tensor_byte_size(tq, C.byref(nb)))
+    qbytes = np.zeros(nb.value, np.uint8)
+    ok(lib.qnt_tensor_copy_to(tq, qbytes.ctypes.data, nb.value))
+    y = np.zeros(x.shape, np.float32)
+    ok(lib.qnt_tensor_copy_to(ty, y.ctypes.data, y.nbytes))
+    for t in (tx, tq, ty):
+        lib.qnt_tensor_destroy(t)
+    lib.qnt_qparams_destroy(qp)
+    return qbytes, y
+
+
+def check_onnx_formulas(rng):
+    for shape in [(1,), (7,), (3, 33), (2, 5, 17), (1023,)]:
+        n = int(np.prod(shape))
+        for dtype in (I8, U8, I16, U16, I4, U4):
+            lo, hi = RANGES[dtype]
+            for gran in (PER_TENSOR, PER_AXIS, PER_BLOCK):
+                axis = -1 if gran == PER_BLOCK else (1 if len(shape) > 1 else 0)
+                block = 4
+                a = axis % len(shape)
+                if gran == PER_TENSOR:
+                    groups = 1
+                elif gran == PER_AXIS:
+                    groups = shape[a]
+                else:
+                    groups = n // shape[a] * -(-shape[a] // block)
+                scales = rng.uniform(0.01, 2.0, groups).astype(np.float32)
+                zps = rng.integers(max(lo, -300), min(hi, 300) + 1, groups).astype(np.int32)
+                expand = params_for(np.zeros(shape), gran, axis, block, groups)
+                s_full, z_full = expand(scales), expand(zps)
+                x = (rng.standard_normal(n).astype(np.float32).reshape(shape) *
+                     s_full * np.float32(min(hi - lo, 600) / 4))
+                # exact ties, k + 0.5 steps, where the rounding rule shows
+                ties = ((rng.integers(-40, 40, n).astype(np.float32) + np.float32(0.5))
+                        .reshape(shape) * s_full).astype(np.float32)
+                pick = rng.random(shape) < 0.3
+                x = np.where(pick, ties, x).astype(np.float32)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    ref_q = np.clip(np.rint(x / s_full).astype(np.int64) + z_full, lo, hi)
+                ref_y = (ref_q.astype(np.float32) - z_full.astype(np.float32)) * s_full
+                qbytes, y = qnt_roundtrip(x, dtype, gran, axis, block, scales, zps)
+                if BITS[dtype] >= 8:
+                    got_q = qbytes.view(NP[dtype]).reshape(shape).astype(np.int64)
+                    same = np.array_equal(got_q, ref_q)
+                else:
+                    same = np.array_equal(qbytes, pack(ref_q, 4))
+                what = f"ONNX dtype={dtype} gran={gran} shape={shape}"
+                check(same, f"{what}: quantized values differ")
+                check(np.array_equal(y.view(np.int32), ref_y.astype(np.float32).view(np.int32)),
+                      f"{what}: dequantized values differ")
+
+
+BNB_THRESHOLDS = np.array([
+    -0.8480964004993439, -0.6106329262256622, -0.4599952697753906, -0.33967943489551544,
+    -0.23460740596055984, -0.13791173323988914, -0.045525018125772476, 0.03979014977812767,
+    0.1202552504837513, 0.2035212516784668, 0.2920137718319893, 0.3893125355243683,
+    0.5016634166240692, 0.6427869200706482, 0.8614784181118011], dtype=np.float32)
+
+
+def check_nf4(rng):
+    for shape, block in [((64,), 64), ((4, 128), 64), ((3, 96), 32), ((5, 70), 64)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        t = f32_tensor(x)
+        qp = P()
+        ok(lib.qnt_calibrate_codebook(t, NF4, PER_BLOCK, -1, block, C.byref(qp)))
+        s, _ = read_qparams(qp)
+        lib.qnt_qparams_destroy(qp)
+        lib.qnt_tensor_destroy(t)
+        nb = -(-shape[-1] // block)
+        xs = x.reshape(-1, shape[-1])
+        want_s = np.array([np.abs(row[b * block:(b + 1) * block]).max()
+                           for row in xs for b in range(nb)], np.float32)
+        check(np.array_equal(s, want_s), f"NF4 absmax shape={shape}")
+        expand = params_for(x, PER_BLOCK, -1, block, len(s))
+        s_full = expand(s)
+        n = x * (np.float32(1.0) / s_full)
+        codes = (n[..., None] > BNB_THRESHOLDS).sum(-1)
+        qbytes, _ = qnt_roundtrip(x, NF4, PER_BLOCK, -1, block, s, None)
+        check(np.array_equal(qbytes, pack(codes, 4)), f"NF4 codes shape={shape}")
+
+
+rng = np.random.default_rng(20261122)
+check_minmax(rng)
+check_onnx_formulas(rng)
+check_nf4(rng)
+print(f"crosscheck: {passed} passed, {failures} failed")
+sys.exit(1 if failures else 0)
