@@ -15,5 +15,5 @@ ctest --test-dir build --output-on-failure
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DQNT_SANITIZE=ON -DQNT_WITH_CUDA=OFF \
   -DQNT_BUILD_TESTS=ON -DQNT_BUILD_EXAMPLES=OFF -DQNT_WERROR=ON
 cmake --build build-sanitize -j "$jobs"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-sanitize --output-on-failure

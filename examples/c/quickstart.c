@@ -68,9 +68,9 @@ static void report(const char *label, qnt_context *ctx, const qnt_tensor *x, con
   CHECK(qnt_qparams_scheme(qp, &scheme));
   /* A float32 scale per group, plus an int32 zero point when the scheme is affine. */
   param_bytes = nparams * (scheme == QNT_SCHEME_AFFINE ? 8 : 4);
-  printf("  %-26s %8zu + %6zu bytes  %5.2fx smaller  SQNR %6.2f dB\n", label, qbytes,
-         param_bytes, (double)f32_bytes / (double)(qbytes + param_bytes),
-         sqnr_db(w, back, (size_t)ROWS * COLS));
+  printf("  %-26s %7zu + %5zu bytes  saves %6zu bytes (%5.2fx smaller)  SQNR %6.2f dB\n", label,
+         qbytes, param_bytes, f32_bytes - qbytes - param_bytes,
+         (double)f32_bytes / (double)(qbytes + param_bytes), sqnr_db(w, back, (size_t)ROWS * COLS));
   qnt_tensor_destroy(q);
   qnt_tensor_destroy(y);
   qnt_qparams_destroy(qp);

@@ -176,6 +176,8 @@ QNT_API qnt_status qnt_nf4_codebook(float *out, size_t capacity);
 /* Context: threads and what the machine can do                                                 */
 /* ------------------------------------------------------------------------------------------- */
 
+/* Thread safety: may be used by several threads at once; qnt_context_set_num_threads must not
+ * run while another thread uses the context. */
 typedef struct qnt_context qnt_context;
 
 /* CPU features, as bits of the mask that qnt_context_cpu_features() returns. Each bit is set
@@ -311,6 +313,8 @@ QNT_API qnt_status qnt_qparams_zero_points(const qnt_qparams *qp, int32_t *out, 
 /* Tensors                                                                                      */
 /* ------------------------------------------------------------------------------------------- */
 
+/* Thread safety: several threads may read a tensor at once (as an op's input, or through the
+ * getters); an op that writes it (as its output) must have it to itself. */
 typedef struct qnt_tensor qnt_tensor;
 
 /* The largest rank a tensor may have. */
@@ -415,23 +419,26 @@ QNT_API qnt_status qnt_requantize(qnt_context *ctx, const qnt_tensor *src, qnt_t
  *   affine:    scale = (mx - mn) / (float)(qmax - qmin);
  *              zero point = clamp(qmin - round_half_to_even(mn / scale), qmin, qmax)
  *   scale = max(scale, FLT_EPSILON) (before the zero point is computed)
- * For i8 symmetric that is amax / 127.5, as PyTorch computes it. dtype must be an integer
- * dtype other than i32 (i8, u8, i16, u16, i4, u4); NF4, binary and ternary use
- * qnt_calibrate_codebook. block_size is used only for per-block and must then be > 0.
+ * For i8 symmetric that is amax / 127.5, as PyTorch computes it. A group with no finite value
+ * gets PyTorch's answer for an empty observer: scale 1, zero point 0. dtype must be an integer
+ * dtype (i32, i8, u8, i16, u16, i4, u4); NF4, binary and ternary use qnt_calibrate_codebook.
+ * block_size is used only for per-block and must then be > 0.
  * Caller destroys *out with qnt_qparams_destroy().
  * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH (x not f32), QNT_ERR_INVALID_ARGUMENT
- * (bad dtype, scheme, granularity, axis or block size), QNT_ERR_UNSUPPORTED (i32, NF4, binary,
- * ternary), QNT_ERR_OUT_OF_MEMORY.
+ * (bad dtype, scheme, granularity, axis or block size; a range that overflows float32),
+ * QNT_ERR_UNSUPPORTED (NF4, binary, ternary), QNT_ERR_OUT_OF_MEMORY.
  */
 QNT_API qnt_status qnt_calibrate_minmax(const qnt_tensor *x, qnt_dtype dtype, qnt_scheme scheme,
                                         qnt_granularity granularity, int64_t axis,
                                         int64_t block_size, qnt_qparams **out);
 
 /* As qnt_calibrate_minmax, with PyTorch's custom quant_min / quant_max in place of the dtype's
- * range (for example reduce_range: [0, 127] for u8, [-64, 63] for i8). The range must lie in
- * the dtype's range and contain 0 (qmin <= 0 <= qmax), as PyTorch requires. With a custom range
- * the symmetric zero point of an unsigned dtype is (qmin + qmax) / 2 rounded down, as PyTorch
- * chooses it. The result still saturates at the dtype's limits when used.
+ * range. The range must lie in the dtype's range and contain 0 (qmin <= 0 < qmax), as PyTorch
+ * requires. With a custom range the symmetric zero point of an unsigned dtype is
+ * (qmin + qmax) / 2 rounded down, as PyTorch chooses it. PyTorch's reduce_range=True is the
+ * range [0, 127] for u8 and [-64, 63] for i8 here, with one difference: for u8 symmetric PyTorch
+ * keeps zero point 128, outside that range, where qnt gives 63. The result still saturates at
+ * the dtype's limits when used.
  * Errors: as qnt_calibrate_minmax, and QNT_ERR_INVALID_ARGUMENT for a bad range. */
 QNT_API qnt_status qnt_calibrate_minmax_range(const qnt_tensor *x, qnt_dtype dtype,
                                               qnt_scheme scheme, qnt_granularity granularity,

@@ -38,9 +38,9 @@ std::shared_ptr<const QParams> minmax(const Tensor &x, qnt_dtype dtype, qnt_sche
   const DTypeInfo &info = dtype_info(dtype);
   if (info.rule == Rule::Float)
     fail(QNT_ERR_INVALID_ARGUMENT, "the target dtype must be quantized, not ", info.name);
-  if (info.rule != Rule::Integer || info.zero_point_fixed || info.bits == 32)
-    fail(QNT_ERR_UNSUPPORTED, "min-max calibration targets i8, u8, i16, u16, i4 and u4, not ",
-         info.name, info.bits == 32 ? "" : " (use qnt_calibrate_codebook)");
+  if (info.rule != Rule::Integer || info.zero_point_fixed)
+    fail(QNT_ERR_UNSUPPORTED, "min-max calibration targets the integer dtypes, not ", info.name,
+         " (use qnt_calibrate_codebook)");
   if (scheme != QNT_SCHEME_SYMMETRIC && scheme != QNT_SCHEME_AFFINE)
     fail(QNT_ERR_INVALID_ARGUMENT, "scheme = ", static_cast<int32_t>(scheme),
          " is not a qnt_scheme");
@@ -71,6 +71,8 @@ std::shared_ptr<const QParams> minmax(const Tensor &x, qnt_dtype dtype, qnt_sche
 
   std::vector<float> scales(l.groups);
   std::vector<int32_t> zps(l.groups);
+  // As PyTorch computes them: float(qmax - qmin), and float(qmax - qmin) / 2 in double, each
+  // then rounded to float32 (for i32 both round up to powers of two).
   const auto span = static_cast<float>(static_cast<int64_t>(qmax) - qmin);
   const float half_span = static_cast<float>((static_cast<double>(qmax) - qmin) / 2.0);
   for (size_t g = 0; g < l.groups; ++g) {

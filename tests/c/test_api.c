@@ -299,6 +299,14 @@ Test(tensor, bad_shapes) {
   qnt_tensor_destroy(t);
 }
 
+Test(tensor, out_of_memory_is_an_error) {
+  /* 2^40 floats (4 TiB): a valid size that no allocator here can provide. */
+  const int64_t shape[1] = {INT64_C(1) << 40};
+  qnt_tensor *t = NULL;
+  EXPECT_FAIL(qnt_tensor_create(QNT_DTYPE_F32, shape, 1, NULL, &t), QNT_ERR_OUT_OF_MEMORY);
+  cr_expect_null(t);
+}
+
 Test(tensor, qparams_must_fit) {
   const int64_t shape[2] = {3, 4};
   const float s3[3] = {1, 1, 1};

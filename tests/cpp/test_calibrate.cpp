@@ -107,6 +107,13 @@ TEST(MinMax, OtherWidths) {
   EXPECT_EQ(r.z[0], -32768 + 21845);  // -1 / (3/65535) = -21845
 }
 
+TEST(MinMax, Int32) {
+  // float(2^32 - 1) / 2 rounds to 2^31 in float32, as in PyTorch: scale = 2 / 2^31 = 2^-30.
+  Result r = minmax({-1.0f, 2.0f}, QNT_DTYPE_I32, QNT_SCHEME_SYMMETRIC);
+  EXPECT_EQ(r.s[0], 0x1p-30f);
+  EXPECT_EQ(r.z[0], 0);
+}
+
 TEST(MinMax, CustomRangeLikePyTorchQuantMinMax) {
   T x;
   make_f32(x, {4}, {-1.0f, 0.5f, 2.0f, 0.3f});
@@ -201,7 +208,7 @@ TEST(MinMax, Errors) {
   EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_NF4, QNT_SCHEME_AFFINE,
                                  QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
             QNT_ERR_UNSUPPORTED);
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I32, QNT_SCHEME_AFFINE,
+  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_TERNARY, QNT_SCHEME_AFFINE,
                                  QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
             QNT_ERR_UNSUPPORTED);
   EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_F32, QNT_SCHEME_AFFINE,

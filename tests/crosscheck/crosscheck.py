@@ -105,7 +105,7 @@ def qnt_minmax(x, dtype, scheme, axis=None, qrange=None):
 
 
 def torch_minmax(x, dtype, scheme, axis=None, **kw):
-    tdtype = {I8: torch.qint8, U8: torch.quint8}[dtype]
+    tdtype = {I8: torch.qint8, U8: torch.quint8, I32: torch.qint32}[dtype]
     if axis is None:
         qs = torch.per_tensor_symmetric if scheme == SYM else torch.per_tensor_affine
         obs = MinMaxObserver(dtype=tdtype, qscheme=qs, **kw)
@@ -125,7 +125,7 @@ def check_minmax(rng):
     for shape in shapes:
         for gen in gens:
             x = gen(int(np.prod(shape))).astype(np.float32).reshape(shape)
-            for dtype in (I8, U8):
+            for dtype in (I8, U8, I32):
                 for scheme in (SYM, AFF):
                     axes = [None] + (list(range(x.ndim)) if x.ndim > 1 else [])
                     for axis in axes:
@@ -134,10 +134,15 @@ def check_minmax(rng):
                         what = f"minmax dtype={dtype} scheme={scheme} axis={axis} shape={shape}"
                         check(np.array_equal(got[0].view(np.int32), want[0].view(np.int32)),
                               f"{what}: scale {got[0]} vs torch {want[0]}")
-                        check(np.array_equal(got[1], want[1]),
-                              f"{what}: zero point {got[1]} vs torch {want[1]}")
+                        # For i32 affine, PyTorch's zero point overflows its int32 arithmetic
+                        # (round(min / scale) is near -2^32); only the scale is comparable there.
+                        if dtype != I32 or scheme == SYM:
+                            check(np.array_equal(got[1], want[1]),
+                                  f"{what}: zero point {got[1]} vs torch {want[1]}")
                     # PyTorch's reduce_range is the range [0, 127] / [-64, 63]; for unsigned
                     # symmetric it keeps zero point 128 outside that range, which qnt does not copy.
+                    if dtype == I32:
+                        continue
                     if not (dtype == U8 and scheme == SYM):
                         r = (0, 127) if dtype == U8 else (-64, 63)
                         want = torch_minmax(x, dtype, scheme, None, reduce_range=True)
