@@ -108,10 +108,13 @@ TEST(MinMax, OtherWidths) {
 }
 
 TEST(MinMax, Int32) {
-  // float(2^32 - 1) / 2 rounds to 2^31 in float32, as in PyTorch: scale = 2 / 2^31 = 2^-30.
-  Result r = minmax({-1.0f, 2.0f}, QNT_DTYPE_I32, QNT_SCHEME_SYMMETRIC);
-  EXPECT_EQ(r.s[0], 0x1p-30f);
+  // float(2^32 - 1) / 2 rounds to 2^31 in float32, as in PyTorch: scale = 2000 / 2^31.
+  Result r = minmax({-1000.0f, 2000.0f}, QNT_DTYPE_I32, QNT_SCHEME_SYMMETRIC);
+  EXPECT_EQ(r.s[0], 0x1.f4p-21f);
   EXPECT_EQ(r.z[0], 0);
+  // Below FLT_EPSILON the floor applies, as it does in PyTorch.
+  r = minmax({-1.0f, 2.0f}, QNT_DTYPE_I32, QNT_SCHEME_SYMMETRIC);
+  EXPECT_EQ(r.s[0], FLT_EPSILON);
 }
 
 TEST(MinMax, CustomRangeLikePyTorchQuantMinMax) {
