@@ -9,14 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    qnt_status st_ = (call);                                                          \
-    if (st_ != QNT_OK) {                                                              \
-      fprintf(stderr, "%s failed: %s\n  %s\n", #call, qnt_status_string(st_),         \
-              qnt_last_error_message());                                              \
-      exit(1);                                                                        \
-    }                                                                                 \
+#define CHECK(call)                                                           \
+  do {                                                                        \
+    qnt_status st_ = (call);                                                  \
+    if (st_ != QNT_OK) {                                                      \
+      fprintf(stderr, "%s failed: %s\n  %s\n", #call, qnt_status_string(st_), \
+              qnt_last_error_message());                                      \
+      exit(1);                                                                \
+    }                                                                         \
   } while (0)
 
 enum { ROWS = 256, COLS = 512 };
@@ -95,8 +95,8 @@ int main(void) {
   CHECK(qnt_context_cpu_count(ctx, &logical, &physical));
   CHECK(qnt_context_num_threads(ctx, &threads));
   CHECK(qnt_context_cuda_device_count(ctx, &cuda));
-  printf("\nmachine: %d logical CPUs, %d physical cores, %d threads for ops\n", logical,
-         physical, threads);
+  printf("\nmachine: %d logical CPUs, %d physical cores, %d threads for ops\n", logical, physical,
+         threads);
   printf("  CPU features:");
   for (bit = 0; bit < 32; ++bit)
     if (features & ((uint64_t)1 << bit))

@@ -102,9 +102,9 @@ typedef enum qnt_status QNT_ENUM_BASE {
   QNT_ERR_INVALID_ARGUMENT = 1, /* a value is out of its domain (bad enum, negative size, ...) */
   QNT_ERR_NULL_POINTER = 2,     /* a required pointer or handle is NULL */
   QNT_ERR_OUT_OF_MEMORY = 3,    /* an allocation failed */
-  QNT_ERR_UNSUPPORTED = 4,      /* valid, but not implemented for this case; the message says which */
-  QNT_ERR_SHAPE_MISMATCH = 5,   /* shapes (or parameter counts) disagree */
-  QNT_ERR_DTYPE_MISMATCH = 6,   /* a tensor has the wrong dtype for this call */
+  QNT_ERR_UNSUPPORTED = 4,    /* valid, but not implemented for this case; the message says which */
+  QNT_ERR_SHAPE_MISMATCH = 5, /* shapes (or parameter counts) disagree */
+  QNT_ERR_DTYPE_MISMATCH = 6, /* a tensor has the wrong dtype for this call */
   QNT_ERR_BUFFER_TOO_SMALL = 7, /* a caller's buffer or capacity is short */
   QNT_ERR_OVERFLOW = 8,         /* a size computation overflows (element count, byte size) */
   QNT_ERR_INVALID_QPARAMS = 9,  /* scale not finite and > 0, zero point out of range, ... */
@@ -150,9 +150,9 @@ typedef enum qnt_dtype QNT_ENUM_BASE {
   QNT_DTYPE_U8 = 4,
   QNT_DTYPE_I16 = 5,
   QNT_DTYPE_U16 = 6,
-  QNT_DTYPE_I4 = 7,     /* [-8, 7], two per byte, element 0 in the low nibble */
-  QNT_DTYPE_U4 = 8,     /* [0, 15], two per byte, element 0 in the low nibble */
-  QNT_DTYPE_NF4 = 9,    /* 4-bit NormalFloat code, two per byte, element 0 in the low nibble */
+  QNT_DTYPE_I4 = 7,      /* [-8, 7], two per byte, element 0 in the low nibble */
+  QNT_DTYPE_U4 = 8,      /* [0, 15], two per byte, element 0 in the low nibble */
+  QNT_DTYPE_NF4 = 9,     /* 4-bit NormalFloat code, two per byte, element 0 in the low nibble */
   QNT_DTYPE_BINARY = 10, /* 1 bit, eight per byte, element 0 in bit 0 */
   QNT_DTYPE_TERNARY = 11 /* 2 bits, four per byte, element 0 in bits 0-1 */
 } qnt_dtype;
@@ -258,7 +258,10 @@ typedef enum qnt_granularity QNT_ENUM_BASE {
 /* Symmetric: every zero point is the dtype's centre, 0 for signed dtypes and 2^(bits-1) for
  * unsigned ones (128 for u8, 32768 for u16, 8 for u4), as PyTorch does. Affine: any zero point
  * in the dtype's range. */
-typedef enum qnt_scheme QNT_ENUM_BASE { QNT_SCHEME_SYMMETRIC = 1, QNT_SCHEME_AFFINE = 2 } qnt_scheme;
+typedef enum qnt_scheme QNT_ENUM_BASE {
+  QNT_SCHEME_SYMMETRIC = 1,
+  QNT_SCHEME_AFFINE = 2
+} qnt_scheme;
 
 /*
  * Validation shared by the three constructors (all give QNT_ERR_INVALID_QPARAMS):
@@ -442,9 +445,8 @@ QNT_API qnt_status qnt_calibrate_minmax(const qnt_tensor *x, qnt_dtype dtype, qn
  * Errors: as qnt_calibrate_minmax, and QNT_ERR_INVALID_ARGUMENT for a bad range. */
 QNT_API qnt_status qnt_calibrate_minmax_range(const qnt_tensor *x, qnt_dtype dtype,
                                               qnt_scheme scheme, qnt_granularity granularity,
-                                              int64_t axis, int64_t block_size,
-                                              int32_t quant_min, int32_t quant_max,
-                                              qnt_qparams **out);
+                                              int64_t axis, int64_t block_size, int32_t quant_min,
+                                              int32_t quant_max, qnt_qparams **out);
 
 /* Scales for the codebook dtypes by their own rules (see qnt_dtype), one per group of the
  * requested granularity: NF4 absmax, binary mean |x|, ternary max(mean |x|, 1e-5). Means are

@@ -16,11 +16,11 @@ enum class Code { Integer, NF4, Binary };
 // Everything a kernel needs to know about the quantized side of an op.
 struct QuantSpec {
   Code code = Code::Integer;
-  int bits = 8;         // 1, 2, 4, 8, 16 or 32
+  int bits = 8;  // 1, 2, 4, 8, 16 or 32
   bool is_signed = true;
   int32_t qmin = -128;  // the integer range (Code::Integer)
   int32_t qmax = 127;
-  GroupLayout layout;           // element -> parameter index
+  GroupLayout layout;  // element -> parameter index
   const float *scales = nullptr;
   const int32_t *zero_points = nullptr;
 };

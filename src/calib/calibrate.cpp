@@ -32,8 +32,7 @@ struct Range {
 }  // namespace
 
 std::shared_ptr<const QParams> minmax(const Tensor &x, qnt_dtype dtype, qnt_scheme scheme,
-                                      qnt_granularity granularity, int64_t axis,
-                                      int64_t block_size,
+                                      qnt_granularity granularity, int64_t axis, int64_t block_size,
                                       std::optional<std::pair<int32_t, int32_t>> range) {
   const DTypeInfo &info = dtype_info(dtype);
   if (info.rule == Rule::Float)
@@ -51,8 +50,8 @@ std::shared_ptr<const QParams> minmax(const Tensor &x, qnt_dtype dtype, qnt_sche
     qmax = range->second;
     if (qmin < info.qmin || qmax > info.qmax || qmin > 0 || qmax < 0 || qmin >= qmax)
       fail(QNT_ERR_INVALID_ARGUMENT, "quant range [", qmin, ", ", qmax,
-           "] must contain 0, hold more than one value, and lie in [", info.qmin, ", ",
-           info.qmax, "] of ", info.name);
+           "] must contain 0, hold more than one value, and lie in [", info.qmin, ", ", info.qmax,
+           "] of ", info.name);
     // PyTorch: a customized range puts the symmetric zero point of unsigned types at its
     // rounded-down midpoint.
     if (!info.is_signed) sym_zp = static_cast<int32_t>(std::floor((qmin + qmax) / 2.0));
@@ -96,12 +95,11 @@ std::shared_ptr<const QParams> minmax(const Tensor &x, qnt_dtype dtype, qnt_sche
       scales[g] = s;
       const float shift = ref::round_half_to_even(mn / s);  // <= 0 and finite: mn <= 0, s > 0
       const double z = static_cast<double>(qmin) - static_cast<double>(shift);
-      zps[g] = static_cast<int32_t>(std::clamp(z, static_cast<double>(qmin),
-                                               static_cast<double>(qmax)));
+      zps[g] =
+          static_cast<int32_t>(std::clamp(z, static_cast<double>(qmin), static_cast<double>(qmax)));
     }
   }
-  return QParams::create(dtype, granularity, axis, block_size, scales.data(), zps.data(),
-                         l.groups);
+  return QParams::create(dtype, granularity, axis, block_size, scales.data(), zps.data(), l.groups);
 }
 
 std::shared_ptr<const QParams> codebook(const Tensor &x, qnt_dtype dtype,

@@ -13,8 +13,7 @@ namespace qnt::calib {
 // PyTorch MinMaxObserver / PerChannelMinMaxObserver (see qnt_calibrate_minmax in qnt.h).
 // `range` is PyTorch's custom quant_min / quant_max, or nothing for the dtype's range.
 std::shared_ptr<const QParams> minmax(const Tensor &x, qnt_dtype dtype, qnt_scheme scheme,
-                                      qnt_granularity granularity, int64_t axis,
-                                      int64_t block_size,
+                                      qnt_granularity granularity, int64_t axis, int64_t block_size,
                                       std::optional<std::pair<int32_t, int32_t>> range);
 
 // The codebook dtypes' own scale rules (see qnt_calibrate_codebook in qnt.h).

@@ -55,18 +55,30 @@ const char *qnt_build_info(void) {
 
 const char *qnt_status_string(qnt_status status) {
   switch (status) {
-    case QNT_OK: return "QNT_OK: success";
-    case QNT_ERR_INVALID_ARGUMENT: return "QNT_ERR_INVALID_ARGUMENT: an argument is out of its domain";
-    case QNT_ERR_NULL_POINTER: return "QNT_ERR_NULL_POINTER: a required pointer or handle is NULL";
-    case QNT_ERR_OUT_OF_MEMORY: return "QNT_ERR_OUT_OF_MEMORY: an allocation failed";
-    case QNT_ERR_UNSUPPORTED: return "QNT_ERR_UNSUPPORTED: not implemented for this case";
-    case QNT_ERR_SHAPE_MISMATCH: return "QNT_ERR_SHAPE_MISMATCH: shapes disagree";
-    case QNT_ERR_DTYPE_MISMATCH: return "QNT_ERR_DTYPE_MISMATCH: wrong dtype for this call";
-    case QNT_ERR_BUFFER_TOO_SMALL: return "QNT_ERR_BUFFER_TOO_SMALL: a buffer is too small";
-    case QNT_ERR_OVERFLOW: return "QNT_ERR_OVERFLOW: a size computation overflows";
-    case QNT_ERR_INVALID_QPARAMS: return "QNT_ERR_INVALID_QPARAMS: invalid quantization parameters";
-    case QNT_ERR_NO_DEVICE: return "QNT_ERR_NO_DEVICE: no CUDA device for this call";
-    case QNT_ERR_INTERNAL: return "QNT_ERR_INTERNAL: internal error in qnt";
+    case QNT_OK:
+      return "QNT_OK: success";
+    case QNT_ERR_INVALID_ARGUMENT:
+      return "QNT_ERR_INVALID_ARGUMENT: an argument is out of its domain";
+    case QNT_ERR_NULL_POINTER:
+      return "QNT_ERR_NULL_POINTER: a required pointer or handle is NULL";
+    case QNT_ERR_OUT_OF_MEMORY:
+      return "QNT_ERR_OUT_OF_MEMORY: an allocation failed";
+    case QNT_ERR_UNSUPPORTED:
+      return "QNT_ERR_UNSUPPORTED: not implemented for this case";
+    case QNT_ERR_SHAPE_MISMATCH:
+      return "QNT_ERR_SHAPE_MISMATCH: shapes disagree";
+    case QNT_ERR_DTYPE_MISMATCH:
+      return "QNT_ERR_DTYPE_MISMATCH: wrong dtype for this call";
+    case QNT_ERR_BUFFER_TOO_SMALL:
+      return "QNT_ERR_BUFFER_TOO_SMALL: a buffer is too small";
+    case QNT_ERR_OVERFLOW:
+      return "QNT_ERR_OVERFLOW: a size computation overflows";
+    case QNT_ERR_INVALID_QPARAMS:
+      return "QNT_ERR_INVALID_QPARAMS: invalid quantization parameters";
+    case QNT_ERR_NO_DEVICE:
+      return "QNT_ERR_NO_DEVICE: no CUDA device for this call";
+    case QNT_ERR_INTERNAL:
+      return "QNT_ERR_INTERNAL: internal error in qnt";
   }
   return "unknown qnt_status";
 }
@@ -106,18 +118,30 @@ qnt_status qnt_nf4_codebook(float *out, size_t capacity) {
 
 const char *qnt_cpu_feature_name(qnt_cpu_feature feature) {
   switch (feature) {
-    case QNT_CPU_SSE41: return "sse4.1";
-    case QNT_CPU_AVX2: return "avx2";
-    case QNT_CPU_FMA: return "fma";
-    case QNT_CPU_AVX512F: return "avx512f";
-    case QNT_CPU_AVX512BW: return "avx512bw";
-    case QNT_CPU_AVX512VL: return "avx512vl";
-    case QNT_CPU_AVX512VNNI: return "avx512vnni";
-    case QNT_CPU_AVXVNNI: return "avxvnni";
-    case QNT_CPU_AMXINT8: return "amx-int8";
-    case QNT_CPU_NEON: return "neon";
-    case QNT_CPU_DOTPROD: return "dotprod";
-    case QNT_CPU_I8MM: return "i8mm";
+    case QNT_CPU_SSE41:
+      return "sse4.1";
+    case QNT_CPU_AVX2:
+      return "avx2";
+    case QNT_CPU_FMA:
+      return "fma";
+    case QNT_CPU_AVX512F:
+      return "avx512f";
+    case QNT_CPU_AVX512BW:
+      return "avx512bw";
+    case QNT_CPU_AVX512VL:
+      return "avx512vl";
+    case QNT_CPU_AVX512VNNI:
+      return "avx512vnni";
+    case QNT_CPU_AVXVNNI:
+      return "avxvnni";
+    case QNT_CPU_AMXINT8:
+      return "amx-int8";
+    case QNT_CPU_NEON:
+      return "neon";
+    case QNT_CPU_DOTPROD:
+      return "dotprod";
+    case QNT_CPU_I8MM:
+      return "i8mm";
   }
   return "invalid";
 }
@@ -179,7 +203,8 @@ qnt_status qnt_context_cache_size(const qnt_context *ctx, int32_t level, size_t 
     require(ctx, "ctx");
     require(out, "out");
     (void)qnt::capi::context_of(ctx);
-    if (level < 1 || level > 3) fail(QNT_ERR_INVALID_ARGUMENT, "cache level ", level, " is not 1, 2 or 3");
+    if (level < 1 || level > 3)
+      fail(QNT_ERR_INVALID_ARGUMENT, "cache level ", level, " is not 1, 2 or 3");
     *out = hw::machine().cache_bytes[level];
   });
 }

@@ -146,8 +146,8 @@ qnt_status qnt_tensor_create_from_data(qnt_dtype dtype, const int64_t *shape, si
                                        size_t data_bytes, qnt_tensor **out) {
   return guard(__func__, [&] {
     require(out, "out");
-    *out = make_tensor(dtype, shape, rank, qparams, Tensor::Storage::Copy,
-                       const_cast<void *>(data), data_bytes);
+    *out = make_tensor(dtype, shape, rank, qparams, Tensor::Storage::Copy, const_cast<void *>(data),
+                       data_bytes);
   });
 }
 
@@ -267,9 +267,8 @@ qnt_status qnt_calibrate_minmax(const qnt_tensor *x, qnt_dtype dtype, qnt_scheme
 }
 
 qnt_status qnt_calibrate_minmax_range(const qnt_tensor *x, qnt_dtype dtype, qnt_scheme scheme,
-                                      qnt_granularity granularity, int64_t axis,
-                                      int64_t block_size, int32_t quant_min, int32_t quant_max,
-                                      qnt_qparams **out) {
+                                      qnt_granularity granularity, int64_t axis, int64_t block_size,
+                                      int32_t quant_min, int32_t quant_max, qnt_qparams **out) {
   return guard(__func__, [&] {
     const Tensor &t = tensor_of(x, "x");
     require(out, "out");
@@ -279,9 +278,8 @@ qnt_status qnt_calibrate_minmax_range(const qnt_tensor *x, qnt_dtype dtype, qnt_
   });
 }
 
-qnt_status qnt_calibrate_codebook(const qnt_tensor *x, qnt_dtype dtype,
-                                  qnt_granularity granularity, int64_t axis, int64_t block_size,
-                                  qnt_qparams **out) {
+qnt_status qnt_calibrate_codebook(const qnt_tensor *x, qnt_dtype dtype, qnt_granularity granularity,
+                                  int64_t axis, int64_t block_size, qnt_qparams **out) {
   return guard(__func__, [&] {
     const Tensor &t = tensor_of(x, "x");
     require(out, "out");

@@ -23,8 +23,7 @@ const char *last_error_message() noexcept { return last_error.c_str(); }
 const Context &context_of(const qnt_context *ctx) {
   static const Context defaults;
   if (ctx == nullptr) return defaults;
-  if (ctx->magic != kContextMagic)
-    fail(QNT_ERR_INVALID_ARGUMENT, "ctx is not a live qnt_context");
+  if (ctx->magic != kContextMagic) fail(QNT_ERR_INVALID_ARGUMENT, "ctx is not a live qnt_context");
   return ctx->ctx;
 }
 

@@ -35,8 +35,8 @@ GroupLayout make_layout(qnt_granularity g, int64_t axis, int64_t block, const in
   if (block <= 0) fail(QNT_ERR_INVALID_ARGUMENT, "block size ", block, " must be > 0");
   l.block = block;
   l.blocks = l.dim / block + (l.dim % block != 0 ? 1 : 0);
-  l.groups = static_cast<size_t>(l.outer) * static_cast<size_t>(l.blocks) *
-             static_cast<size_t>(l.inner);
+  l.groups =
+      static_cast<size_t>(l.outer) * static_cast<size_t>(l.blocks) * static_cast<size_t>(l.inner);
   return l;
 }
 
@@ -84,8 +84,8 @@ std::shared_ptr<const QParams> QParams::create(qnt_dtype dtype, qnt_granularity 
     if (info.zero_point_fixed && z != 0)
       fail(QNT_ERR_INVALID_QPARAMS, "zero_point[", i, "] = ", z, " must be 0 for ", info.name);
     if (z < info.qmin || z > info.qmax)
-      fail(QNT_ERR_INVALID_QPARAMS, "zero_point[", i, "] = ", z, " is outside [", info.qmin,
-           ", ", info.qmax, "] of ", info.name);
+      fail(QNT_ERR_INVALID_QPARAMS, "zero_point[", i, "] = ", z, " is outside [", info.qmin, ", ",
+           info.qmax, "] of ", info.name);
   }
   return qp;
 }
@@ -108,9 +108,9 @@ GroupLayout QParams::layout_for(const int64_t *shape, size_t rank) const {
   if (l.groups != count())
     fail(QNT_ERR_SHAPE_MISMATCH, "qparams hold ", count(), " scales but the tensor needs ",
          l.groups,
-         granularity_ == QNT_GRANULARITY_PER_AXIS
-             ? " (one per index along the axis)"
-             : granularity_ == QNT_GRANULARITY_PER_BLOCK ? " (one per block)" : "");
+         granularity_ == QNT_GRANULARITY_PER_AXIS    ? " (one per index along the axis)"
+         : granularity_ == QNT_GRANULARITY_PER_BLOCK ? " (one per block)"
+                                                     : "");
   return l;
 }
 

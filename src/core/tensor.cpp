@@ -68,8 +68,7 @@ Tensor::Tensor(qnt_dtype dtype, const int64_t *shape, size_t rank,
            bytes_);
     const auto align = static_cast<uintptr_t>(info_->bits >= 8 ? info_->bits / 8 : 1);
     if (reinterpret_cast<uintptr_t>(data) % align != 0)
-      fail(QNT_ERR_INVALID_ARGUMENT, "data is not aligned to ", align, " bytes for ",
-           info_->name);
+      fail(QNT_ERR_INVALID_ARGUMENT, "data is not aligned to ", align, " bytes for ", info_->name);
     data_ = static_cast<uint8_t *>(data);
     return;
   }

@@ -26,8 +26,8 @@ class Tensor {
   enum class Storage { Zeroed, Copy, Borrow };
 
   // Validates everything named at qnt_tensor_create and friends in qnt.h.
-  Tensor(qnt_dtype dtype, const int64_t *shape, size_t rank,
-         std::shared_ptr<const QParams> qparams, Storage storage, void *data, size_t data_bytes);
+  Tensor(qnt_dtype dtype, const int64_t *shape, size_t rank, std::shared_ptr<const QParams> qparams,
+         Storage storage, void *data, size_t data_bytes);
 
   qnt_dtype dtype() const noexcept { return info_->id; }
   const DTypeInfo &info() const noexcept { return *info_; }

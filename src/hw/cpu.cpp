@@ -65,10 +65,14 @@ size_t parse_size(const std::string &s) {
   const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
   if (end == s.c_str()) return 0;
   switch (*end) {
-    case 'K': return static_cast<size_t>(v) << 10;
-    case 'M': return static_cast<size_t>(v) << 20;
-    case 'G': return static_cast<size_t>(v) << 30;
-    default: return static_cast<size_t>(v);
+    case 'K':
+      return static_cast<size_t>(v) << 10;
+    case 'M':
+      return static_cast<size_t>(v) << 20;
+    case 'G':
+      return static_cast<size_t>(v) << 30;
+    default:
+      return static_cast<size_t>(v);
   }
 }
 
@@ -149,9 +153,9 @@ uint64_t detect_cpu_features() {
   if (l1.c & (1u << 19)) f |= QNT_CPU_SSE41;
   const bool osxsave = (l1.c & (1u << 27)) != 0;
   const uint64_t xcr0 = osxsave ? xgetbv0() : 0;
-  const bool os_avx = (xcr0 & 0x6) == 0x6;                // XMM and YMM state
+  const bool os_avx = (xcr0 & 0x6) == 0x6;                 // XMM and YMM state
   const bool os_avx512 = os_avx && (xcr0 & 0xE0) == 0xE0;  // opmask, ZMM_Hi256, Hi16_ZMM
-  const bool os_amx = (xcr0 & 0x60000) == 0x60000;        // XTILECFG, XTILEDATA
+  const bool os_amx = (xcr0 & 0x60000) == 0x60000;         // XTILECFG, XTILEDATA
   const bool avx = os_avx && (l1.c & (1u << 28)) != 0;
   if (avx && (l1.c & (1u << 12))) f |= QNT_CPU_FMA;
   if (max_leaf >= 7) {

@@ -24,9 +24,15 @@ ref::QuantSpec quantized_spec(const Tensor &t, const char *role) {
   if (!qp) fail(QNT_ERR_INVALID_QPARAMS, role, " (", t.info().name, ") has no qparams");
   ref::QuantSpec s;
   switch (t.info().rule) {
-    case Rule::NF4: s.code = ref::Code::NF4; break;
-    case Rule::Binary: s.code = ref::Code::Binary; break;
-    default: s.code = ref::Code::Integer; break;
+    case Rule::NF4:
+      s.code = ref::Code::NF4;
+      break;
+    case Rule::Binary:
+      s.code = ref::Code::Binary;
+      break;
+    default:
+      s.code = ref::Code::Integer;
+      break;
   }
   s.bits = t.info().bits;
   s.is_signed = t.info().is_signed;

@@ -6,11 +6,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#define LOAD(var, name)                                          \
-  *(void **)(&var) = dlsym(lib, name);                           \
-  if (var == NULL) {                                             \
+#define LOAD(var, name)                                        \
+  *(void **)(&var) = dlsym(lib, name);                         \
+  if (var == NULL) {                                           \
     fprintf(stderr, "FAIL: dlsym(%s): %s\n", name, dlerror()); \
-    return 1;                                                    \
+    return 1;                                                  \
   }
 
 int main(int argc, char **argv) {

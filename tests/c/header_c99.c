@@ -14,8 +14,8 @@ QNT_PIN(per_block, QNT_GRANULARITY_PER_BLOCK == 3);
 QNT_PIN(affine, QNT_SCHEME_AFFINE == 2);
 QNT_PIN(amx, QNT_CPU_AMXINT8 == (1 << 8));
 QNT_PIN(i8mm, QNT_CPU_I8MM == (1 << 18));
-QNT_PIN(version, QNT_VERSION_NUMBER == QNT_VERSION_MAJOR * 10000 + QNT_VERSION_MINOR * 100 +
-                                           QNT_VERSION_PATCH);
+QNT_PIN(version, QNT_VERSION_NUMBER ==
+                     QNT_VERSION_MAJOR * 10000 + QNT_VERSION_MINOR * 100 + QNT_VERSION_PATCH);
 
 int qnt_header_c99_probe(void);
 int qnt_header_c99_probe(void) { return QNT_MAX_RANK; }

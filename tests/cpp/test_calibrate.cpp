@@ -100,8 +100,8 @@ TEST(MinMax, OtherWidths) {
   EXPECT_EQ(r.s[0], 2.0f / 7.5f);
   EXPECT_EQ(r.z[0], 0);
   r = minmax({-1.0f, 2.0f}, QNT_DTYPE_U4, QNT_SCHEME_AFFINE);
-  EXPECT_EQ(r.s[0], 0.2f);        // 3 / 15
-  EXPECT_EQ(r.z[0], 5);           // 0 - round(-1 / 0.2)
+  EXPECT_EQ(r.s[0], 0.2f);  // 3 / 15
+  EXPECT_EQ(r.z[0], 5);     // 0 - round(-1 / 0.2)
   r = minmax({-1.0f, 2.0f}, QNT_DTYPE_I16, QNT_SCHEME_AFFINE);
   EXPECT_EQ(r.s[0], 3.0f / 65535.0f);
   EXPECT_EQ(r.z[0], -32768 + 21845);  // -1 / (3/65535) = -21845
@@ -168,8 +168,8 @@ TEST(MinMax, PerChannelLikePyTorch) {
   T y;
   make_f32(y, {2, 3}, {1.0f, -2.0f, 0.5f, 0.1f, 0.2f, -0.3f});
   QP b;
-  ASSERT_EQ(qnt_calibrate_minmax(y.t, QNT_DTYPE_U8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS,
-                                 1, 0, &b.p),
+  ASSERT_EQ(qnt_calibrate_minmax(y.t, QNT_DTYPE_U8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 1,
+                                 0, &b.p),
             QNT_OK);
   r = params(b.p);
   ASSERT_EQ(r.s.size(), 3u);
@@ -186,8 +186,8 @@ TEST(MinMax, PerBlock) {
   T x;
   make_f32(x, {1, 5}, {-1.0f, 1.0f, 4.0f, -2.0f, 0.5f});
   QP a;
-  ASSERT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I4, QNT_SCHEME_SYMMETRIC,
-                                 QNT_GRANULARITY_PER_BLOCK, 1, 2, &a.p),
+  ASSERT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I4, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_BLOCK,
+                                 1, 2, &a.p),
             QNT_OK);
   Result r = params(a.p);
   ASSERT_EQ(r.s.size(), 3u);
@@ -208,26 +208,26 @@ TEST(MinMax, Errors) {
   EXPECT_EQ(qnt_calibrate_minmax(q.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
                                  0, 0, &out),
             QNT_ERR_DTYPE_MISMATCH);
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_NF4, QNT_SCHEME_AFFINE,
-                                 QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
+  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_NF4, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
+                                 0, 0, &out),
             QNT_ERR_UNSUPPORTED);
   EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_TERNARY, QNT_SCHEME_AFFINE,
                                  QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
             QNT_ERR_UNSUPPORTED);
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_F32, QNT_SCHEME_AFFINE,
-                                 QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
+  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_F32, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
+                                 0, 0, &out),
             QNT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I8, static_cast<qnt_scheme>(0),
                                  QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
             QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS,
-                                 2, 0, &out),
+  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 2,
+                                 0, &out),
             QNT_ERR_INVALID_ARGUMENT);  // no axis 2
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS,
-                                 1, 0, &out),
+  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 1,
+                                 0, &out),
             QNT_ERR_INVALID_ARGUMENT);  // axis of size 0
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_BLOCK,
-                                 0, 0, &out),
+  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_BLOCK, 0,
+                                 0, &out),
             QNT_ERR_INVALID_ARGUMENT);  // block size 0
   EXPECT_EQ(out, nullptr);
   // An empty tensor per tensor: nothing seen, PyTorch's (1.0, 0).
@@ -251,9 +251,8 @@ TEST(Codebook, ScaleRules) {
             QNT_OK);
   r = params(bin.p);
   EXPECT_EQ(r.s, (std::vector<float>{1.125f, 1.0f}));  // mean |x| = 4.5 / 4
-  ASSERT_EQ(
-      qnt_calibrate_codebook(x.t, QNT_DTYPE_TERNARY, QNT_GRANULARITY_PER_AXIS, 0, 0, &ter.p),
-      QNT_OK);
+  ASSERT_EQ(qnt_calibrate_codebook(x.t, QNT_DTYPE_TERNARY, QNT_GRANULARITY_PER_AXIS, 0, 0, &ter.p),
+            QNT_OK);
   r = params(ter.p);
   EXPECT_EQ(r.s, (std::vector<float>{1.125f, 1e-5f}));  // BitNet's clamp at 1e-5
   EXPECT_EQ(r.z, (std::vector<int32_t>{0, 0}));

@@ -11,8 +11,7 @@ static_assert(QNT_OK == 0 && QNT_ERR_INVALID_ARGUMENT == 1 && QNT_ERR_NULL_POINT
                   QNT_ERR_OUT_OF_MEMORY == 3 && QNT_ERR_UNSUPPORTED == 4 &&
                   QNT_ERR_SHAPE_MISMATCH == 5 && QNT_ERR_DTYPE_MISMATCH == 6 &&
                   QNT_ERR_BUFFER_TOO_SMALL == 7 && QNT_ERR_OVERFLOW == 8 &&
-                  QNT_ERR_INVALID_QPARAMS == 9 && QNT_ERR_NO_DEVICE == 10 &&
-                  QNT_ERR_INTERNAL == 11,
+                  QNT_ERR_INVALID_QPARAMS == 9 && QNT_ERR_NO_DEVICE == 10 && QNT_ERR_INTERNAL == 11,
               "qnt_status values are part of the ABI");
 static_assert(QNT_DTYPE_F32 == 1 && QNT_DTYPE_I32 == 2 && QNT_DTYPE_I8 == 3 && QNT_DTYPE_U8 == 4 &&
                   QNT_DTYPE_I16 == 5 && QNT_DTYPE_U16 == 6 && QNT_DTYPE_I4 == 7 &&

@@ -72,8 +72,8 @@ TEST(QParams, SchemeFollowsTheZeroPoints) {
   auto u8 = qnt::QParams::create(QNT_DTYPE_U8, QNT_GRANULARITY_PER_AXIS, 0, 0, s, nullptr, 2);
   EXPECT_TRUE(u8->symmetric());
   EXPECT_EQ(u8->zero_points()[1], 128);
-  EXPECT_TRUE(qnt::QParams::create(QNT_DTYPE_U8, QNT_GRANULARITY_PER_AXIS, 0, 0, s, z128, 2)
-                  ->symmetric());
+  EXPECT_TRUE(
+      qnt::QParams::create(QNT_DTYPE_U8, QNT_GRANULARITY_PER_AXIS, 0, 0, s, z128, 2)->symmetric());
   EXPECT_FALSE(
       qnt::QParams::create(QNT_DTYPE_U8, QNT_GRANULARITY_PER_AXIS, 0, 0, s, z3, 2)->symmetric());
   EXPECT_EQ(qnt::QParams::create(QNT_DTYPE_I8, QNT_GRANULARITY_PER_AXIS, 0, 0, s, nullptr, 2)
@@ -98,14 +98,14 @@ TEST(QParams, ArgumentErrors) {
             }),
             QNT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(status_of([] {
-              qnt::QParams::create(QNT_DTYPE_I8, QNT_GRANULARITY_PER_AXIS, 0, 0, nullptr,
-                                   nullptr, 3);
+              qnt::QParams::create(QNT_DTYPE_I8, QNT_GRANULARITY_PER_AXIS, 0, 0, nullptr, nullptr,
+                                   3);
             }),
             QNT_ERR_NULL_POINTER);
   EXPECT_EQ(status_of([] {
               const float s = 1;
-              qnt::QParams::create(QNT_DTYPE_I8, static_cast<qnt_granularity>(9), 0, 0, &s,
-                                   nullptr, 1);
+              qnt::QParams::create(QNT_DTYPE_I8, static_cast<qnt_granularity>(9), 0, 0, &s, nullptr,
+                                   1);
             }),
             QNT_ERR_INVALID_ARGUMENT);
 }
@@ -145,11 +145,11 @@ TEST(Tensor, ElementCountsAndByteSizes) {
     size_t rank;
     size_t count, bytes;
   } cases[] = {
-      {QNT_DTYPE_F32, s5, 1, 5, 20},     {QNT_DTYPE_I8, s7x3, 2, 21, 21},
-      {QNT_DTYPE_U16, s5, 1, 5, 10},     {QNT_DTYPE_I4, s5, 1, 5, 3},
-      {QNT_DTYPE_NF4, s7x3, 2, 21, 11},  {QNT_DTYPE_BINARY, s7x3, 2, 21, 3},
-      {QNT_DTYPE_TERNARY, s5, 1, 5, 2},  {QNT_DTYPE_I32, nullptr, 0, 1, 4},
-      {QNT_DTYPE_BINARY, s5, 1, 5, 1},   {QNT_DTYPE_U4, s7x3, 2, 21, 11},
+      {QNT_DTYPE_F32, s5, 1, 5, 20},    {QNT_DTYPE_I8, s7x3, 2, 21, 21},
+      {QNT_DTYPE_U16, s5, 1, 5, 10},    {QNT_DTYPE_I4, s5, 1, 5, 3},
+      {QNT_DTYPE_NF4, s7x3, 2, 21, 11}, {QNT_DTYPE_BINARY, s7x3, 2, 21, 3},
+      {QNT_DTYPE_TERNARY, s5, 1, 5, 2}, {QNT_DTYPE_I32, nullptr, 0, 1, 4},
+      {QNT_DTYPE_BINARY, s5, 1, 5, 1},  {QNT_DTYPE_U4, s7x3, 2, 21, 11},
   };
   for (const Case &c : cases) {
     qnt::Tensor t(c.d, c.shape, c.rank, nullptr, qnt::Tensor::Storage::Zeroed, nullptr, 0);

@@ -188,9 +188,9 @@ TEST(Quantize, BinaryAndTernaryPerTensor) {
     T x, q;
     make_f32(x, shape, {1, -3, 2, -2});
     QP qp;
-    ASSERT_EQ(qnt_calibrate_codebook(x.t, QNT_DTYPE_BINARY, QNT_GRANULARITY_PER_TENSOR, 0, 0,
-                                     &qp.p),
-              QNT_OK);
+    ASSERT_EQ(
+        qnt_calibrate_codebook(x.t, QNT_DTYPE_BINARY, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp.p),
+        QNT_OK);
     make_q(q, QNT_DTYPE_BINARY, shape, qp.p);
     ASSERT_EQ(qnt_quantize(nullptr, x.t, q.t), QNT_OK);
     EXPECT_EQ(bytes_of(q.t)[0], 0x05);
@@ -202,9 +202,9 @@ TEST(Quantize, BinaryAndTernaryPerTensor) {
     T x, q;
     make_f32(x, shape, {0.1f, -0.5f, 1.0f, -0.05f, 0.3f});
     QP qp;
-    ASSERT_EQ(qnt_calibrate_codebook(x.t, QNT_DTYPE_TERNARY, QNT_GRANULARITY_PER_TENSOR, 0, 0,
-                                     &qp.p),
-              QNT_OK);
+    ASSERT_EQ(
+        qnt_calibrate_codebook(x.t, QNT_DTYPE_TERNARY, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp.p),
+        QNT_OK);
     float s = 0;
     ASSERT_EQ(qnt_qparams_scales(qp.p, &s, 1), QNT_OK);
     EXPECT_NEAR(s, 0.39f, 1e-6f);
@@ -281,8 +281,8 @@ TEST(Quantize, MatchesTheScalarRuleOnRandomData) {
   ASSERT_EQ(qnt_context_create(&ctx), QNT_OK);
   ASSERT_EQ(qnt_context_set_num_threads(ctx, 3), QNT_OK);
 
-  const qnt_dtype dtypes[] = {QNT_DTYPE_I8,  QNT_DTYPE_U8,     QNT_DTYPE_I16,     QNT_DTYPE_U16,
-                              QNT_DTYPE_I4,  QNT_DTYPE_U4,     QNT_DTYPE_I32,     QNT_DTYPE_NF4,
+  const qnt_dtype dtypes[] = {QNT_DTYPE_I8,     QNT_DTYPE_U8,     QNT_DTYPE_I16, QNT_DTYPE_U16,
+                              QNT_DTYPE_I4,     QNT_DTYPE_U4,     QNT_DTYPE_I32, QNT_DTYPE_NF4,
                               QNT_DTYPE_BINARY, QNT_DTYPE_TERNARY};
   const qnt_granularity grans[] = {QNT_GRANULARITY_PER_TENSOR, QNT_GRANULARITY_PER_AXIS,
                                    QNT_GRANULARITY_PER_BLOCK};
@@ -435,8 +435,8 @@ TEST(OnnxBackend, QuantizeLinear) {
   EXPECT_EQ(bytes_of(q.t), (std::vector<uint8_t>{128, 129, 130, 255, 1, 0}));  // 1.5 -> 2
 }
 
-const std::vector<float> kAxisX{-162, 10,  -100, 232, -20,  -50,  -76,  0,    0,
-                                252,  32,  -44,  245, -485, -960, -270, -375, -470};
+const std::vector<float> kAxisX{-162, 10, -100, 232, -20,  -50,  -76,  0,    0,
+                                252,  32, -44,  245, -485, -960, -270, -375, -470};
 const std::vector<uint8_t> kAxisQ{3,  89, 34, 200, 74, 59, 5,   24,  24,
                                   87, 32, 13, 245, 99, 4,  142, 121, 102};
 

@@ -44,18 +44,18 @@ TEST(QuantizeInteger, TiesGoToEven) {
   EXPECT_EQ(quantize_integer(2.5f, 1.0f, 0, -128, 127), 2);
   EXPECT_EQ(quantize_integer(3.5f, 1.0f, 0, -128, 127), 4);
   EXPECT_EQ(quantize_integer(-2.5f, 1.0f, 0, -128, 127), -2);
-  EXPECT_EQ(quantize_integer(0.25f, 0.5f, 0, -128, 127), 0);   // 0.5 -> 0
-  EXPECT_EQ(quantize_integer(0.75f, 0.5f, 0, -128, 127), 2);   // 1.5 -> 2
-  EXPECT_EQ(quantize_integer(0.25f, 0.5f, 10, 0, 255), 10);    // the zero point is added after
-  EXPECT_EQ(quantize_integer(-0.75f, 0.5f, 10, 0, 255), 8);    // -1.5 -> -2, + 10
+  EXPECT_EQ(quantize_integer(0.25f, 0.5f, 0, -128, 127), 0);  // 0.5 -> 0
+  EXPECT_EQ(quantize_integer(0.75f, 0.5f, 0, -128, 127), 2);  // 1.5 -> 2
+  EXPECT_EQ(quantize_integer(0.25f, 0.5f, 10, 0, 255), 10);   // the zero point is added after
+  EXPECT_EQ(quantize_integer(-0.75f, 0.5f, 10, 0, 255), 8);   // -1.5 -> -2, + 10
 }
 
 TEST(QuantizeInteger, Saturation) {
   EXPECT_EQ(quantize_integer(1000.0f, 1.0f, 0, -128, 127), 127);
   EXPECT_EQ(quantize_integer(-1000.0f, 1.0f, 0, -128, 127), -128);
   EXPECT_EQ(quantize_integer(-50.0f, 1.0f, -100, -128, 127), -128);
-  EXPECT_EQ(quantize_integer(127.5f, 1.0f, 0, -128, 127), 127);   // 128 saturates
-  EXPECT_EQ(quantize_integer(126.5f, 1.0f, 0, -128, 127), 126);   // tie to even, in range
+  EXPECT_EQ(quantize_integer(127.5f, 1.0f, 0, -128, 127), 127);  // 128 saturates
+  EXPECT_EQ(quantize_integer(126.5f, 1.0f, 0, -128, 127), 126);  // tie to even, in range
   EXPECT_EQ(quantize_integer(255.4f, 1.0f, 0, 0, 255), 255);
   EXPECT_EQ(quantize_integer(-0.4f, 1.0f, 0, 0, 255), 0);
   EXPECT_EQ(quantize_integer(7.6f, 1.0f, 0, -8, 7), 7);
@@ -131,7 +131,7 @@ TEST(NF4, SpecialValues) {
   EXPECT_EQ(quantize_nf4(kNaN, 1.0f), 7);
   EXPECT_EQ(quantize_nf4(kInf, 1.0f), 15);
   EXPECT_EQ(quantize_nf4(-kInf, 1.0f), 0);
-  EXPECT_EQ(quantize_nf4(5.0f, 1.0f), 15);   // beyond absmax saturates to +-1
+  EXPECT_EQ(quantize_nf4(5.0f, 1.0f), 15);  // beyond absmax saturates to +-1
   EXPECT_EQ(quantize_nf4(-5.0f, 1.0f), 0);
   EXPECT_EQ(quantize_nf4(0.0f, 3.0f), 7);
   EXPECT_EQ(quantize_nf4(-0.0f, 3.0f), 7);
