@@ -461,6 +461,152 @@ QNT_API qnt_status qnt_calibrate_codebook(const qnt_tensor *x, qnt_dtype dtype,
                                           qnt_granularity granularity, int64_t axis,
                                           int64_t block_size, qnt_qparams **out);
 
+/* ------------------------------------------------------------------------------------------- */
+/* Quantized operators                                                                          */
+/* ------------------------------------------------------------------------------------------- */
+
+/*
+ * Shared rules of the operators:
+ *  - Integer operands (i8 or u8) take their zero points from their tensor's qparams, or 0 when
+ *    the tensor has none; scales are read only where the output needs them (i8, u8 or f32
+ *    output). A weight's qparams may be per-tensor or per output channel, as each op says.
+ *  - Integer accumulation: acc = sum over k of (a - za) * (b - zb), exact in 64 bits and then
+ *    wrapped to int32 (modulo 2^32), as int32 hardware accumulators do. With 8-bit operands no
+ *    term exceeds 255 * 255, so nothing wraps for K <= 33025. An int32 bias is added to acc the
+ *    same way.
+ *  - Requantization to an i8 / u8 output y (scale sy, zero point zy), for output channel c:
+ *        multiplier[c] = (sa * sb[c]) / sy            float32: one product, one division
+ *        y = saturate(round_half_to_even((float)acc * multiplier[c]) + zy)
+ *    (float)acc rounds to nearest even when |acc| > 2^24; the product is one float32
+ *    multiplication (never fused with anything). This is the float requantization of ONNX
+ *    Runtime's and FBGEMM's kernels.
+ *  - f32 output: y = (float)acc * (sa * sb[c]), plus an f32 bias[c] as a separate float32
+ *    addition; an int32 bias is part of acc instead.
+ *  - Float dot products (weight-only linear) use one fixed order, so that every kernel gives
+ *    the same bits: 16 float32 partial sums, element k going to sum k % 16 with a fused
+ *    multiply-add (fmaf), then the sums are added pairwise: s[i] += s[i + 8], then + 4, + 2, + 1.
+ *  - Output tensors are created by the caller with the documented shape and dtype; on failure
+ *    they are untouched. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH,
+ *    QNT_ERR_SHAPE_MISMATCH, QNT_ERR_INVALID_QPARAMS (missing or wrong granularity),
+ *    QNT_ERR_INVALID_ARGUMENT, QNT_ERR_UNSUPPORTED (with what is unsupported),
+ *    QNT_ERR_OUT_OF_MEMORY.
+ */
+
+/* Quantized matrix product, ONNX MatMulInteger and QLinearMatMul in one call; y's dtype picks
+ * the mode.
+ *  a: i8 or u8, [..., M, K]; qparams per-tensor (or none: zero point 0).
+ *  b: i8 or u8, [K, N] or [..., K, N]; qparams per-tensor or per-axis along the last axis
+ *     (one per column n). Batch dimensions of a and b broadcast as in numpy.matmul.
+ *  bias: NULL, or [N]: i32 (scale sa * sb[n], zero point 0; any mode) or f32 (f32 mode only).
+ *  y: [broadcast batch..., M, N] and
+ *     - i32: acc itself (MatMulInteger); a, b need no scales;
+ *     - i8 / u8 with per-tensor qparams: requantized (QLinearMatMul);
+ *     - f32: acc * sa * sb[n] (+ bias).
+ * Rank-1 a or b are not accepted (QNT_ERR_SHAPE_MISMATCH): give them an explicit M or N of 1. */
+QNT_API qnt_status qnt_qmatmul(qnt_context *ctx, const qnt_tensor *a, const qnt_tensor *b,
+                               const qnt_tensor *bias, qnt_tensor *y);
+
+/* ONNX DynamicQuantizeLinear: x (f32, any shape) -> a new u8 tensor of x's shape with
+ * per-tensor qparams computed from x, which the caller destroys with qnt_tensor_destroy():
+ *    lo = min(min(x), 0), hi = max(max(x), 0)                  (NaN skipped; +-inf rejected)
+ *    scale = (hi - lo) / 255                                   float32
+ *    zero_point = clamp(round_half_to_even((0 - lo) / scale), 0, 255)
+ *    y = saturate(round_half_to_even(x / scale) + zero_point)  (the quantize rule)
+ * When hi == lo (all zeros, or an empty x) the scale would be 0; qnt uses scale 1 and zero
+ * point 0 there (every y is 0). Read the parameters with qnt_tensor_qparams(). */
+QNT_API qnt_status qnt_dynamic_quantize_linear(qnt_context *ctx, const qnt_tensor *x,
+                                               qnt_tensor **y_out);
+
+/* How qnt_linear_dynamic quantizes its activations at run time. */
+typedef enum qnt_act_quant QNT_ENUM_BASE {
+  QNT_ACT_PER_TENSOR = 1, /* one DynamicQuantizeLinear over the whole input */
+  QNT_ACT_PER_ROW = 2     /* one per row of K values */
+} qnt_act_quant;
+
+/* Dynamically quantized linear layer (PyTorch's quantized dynamic nn.Linear, ONNX Runtime's
+ * DynamicQuantizeLinear + MatMulInteger pattern):
+ *  x: f32 [..., K]; its rows are quantized to u8 by the DynamicQuantizeLinear rule (see
+ *     qnt_dynamic_quantize_linear), per tensor or per row as mode says, giving sx, zx;
+ *  w: i8 [N, K] (nn.Linear's layout) with qparams per-tensor or per-axis along axis 0 (one per
+ *     output feature), symmetric or not;
+ *  bias: NULL or f32 [N];
+ *  y: f32 [..., N] = (float)acc * (sx * sw[n]) + bias[n], acc over (xq - zx) * (w - zw[n]). */
+QNT_API qnt_status qnt_linear_dynamic(qnt_context *ctx, const qnt_tensor *x, const qnt_tensor *w,
+                                      const qnt_tensor *bias, qnt_act_quant mode, qnt_tensor *y);
+
+/* Weight-only quantized linear layer (the LLM decode path: GPTQ/AWQ/QLoRA-style weights):
+ *  x: f32 [..., K];
+ *  w: [N, K] of any quantized dtype other than i32 (typically i4 or u4 with per-block qparams
+ *     along axis 1, block 32, 64 or 128, affine zero points for u4; or NF4), with qparams;
+ *  bias: NULL or f32 [N];
+ *  y: f32 [..., N]: y[m, n] = dot(x[m, :], dequantize(w[n, :])) + bias[n], each weight
+ *     dequantized by the dequantize rule to float32, the dot in the fixed order given above. */
+QNT_API qnt_status qnt_linear_weight_only(qnt_context *ctx, const qnt_tensor *x,
+                                          const qnt_tensor *w, const qnt_tensor *bias,
+                                          qnt_tensor *y);
+
+/* The geometry of a 2-D convolution: strides, pads, dilations, groups. Immutable while an op
+ * uses it; safe to share between threads for reading. */
+typedef struct qnt_conv2d_desc qnt_conv2d_desc;
+
+/* A descriptor with stride 1, no padding, dilation 1 and one group. Caller destroys it with
+ * qnt_conv2d_desc_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_conv2d_desc_create(qnt_conv2d_desc **out);
+/* Frees d; NULL is allowed. */
+QNT_API void qnt_conv2d_desc_destroy(qnt_conv2d_desc *d);
+/* Strides >= 1 (QNT_ERR_INVALID_ARGUMENT otherwise). */
+QNT_API qnt_status qnt_conv2d_desc_set_strides(qnt_conv2d_desc *d, int64_t stride_h,
+                                               int64_t stride_w);
+/* Pads >= 0, in ONNX's order: top, left, bottom, right. Padded positions act as x's zero
+ * point, that is, as real 0. */
+QNT_API qnt_status qnt_conv2d_desc_set_pads(qnt_conv2d_desc *d, int64_t top, int64_t left,
+                                            int64_t bottom, int64_t right);
+/* Dilations >= 1. */
+QNT_API qnt_status qnt_conv2d_desc_set_dilations(qnt_conv2d_desc *d, int64_t dilation_h,
+                                                 int64_t dilation_w);
+/* Groups >= 1; C and M (input and output channels) must be multiples of it. groups == C == M is
+ * a depthwise convolution. */
+QNT_API qnt_status qnt_conv2d_desc_set_groups(qnt_conv2d_desc *d, int64_t groups);
+
+/* The output shape [N, M, OH, OW] of qnt_qconv2d for these x and w shapes, with
+ * OH = (H + top + bottom - dilation_h * (KH - 1) - 1) / stride_h + 1 (floor), OW alike.
+ * Errors: as qnt_qconv2d's shape checks. */
+QNT_API qnt_status qnt_conv2d_output_shape(const qnt_conv2d_desc *d, const qnt_tensor *x,
+                                           const qnt_tensor *w, int64_t shape_out[4]);
+
+/* Quantized 2-D convolution, ONNX QLinearConv and ConvInteger in one call (NCHW):
+ *  x: i8 or u8 [N, C, H, W], qparams per-tensor (or none: zero point 0);
+ *  w: i8 or u8 [M, C / groups, KH, KW], qparams per-tensor or per-axis along axis 0;
+ *  bias: NULL or i32 [M] (scale sx * sw[m], zero point 0);
+ *  y: [N, M, OH, OW] (see qnt_conv2d_output_shape), and i32 (ConvInteger: acc), i8 / u8 with
+ *     per-tensor qparams (QLinearConv: requantized per output channel), or f32.
+ * The reference kernel lowers each group to im2col (padding with x's zero point) and a GEMM. */
+QNT_API qnt_status qnt_qconv2d(qnt_context *ctx, const qnt_conv2d_desc *desc, const qnt_tensor *x,
+                               const qnt_tensor *w, const qnt_tensor *bias, qnt_tensor *y);
+
+/* Quantized addition: a, b and y are tensors of one shape and of integer dtypes (i8 and u8
+ * above all; also i16, u16, i4, u4, i32, ternary), each with per-tensor qparams of its own
+ * (dtypes may differ):
+ *    s = (float)(a - za) * sa + (float)(b - zb) * sb       float32, three roundings
+ *    y = saturate(round_half_to_even(s / sy) + zy)         (the quantize rule)
+ * With fuse_relu != 0, y = max(y, zy) (the same as quantizing max(s, 0)). This is
+ * DequantizeLinear, Add, (Relu,) QuantizeLinear in float32. Shapes must match exactly
+ * (broadcasting is QNT_ERR_UNSUPPORTED). */
+QNT_API qnt_status qnt_qadd(qnt_context *ctx, const qnt_tensor *a, const qnt_tensor *b,
+                            int32_t fuse_relu, qnt_tensor *y);
+
+/* Quantized ReLU: y = max(x, zero_point), element by element, exact. x has an integer dtype
+ * (i8, u8 and the others as for qnt_qadd) and qparams of any granularity (each element against
+ * its own zero point); y has x's shape, dtype and equal qparams (the same values;
+ * QNT_ERR_INVALID_QPARAMS otherwise). */
+QNT_API qnt_status qnt_qrelu(qnt_context *ctx, const qnt_tensor *x, qnt_tensor *y);
+
+/* ReLU with an upper bound (ReLU6 with upper = 6): y = min(max(x, zero_point), qu), where
+ * qu = quantize(upper) by the quantize rule with the element's own scale and zero point.
+ * upper must be finite and >= 0 (QNT_ERR_INVALID_ARGUMENT). Otherwise as qnt_qrelu. */
+QNT_API qnt_status qnt_qrelu_clamp(qnt_context *ctx, const qnt_tensor *x, float upper,
+                                   qnt_tensor *y);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

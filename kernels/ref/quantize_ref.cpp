@@ -16,16 +16,20 @@ float round_half_to_even(float v) noexcept {
   return std::copysign(r, v);
 }
 
-int32_t quantize_integer(float x, float scale, int32_t zero_point, int32_t qmin,
-                         int32_t qmax) noexcept {
-  if (std::isnan(x)) return zero_point;
-  const float r = round_half_to_even(x / scale);  // +-inf stay infinite and saturate below
+int32_t round_and_saturate(float v, int32_t zero_point, int32_t qmin, int32_t qmax) noexcept {
+  if (std::isnan(v)) return zero_point;
+  const float r = round_half_to_even(v);  // +-inf stay infinite and saturate below
   // r + zero_point in double is exact whenever the sum lies near the int32 range; far outside
   // it only the clamp matters, so the sum's rounding there cannot change q.
-  const double v = static_cast<double>(r) + static_cast<double>(zero_point);
-  if (v <= static_cast<double>(qmin)) return qmin;
-  if (v >= static_cast<double>(qmax)) return qmax;
-  return static_cast<int32_t>(v);
+  const double sum = static_cast<double>(r) + static_cast<double>(zero_point);
+  if (sum <= static_cast<double>(qmin)) return qmin;
+  if (sum >= static_cast<double>(qmax)) return qmax;
+  return static_cast<int32_t>(sum);
+}
+
+int32_t quantize_integer(float x, float scale, int32_t zero_point, int32_t qmin,
+                         int32_t qmax) noexcept {
+  return round_and_saturate(x / scale, zero_point, qmin, qmax);  // NaN x gives a NaN quotient
 }
 
 float dequantize_integer(int32_t q, float scale, int32_t zero_point) noexcept {

@@ -30,6 +30,10 @@ struct QuantSpec {
 // Rounds to the nearest integer, ties to even, whatever the FP environment's rounding mode.
 float round_half_to_even(float v) noexcept;
 
+// saturate(round_half_to_even(v) + zero_point) into [qmin, qmax]; NaN -> zero_point. The common
+// last step of quantize and requantize.
+int32_t round_and_saturate(float v, int32_t zero_point, int32_t qmin, int32_t qmax) noexcept;
+
 // q = saturate(round_half_to_even(x / scale) + zero_point) into [qmin, qmax]; NaN -> zero_point.
 int32_t quantize_integer(float x, float scale, int32_t zero_point, int32_t qmin,
                          int32_t qmax) noexcept;

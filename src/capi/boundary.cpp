@@ -52,6 +52,27 @@ Tensor &tensor_of(qnt_tensor *t, const char *name) {
   return const_cast<Tensor &>(tensor_of(static_cast<const qnt_tensor *>(t), name));
 }
 
+const ops::Conv2dDesc &conv_of(const qnt_conv2d_desc *d, const char *name) {
+  require(d, name);
+  if (d->magic != kConvMagic) fail(QNT_ERR_INVALID_ARGUMENT, name, " is not a live qnt_conv2d_desc");
+  return d->d;
+}
+
+ops::Conv2dDesc &conv_of(qnt_conv2d_desc *d, const char *name) {
+  return const_cast<ops::Conv2dDesc &>(conv_of(static_cast<const qnt_conv2d_desc *>(d), name));
+}
+
+const Tensor *optional_tensor(const qnt_tensor *t, const char *name) {
+  return t == nullptr ? nullptr : &tensor_of(t, name);
+}
+
+qnt_tensor *new_tensor_handle(std::unique_ptr<Tensor> t) {
+  auto h = std::make_unique<qnt_tensor>();
+  h->t.emplace(std::move(*t));
+  h->magic = kTensorMagic;
+  return h.release();
+}
+
 qnt_qparams *new_qparams_handle(std::shared_ptr<const QParams> p) {
   auto *h = new qnt_qparams{kQParamsMagic, std::move(p)};
   return h;

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/qparams.hpp"
 #include "core/tensor.hpp"
+#include "ops/qops.hpp"
 
 #include <qnt/qnt.h>
 
@@ -28,12 +29,17 @@ struct qnt_tensor {
   uint32_t magic;
   std::optional<qnt::Tensor> t;
 };
+struct qnt_conv2d_desc {
+  uint32_t magic;
+  qnt::ops::Conv2dDesc d;
+};
 
 namespace qnt::capi {
 
 constexpr uint32_t kContextMagic = 0x71437478;  // "qCtx"
 constexpr uint32_t kQParamsMagic = 0x71507273;  // "qPrs"
 constexpr uint32_t kTensorMagic = 0x7154656e;   // "qTen"
+constexpr uint32_t kConvMagic = 0x71436f6e;     // "qCon"
 constexpr uint32_t kDeadMagic = 0xdeadbeef;
 
 // Records "function: message" as this thread's last error.
@@ -71,6 +77,13 @@ Context &context_of(qnt_context *ctx, const char *name);
 const std::shared_ptr<const QParams> &qparams_of(const qnt_qparams *qp, const char *name);
 const Tensor &tensor_of(const qnt_tensor *t, const char *name);
 Tensor &tensor_of(qnt_tensor *t, const char *name);
+
+const ops::Conv2dDesc &conv_of(const qnt_conv2d_desc *d, const char *name);
+ops::Conv2dDesc &conv_of(qnt_conv2d_desc *d, const char *name);
+// NULL stays NULL (an optional tensor argument).
+const Tensor *optional_tensor(const qnt_tensor *t, const char *name);
+// Wraps a tensor made by the library in a handle.
+qnt_tensor *new_tensor_handle(std::unique_ptr<Tensor> t);
 
 // Wraps a fresh qparams in a handle.
 qnt_qparams *new_qparams_handle(std::shared_ptr<const QParams> p);

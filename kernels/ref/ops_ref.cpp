@@ -1,0 +1,93 @@
+#include "kernels/ref/ops_ref.hpp"
+
+#include "kernels/ref/quantize_ref.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace qnt::ref {
+
+int32_t wrap_add(int32_t a, int32_t b) noexcept {
+  return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+}
+
+void qgemm(int64_t M, int64_t N, int64_t K, const Int8Matrix &a, const int32_t *za,
+           const Int8Matrix &b, const int32_t *zb, int32_t *c, int64_t ldc) {
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t n = 0; n < N; ++n) {
+      int64_t acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += static_cast<int64_t>(a.at(m, k) - za[m]) * static_cast<int64_t>(b.at(k, n) - zb[n]);
+      // The low 32 bits of the exact sum: what an int32 accumulator holds after wrapping.
+      c[m * ldc + n] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc)));
+    }
+  }
+}
+
+float requant_multiplier(float sa, float sb, float sy) noexcept {
+  const float product = sa * sb;
+  return product / sy;
+}
+
+int32_t requantize(int32_t acc, float multiplier, int32_t zy, int32_t qmin,
+                   int32_t qmax) noexcept {
+  const float v = static_cast<float>(acc) * multiplier;
+  return round_and_saturate(v, zy, qmin, qmax);
+}
+
+float acc_to_float(int32_t acc, float scale, float bias) noexcept {
+  const float v = static_cast<float>(acc) * scale;
+  return v + bias;
+}
+
+float dot(const float *x, const float *w, int64_t K) noexcept {
+  float s[16] = {0};
+  for (int64_t k = 0; k < K; ++k) s[k % 16] = std::fma(x[k], w[k], s[k % 16]);
+  for (int width = 8; width >= 1; width /= 2)
+    for (int i = 0; i < width; ++i) s[i] = s[i] + s[i + width];
+  return s[0];
+}
+
+bool dynamic_qparams(const float *x, size_t n, float *scale, int32_t *zero_point) noexcept {
+  float lo = 0.0f, hi = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (std::isnan(v)) continue;
+    if (std::isinf(v)) return false;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  if (hi == lo) {  // only zeros: ONNX would divide by a zero scale
+    *scale = 1.0f;
+    *zero_point = 0;
+    return true;
+  }
+  const float s = (hi - lo) / 255.0f;
+  if (!(s > 0.0f) || std::isinf(s)) return false;  // a range too wide for float32
+  const float z = round_half_to_even((0.0f - lo) / s);
+  *scale = s;
+  *zero_point = static_cast<int32_t>(std::min(255.0f, std::max(0.0f, z)));
+  return true;
+}
+
+void im2col(const ConvGeometry &g, const uint8_t *x, uint8_t pad_byte, uint8_t *col) {
+  const int64_t plane = g.out_h * g.out_w;
+  for (int64_t c = 0; c < g.channels; ++c) {
+    for (int64_t i = 0; i < g.kernel_h; ++i) {
+      for (int64_t j = 0; j < g.kernel_w; ++j) {
+        uint8_t *row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * plane;
+        for (int64_t oh = 0; oh < g.out_h; ++oh) {
+          const int64_t h = oh * g.stride_h - g.pad_top + i * g.dilation_h;
+          for (int64_t ow = 0; ow < g.out_w; ++ow) {
+            const int64_t w = ow * g.stride_w - g.pad_left + j * g.dilation_w;
+            const bool inside = h >= 0 && h < g.height && w >= 0 && w < g.width;
+            row[oh * g.out_w + ow] = inside ? x[(c * g.height + h) * g.width + w] : pad_byte;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace qnt::ref

@@ -1,0 +1,67 @@
+// Scalar reference kernels of the quantized operators: integer GEMM, requantization, im2col,
+// the canonical float dot product, dynamic quantization parameters. Readable first; the fast
+// kernels must reproduce them bit for bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace qnt::ref {
+
+// A strided view of an 8-bit integer matrix: element (r, c) is data[r * row_stride +
+// c * col_stride], read as int8 or uint8.
+struct Int8Matrix {
+  const uint8_t *data = nullptr;
+  bool is_signed = false;
+  int64_t row_stride = 0;
+  int64_t col_stride = 1;
+
+  int32_t at(int64_t r, int64_t c) const noexcept {
+    const uint8_t v = data[r * row_stride + c * col_stride];
+    return is_signed ? static_cast<int32_t>(static_cast<int8_t>(v)) : static_cast<int32_t>(v);
+  }
+};
+
+// a + b modulo 2^32, as int32 hardware adds.
+int32_t wrap_add(int32_t a, int32_t b) noexcept;
+
+// c[m * ldc + n] = sum_k (a(m, k) - za[m]) * (b(k, n) - zb[n]), exact, then wrapped to int32.
+// za has M values (one per row of a), zb has N (one per column of b).
+void qgemm(int64_t M, int64_t N, int64_t K, const Int8Matrix &a, const int32_t *za,
+           const Int8Matrix &b, const int32_t *zb, int32_t *c, int64_t ldc);
+
+// (sa * sb) / sy in float32: one product, one division.
+float requant_multiplier(float sa, float sb, float sy) noexcept;
+
+// saturate(round_half_to_even((float)acc * multiplier) + zy) into [qmin, qmax].
+int32_t requantize(int32_t acc, float multiplier, int32_t zy, int32_t qmin, int32_t qmax) noexcept;
+
+// (float)acc * scale, then + bias as a separate float32 addition (bias 0 adds nothing).
+float acc_to_float(int32_t acc, float scale, float bias) noexcept;
+
+// The canonical float dot product: 16 float32 partial sums, x[k] * w[k] fused-added into sum
+// k % 16, then the sums added pairwise (i += i + 8, + 4, + 2, + 1).
+float dot(const float *x, const float *w, int64_t K) noexcept;
+
+// ONNX DynamicQuantizeLinear's parameters for n floats (NaN skipped): scale = (hi - lo) / 255,
+// zero point = clamp(round_half_to_even((0 - lo) / scale), 0, 255), with lo = min(min, 0),
+// hi = max(max, 0); hi == lo gives scale 1, zero point 0. Returns false if an infinity is seen.
+bool dynamic_qparams(const float *x, size_t n, float *scale, int32_t *zero_point) noexcept;
+
+// The geometry of one convolution, for im2col.
+struct ConvGeometry {
+  int64_t channels = 1;  // per group
+  int64_t height = 1, width = 1;
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t out_h = 1, out_w = 1;
+};
+
+// Lowers one image's channels of one group (x: [channels, height, width] bytes) to
+// col[(c * kernel_h + i) * kernel_w + j][oh * out_w + ow] (bytes), writing pad_byte (the zero
+// point's stored byte) where the window falls outside the image.
+void im2col(const ConvGeometry &g, const uint8_t *x, uint8_t pad_byte, uint8_t *col);
+
+}  // namespace qnt::ref

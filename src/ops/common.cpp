@@ -1,0 +1,128 @@
+#include "ops/common.hpp"
+
+#include "core/error.hpp"
+
+namespace qnt::ops {
+
+std::string shape_string(const std::vector<int64_t> &dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+void require_same_shape(const Tensor &a, const char *an, const Tensor &b, const char *bn) {
+  if (a.dims() != b.dims())
+    fail(QNT_ERR_SHAPE_MISMATCH, an, " has shape ", shape_string(a.dims()), " but ", bn,
+         " has shape ", shape_string(b.dims()));
+}
+
+void require_disjoint(const Tensor &out, const Tensor &in, const char *out_name,
+                      const char *in_name) {
+  if (out.byte_size() == 0 || in.byte_size() == 0) return;
+  const auto o = reinterpret_cast<uintptr_t>(out.data());
+  const auto i = reinterpret_cast<uintptr_t>(in.data());
+  if (o < i + in.byte_size() && i < o + out.byte_size())
+    fail(QNT_ERR_INVALID_ARGUMENT, out_name, " and ", in_name,
+         " share storage; in-place is not supported");
+}
+
+void require_int8(const Tensor &t, const char *role) {
+  if (t.dtype() != QNT_DTYPE_I8 && t.dtype() != QNT_DTYPE_U8)
+    fail(QNT_ERR_DTYPE_MISMATCH, role, " must be i8 or u8, not ", t.info().name);
+}
+
+void require_float(const Tensor &t, const char *role) {
+  if (t.info().rule != Rule::Float)
+    fail(QNT_ERR_DTYPE_MISMATCH, role, " must be f32, not ", t.info().name);
+}
+
+ref::QuantSpec quantized_spec(const Tensor &t, const char *role) {
+  if (t.info().rule == Rule::Float)
+    fail(QNT_ERR_DTYPE_MISMATCH, role, " must have a quantized dtype, not ", t.info().name);
+  const auto &qp = t.qparams();
+  if (!qp) fail(QNT_ERR_INVALID_QPARAMS, role, " (", t.info().name, ") has no qparams");
+  ref::QuantSpec s;
+  switch (t.info().rule) {
+    case Rule::NF4: s.code = ref::Code::NF4; break;
+    case Rule::Binary: s.code = ref::Code::Binary; break;
+    default: s.code = ref::Code::Integer; break;
+  }
+  s.bits = t.info().bits;
+  s.is_signed = t.info().is_signed;
+  s.qmin = t.info().qmin;
+  s.qmax = t.info().qmax;
+  s.layout = qp->layout_for(t.shape(), t.rank());
+  s.scales = qp->scales();
+  s.zero_points = qp->zero_points();
+  return s;
+}
+
+ChannelParams channel_params(const Tensor &t, const char *role, int64_t axis, int64_t count,
+                             bool per_axis_allowed, bool need_scales) {
+  ChannelParams p;
+  const auto n = static_cast<size_t>(count);
+  const auto &qp = t.qparams();
+  if (!qp) {
+    if (need_scales)
+      fail(QNT_ERR_INVALID_QPARAMS, role, " needs qparams (scale and zero point) for this output");
+    p.zero_points.assign(n, 0);
+    return p;
+  }
+  switch (qp->granularity()) {
+    case QNT_GRANULARITY_PER_TENSOR:
+      p.scales.assign(n, qp->scales()[0]);
+      p.zero_points.assign(n, qp->zero_points()[0]);
+      return p;
+    case QNT_GRANULARITY_PER_AXIS: {
+      const auto r = static_cast<int64_t>(t.rank());
+      const int64_t a = qp->axis() < 0 ? qp->axis() + r : qp->axis();
+      if (!per_axis_allowed)
+        fail(QNT_ERR_INVALID_QPARAMS, role, " must have per-tensor qparams");
+      if (a != axis)
+        fail(QNT_ERR_INVALID_QPARAMS, role, "'s qparams are per axis ", qp->axis(),
+             "; this op needs them per axis ", axis);
+      p.scales.assign(qp->scales(), qp->scales() + n);
+      p.zero_points.assign(qp->zero_points(), qp->zero_points() + n);
+      return p;
+    }
+    default:
+      fail(QNT_ERR_UNSUPPORTED, role, " has per-block qparams, which this op does not take");
+  }
+}
+
+void clear_tail_bits(Tensor &t) {
+  const int bits = t.info().bits;
+  if (bits >= 8 || t.byte_size() == 0) return;
+  const size_t used = (t.element_count() * static_cast<size_t>(bits)) % 8;
+  if (used != 0) t.data()[t.byte_size() - 1] &= static_cast<uint8_t>((1u << used) - 1u);
+}
+
+OutputMode output_mode(const Tensor &y) {
+  switch (y.dtype()) {
+    case QNT_DTYPE_I32: return OutputMode::Int32;
+    case QNT_DTYPE_F32: return OutputMode::Float;
+    case QNT_DTYPE_I8:
+    case QNT_DTYPE_U8: {
+      const auto &qp = y.qparams();
+      if (!qp) fail(QNT_ERR_INVALID_QPARAMS, "y (", y.info().name, ") has no qparams");
+      if (qp->granularity() != QNT_GRANULARITY_PER_TENSOR)
+        fail(QNT_ERR_UNSUPPORTED, "a requantized output needs per-tensor qparams");
+      return OutputMode::Requantize;
+    }
+    default:
+      fail(QNT_ERR_DTYPE_MISMATCH, "y must be i32, i8, u8 or f32, not ", y.info().name);
+  }
+}
+
+void check_bias(const Tensor *bias, int64_t n, bool float_allowed) {
+  if (bias == nullptr) return;
+  if (bias->rank() != 1 || bias->dims()[0] != n)
+    fail(QNT_ERR_SHAPE_MISMATCH, "bias has shape ", shape_string(bias->dims()), ", expected [",
+         n, "]");
+  if (bias->dtype() == QNT_DTYPE_I32) return;
+  if (bias->dtype() == QNT_DTYPE_F32 && float_allowed) return;
+  fail(QNT_ERR_DTYPE_MISMATCH, "bias must be i32", float_allowed ? " or f32" : "",
+       " here, not ", bias->info().name);
+}
+
+}  // namespace qnt::ops

@@ -1,0 +1,52 @@
+// Checks and parameter plumbing shared by the op front-ends.
+#pragma once
+
+#include "core/tensor.hpp"
+#include "kernels/ref/quantize_ref.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qnt::ops {
+
+// "[2,3,4]"
+std::string shape_string(const std::vector<int64_t> &dims);
+
+void require_same_shape(const Tensor &a, const char *an, const Tensor &b, const char *bn);
+
+// Output and input must not overlap in memory.
+void require_disjoint(const Tensor &out, const Tensor &in, const char *out_name,
+                      const char *in_name);
+
+// QNT_ERR_DTYPE_MISMATCH unless t is i8 or u8.
+void require_int8(const Tensor &t, const char *role);
+
+// QNT_ERR_DTYPE_MISMATCH unless t is f32.
+void require_float(const Tensor &t, const char *role);
+
+// The quantized side of quantize / dequantize: t's dtype rule, qparams and layout.
+ref::QuantSpec quantized_spec(const Tensor &t, const char *role);
+
+// The scales and zero points of an integer operand, one per channel along `axis` (already
+// normalized), `count` channels. Per-tensor qparams are repeated; per-axis qparams must be
+// along `axis` (per_axis_allowed) ; no qparams give zero points 0 and no scales, which is an
+// error (QNT_ERR_INVALID_QPARAMS) when need_scales.
+struct ChannelParams {
+  std::vector<float> scales;  // empty when the tensor has no qparams
+  std::vector<int32_t> zero_points;
+};
+ChannelParams channel_params(const Tensor &t, const char *role, int64_t axis, int64_t count,
+                             bool per_axis_allowed, bool need_scales);
+
+// Packed outputs: the bits past the last element of the last byte are written as 0.
+void clear_tail_bits(Tensor &t);
+
+// The output mode an op's y dtype asks for.
+enum class OutputMode { Int32, Requantize, Float };
+OutputMode output_mode(const Tensor &y);
+
+// An optional bias of shape [n]: checks rank, length and dtype (i32, or f32 where allowed).
+void check_bias(const Tensor *bias, int64_t n, bool float_allowed);
+
+}  // namespace qnt::ops
