@@ -1,6 +1,8 @@
 // Min-max calibration (PyTorch MinMaxObserver formulas) and the codebook dtypes' scale rules.
 // Expected values were computed by hand and agree with PyTorch 1.13's observers on the same
 // inputs (the hex literals are the exact float32 results).
+#include "helpers.hpp"
+
 #include <gtest/gtest.h>
 #include <qnt/qnt.h>
 
@@ -11,20 +13,7 @@
 
 namespace {
 
-struct QP {
-  qnt_qparams *p = nullptr;
-  ~QP() { qnt_qparams_destroy(p); }
-};
-struct T {
-  qnt_tensor *t = nullptr;
-  ~T() { qnt_tensor_destroy(t); }
-};
-
-void make_f32(T &out, const std::vector<int64_t> &shape, const std::vector<float> &v) {
-  ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_F32, shape.data(), shape.size(), nullptr,
-                                        v.data(), v.size() * sizeof(float), &out.t),
-            QNT_OK);
-}
+using namespace qnt_test;
 
 struct Result {
   std::vector<float> s;

@@ -1,4 +1,5 @@
 // quantize / dequantize / requantize through the C API, against hand-computed values.
+#include "helpers.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 
 #include <gtest/gtest.h>
@@ -16,43 +17,7 @@ namespace {
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Small RAII helpers so that a failed assertion leaks nothing (the suite also runs under ASan).
-struct QP {
-  qnt_qparams *p = nullptr;
-  ~QP() { qnt_qparams_destroy(p); }
-};
-struct T {
-  qnt_tensor *t = nullptr;
-  ~T() { qnt_tensor_destroy(t); }
-};
-
-void make_f32(T &out, const std::vector<int64_t> &shape, const std::vector<float> &v) {
-  ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_F32, shape.data(), shape.size(), nullptr,
-                                        v.data(), v.size() * sizeof(float), &out.t),
-            QNT_OK)
-      << qnt_last_error_message();
-}
-
-void make_q(T &out, qnt_dtype d, const std::vector<int64_t> &shape, const qnt_qparams *qp) {
-  ASSERT_EQ(qnt_tensor_create(d, shape.data(), shape.size(), qp, &out.t), QNT_OK)
-      << qnt_last_error_message();
-}
-
-std::vector<uint8_t> bytes_of(const qnt_tensor *t) {
-  size_t n = 0;
-  EXPECT_EQ(qnt_tensor_byte_size(t, &n), QNT_OK);
-  std::vector<uint8_t> b(n);
-  EXPECT_EQ(qnt_tensor_copy_to(t, b.data(), n), QNT_OK);
-  return b;
-}
-
-std::vector<float> floats_of(const qnt_tensor *t) {
-  size_t n = 0;
-  EXPECT_EQ(qnt_tensor_element_count(t, &n), QNT_OK);
-  std::vector<float> v(n);
-  EXPECT_EQ(qnt_tensor_copy_to(t, v.data(), n * sizeof(float)), QNT_OK);
-  return v;
-}
+using namespace qnt_test;
 
 std::vector<float> dequantized(const qnt_tensor *q, const std::vector<int64_t> &shape) {
   T y;
