@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""Cross-checks libqnt against independent implementations, bit for bit:
+"""Cross-checks libqnt against independent implementations:
 
   - PyTorch's MinMaxObserver / PerChannelMinMaxObserver (scale and zero point), and
   - the ONNX QuantizeLinear / DequantizeLinear reference formulas written in numpy
     (y = clip(rint(x / scale) + zero_point), x = (q - zero_point) * scale, float32 throughout),
     per tensor, per axis and per block, for every integer dtype;
-  - bitsandbytes' NF4 rule (x * (1 / absmax), its 15 decision thresholds), in numpy.
+  - bitsandbytes' NF4 rule (x * (1 / absmax), its 15 decision thresholds), in numpy;
+  all of these bit for bit; and, for the operators, within one step of
+  - the ONNX QLinearMatMul reference formula (numpy: float64 product of the int32 accumulator), and
+  - PyTorch's quantized linear, conv2d, add and relu (its default quantized engine),
+  counting and printing how many results are bit-identical.
 
 It loads libqnt.so through ctypes, as any foreign-language user would.
 usage: crosscheck.py path/to/libqnt.so
@@ -39,9 +43,19 @@ for name, args in {
     "qnt_calibrate_minmax_range": [P, C.c_int32, C.c_int32, C.c_int32, C.c_int64, C.c_int64,
                                    C.c_int32, C.c_int32, P],
     "qnt_calibrate_codebook": [P, C.c_int32, C.c_int32, C.c_int64, C.c_int64, P],
+    "qnt_qmatmul": [P, P, P, P, P],
+    "qnt_qadd": [P, P, P, C.c_int32, P],
+    "qnt_qrelu": [P, P, P],
+    "qnt_conv2d_desc_create": [P],
+    "qnt_conv2d_desc_destroy": [P],
+    "qnt_conv2d_desc_set_strides": [P, C.c_int64, C.c_int64],
+    "qnt_conv2d_desc_set_pads": [P, C.c_int64, C.c_int64, C.c_int64, C.c_int64],
+    "qnt_conv2d_desc_set_dilations": [P, C.c_int64, C.c_int64],
+    "qnt_conv2d_desc_set_groups": [P, C.c_int64],
+    "qnt_qconv2d": [P, P, P, P, P, P],
 }.items():
     getattr(lib, name).argtypes = args
-    if name not in ("qnt_tensor_destroy", "qnt_qparams_destroy"):
+    if name not in ("qnt_tensor_destroy", "qnt_qparams_destroy", "qnt_conv2d_desc_destroy"):
         getattr(lib, name).restype = C.c_int32
 
 F32, I32, I8, U8, I16, U16, I4, U4, NF4 = 1, 2, 3, 4, 5, 6, 7, 8, 9
@@ -288,9 +302,142 @@ def check_nf4(rng):
         check(np.array_equal(qbytes, pack(codes, 4)), f"NF4 codes shape={shape}")
 
 
+def qtensor(arr, dtype, scale=None, zp=None, axis=None):
+    """An i8/u8/i32 tensor over arr's bytes, with per-tensor or per-axis qparams."""
+    arr = np.ascontiguousarray(arr)
+    qp = P()
+    if scale is not None:
+        if axis is None:
+            ok(lib.qnt_qparams_create_per_tensor(dtype, float(scale), int(zp), C.byref(qp)))
+        else:
+            s = np.ascontiguousarray(scale, np.float32)
+            z = np.ascontiguousarray(zp, np.int32)
+            ok(lib.qnt_qparams_create_per_axis(dtype, axis, len(s), s.ctypes.data, z.ctypes.data,
+                                               C.byref(qp)))
+    shape = (C.c_int64 * arr.ndim)(*arr.shape)
+    t = P()
+    ok(lib.qnt_tensor_create_from_data(dtype, shape, arr.ndim, qp if scale is not None else None,
+                                       arr.ctypes.data, arr.nbytes, C.byref(t)))
+    if scale is not None:
+        lib.qnt_qparams_destroy(qp)
+    return t
+
+
+def out_tensor(shape, dtype, npdtype, scale=None, zp=None):
+    t = qtensor(np.zeros(shape, npdtype), dtype, scale, zp)
+    return t
+
+
+def read(t, shape, npdtype):
+    out = np.zeros(shape, npdtype)
+    ok(lib.qnt_tensor_copy_to(t, out.ctypes.data, out.nbytes))
+    return out
+
+
+ONE_STEP = {}
+
+
+def close(name, got, want):
+    """Within one step everywhere; counts the bit-identical results."""
+    d = np.abs(got.astype(np.int64) - want.astype(np.int64))
+    same, total = int((d == 0).sum()), d.size
+    e = ONE_STEP.setdefault(name, [0, 0, 0])
+    e[0] += same
+    e[1] += total
+    e[2] = max(e[2], int(d.max()) if d.size else 0)
+    check(d.max() <= 1 if d.size else True, f"{name}: a result is {int(d.max())} steps away")
+
+
+def check_onnx_qlinearmatmul(rng):
+    for (M, K, N) in [(1, 1, 1), (3, 17, 5), (17, 255, 3), (8, 64, 33)]:
+        a = rng.integers(0, 256, (M, K)).astype(np.uint8)
+        b = rng.integers(-128, 128, (K, N)).astype(np.int8)
+        sa, sb, sy = np.float32(rng.uniform(0.001, 0.05)), np.float32(rng.uniform(0.001, 0.05)), np.float32(rng.uniform(0.01, 0.5))
+        za, zb, zy = int(rng.integers(0, 256)), int(rng.integers(-128, 128)), int(rng.integers(0, 256))
+        ta, tb = qtensor(a, U8, sa, za), qtensor(b, I8, sb, zb)
+        ty = out_tensor((M, N), U8, np.uint8, sy, zy)
+        ok(lib.qnt_qmatmul(None, ta, tb, None, ty))
+        got = read(ty, (M, N), np.uint8)
+        acc = (a.astype(np.int32) - za) @ (b.astype(np.int32) - zb)
+        want = np.clip(np.rint(acc * (sa * sb / sy)) + zy, 0, 255)  # the ONNX reference op
+        close("ONNX QLinearMatMul formula", got, want)
+        for t in (ta, tb, ty):
+            lib.qnt_tensor_destroy(t)
+
+
+def check_torch_ops(rng):
+    import torch.ao.nn.quantized.functional as qF
+    torch.manual_seed(0)
+    # linear: u8 activations, i8 weights per output channel (symmetric), no bias
+    for (M, K, N) in [(1, 16, 8), (5, 64, 17), (16, 255, 32)]:
+        x = torch.randn(M, K)
+        sx, zx = 0.05, int(rng.integers(0, 256))
+        qx = torch.quantize_per_tensor(x, sx, zx, torch.quint8)
+        sw = torch.rand(N) * 0.01 + 0.001
+        qw = torch.quantize_per_channel(torch.randn(N, K) * 0.1, sw, torch.zeros(N, dtype=torch.long), 0, torch.qint8)
+        sy, zy = 0.07, int(rng.integers(0, 256))
+        want = qF.linear(qx, qw, None, sy, zy).int_repr().numpy()
+        xi = qx.int_repr().numpy()
+        wt = np.ascontiguousarray(qw.int_repr().numpy().T)  # [K, N]
+        ta = qtensor(xi, U8, sx, zx)
+        tb = qtensor(wt, I8, qw.q_per_channel_scales().numpy().astype(np.float32), np.zeros(N, np.int32), axis=1)
+        ty = out_tensor((M, N), U8, np.uint8, sy, zy)
+        ok(lib.qnt_qmatmul(None, ta, tb, None, ty))
+        close("PyTorch quantized linear", read(ty, (M, N), np.uint8), want)
+        for t in (ta, tb, ty):
+            lib.qnt_tensor_destroy(t)
+    # conv2d: per output channel weights, strides, pads, dilations, groups
+    for (Nb, Cin, H, W, Mo, k, stride, pad, dil, groups) in [(1, 3, 8, 8, 4, 3, 1, 1, 1, 1),
+                                                            (2, 4, 9, 7, 8, 3, 2, 1, 1, 2),
+                                                            (1, 8, 6, 6, 8, 3, 1, 2, 2, 8)]:
+        qx = torch.quantize_per_tensor(torch.randn(Nb, Cin, H, W), 0.04, 120, torch.quint8)
+        sw = torch.rand(Mo) * 0.01 + 0.002
+        qw = torch.quantize_per_channel(torch.randn(Mo, Cin // groups, k, k) * 0.2, sw, torch.zeros(Mo, dtype=torch.long), 0, torch.qint8)
+        sy, zy = 0.05, 110
+        want = qF.conv2d(qx, qw, None, stride=stride, padding=pad, dilation=dil, groups=groups, scale=sy, zero_point=zy).int_repr().numpy()
+        tx = qtensor(qx.int_repr().numpy(), U8, 0.04, 120)
+        tw = qtensor(qw.int_repr().numpy(), I8, qw.q_per_channel_scales().numpy().astype(np.float32), np.zeros(Mo, np.int32), axis=0)
+        ty = out_tensor(want.shape, U8, np.uint8, sy, zy)
+        d = P()
+        ok(lib.qnt_conv2d_desc_create(C.byref(d)))
+        ok(lib.qnt_conv2d_desc_set_strides(d, stride, stride))
+        ok(lib.qnt_conv2d_desc_set_pads(d, pad, pad, pad, pad))
+        ok(lib.qnt_conv2d_desc_set_dilations(d, dil, dil))
+        ok(lib.qnt_conv2d_desc_set_groups(d, groups))
+        ok(lib.qnt_qconv2d(None, d, tx, tw, None, ty))
+        close("PyTorch quantized conv2d", read(ty, want.shape, np.uint8), want)
+        lib.qnt_conv2d_desc_destroy(d)
+        for t in (tx, tw, ty):
+            lib.qnt_tensor_destroy(t)
+    # add (and add_relu) and relu
+    for n in (1, 7, 1000):
+        qa = torch.quantize_per_tensor(torch.randn(n), 0.03, 130, torch.quint8)
+        qb = torch.quantize_per_tensor(torch.randn(n), 0.05, 100, torch.quint8)
+        ta, tb = qtensor(qa.int_repr().numpy(), U8, 0.03, 130), qtensor(qb.int_repr().numpy(), U8, 0.05, 100)
+        for relu in (0, 1):
+            op = torch.ops.quantized.add_relu if relu else torch.ops.quantized.add
+            want = op(qa, qb, 0.07, 90).int_repr().numpy()
+            ty = out_tensor((n,), U8, np.uint8, 0.07, 90)
+            ok(lib.qnt_qadd(None, ta, tb, relu, ty))
+            close("PyTorch quantized add" + ("_relu" if relu else ""), read(ty, (n,), np.uint8), want)
+            lib.qnt_tensor_destroy(ty)
+        want = torch.relu(qa).int_repr().numpy()
+        ty = out_tensor((n,), U8, np.uint8, 0.03, 130)
+        ok(lib.qnt_qrelu(None, ta, ty))
+        got = read(ty, (n,), np.uint8)
+        check(np.array_equal(got, want), "PyTorch quantized relu differs")
+        for t in (ta, tb, ty):
+            lib.qnt_tensor_destroy(t)
+
+
 rng = np.random.default_rng(20261122)
 check_minmax(rng)
 check_onnx_formulas(rng)
 check_nf4(rng)
+check_onnx_qlinearmatmul(rng)
+check_torch_ops(rng)
+for name, (same, total, worst) in ONE_STEP.items():
+    rest = "" if same == total else f", the others {worst} step away"
+    print(f"  {name}: {same} of {total} results bit-identical{rest}")
 print(f"crosscheck: {passed} passed, {failures} failed")
 sys.exit(1 if failures else 0)
