@@ -30,8 +30,7 @@ float requant_multiplier(float sa, float sb, float sy) noexcept {
   return product / sy;
 }
 
-int32_t requantize(int32_t acc, float multiplier, int32_t zy, int32_t qmin,
-                   int32_t qmax) noexcept {
+int32_t requantize(int32_t acc, float multiplier, int32_t zy, int32_t qmin, int32_t qmax) noexcept {
   const float v = static_cast<float>(acc) * multiplier;
   return round_and_saturate(v, zy, qmin, qmax);
 }

@@ -131,8 +131,8 @@ qnt_status qnt_conv2d_output_shape(const qnt_conv2d_desc *d, const qnt_tensor *x
 qnt_status qnt_qconv2d(qnt_context *ctx, const qnt_conv2d_desc *desc, const qnt_tensor *x,
                        const qnt_tensor *w, const qnt_tensor *bias, qnt_tensor *y) {
   return guard(__func__, [&] {
-    ops::qconv2d(capi::context_of(ctx), conv_of(desc, "desc"), tensor_of(x, "x"),
-                 tensor_of(w, "w"), optional_tensor(bias, "bias"), tensor_of(y, "y"));
+    ops::qconv2d(capi::context_of(ctx), conv_of(desc, "desc"), tensor_of(x, "x"), tensor_of(w, "w"),
+                 optional_tensor(bias, "bias"), tensor_of(y, "y"));
   });
 }
 

@@ -54,7 +54,8 @@ Tensor &tensor_of(qnt_tensor *t, const char *name) {
 
 const ops::Conv2dDesc &conv_of(const qnt_conv2d_desc *d, const char *name) {
   require(d, name);
-  if (d->magic != kConvMagic) fail(QNT_ERR_INVALID_ARGUMENT, name, " is not a live qnt_conv2d_desc");
+  if (d->magic != kConvMagic)
+    fail(QNT_ERR_INVALID_ARGUMENT, name, " is not a live qnt_conv2d_desc");
   return d->d;
 }
 

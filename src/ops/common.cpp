@@ -43,9 +43,15 @@ ref::QuantSpec quantized_spec(const Tensor &t, const char *role) {
   if (!qp) fail(QNT_ERR_INVALID_QPARAMS, role, " (", t.info().name, ") has no qparams");
   ref::QuantSpec s;
   switch (t.info().rule) {
-    case Rule::NF4: s.code = ref::Code::NF4; break;
-    case Rule::Binary: s.code = ref::Code::Binary; break;
-    default: s.code = ref::Code::Integer; break;
+    case Rule::NF4:
+      s.code = ref::Code::NF4;
+      break;
+    case Rule::Binary:
+      s.code = ref::Code::Binary;
+      break;
+    default:
+      s.code = ref::Code::Integer;
+      break;
   }
   s.bits = t.info().bits;
   s.is_signed = t.info().is_signed;
@@ -76,8 +82,7 @@ ChannelParams channel_params(const Tensor &t, const char *role, int64_t axis, in
     case QNT_GRANULARITY_PER_AXIS: {
       const auto r = static_cast<int64_t>(t.rank());
       const int64_t a = qp->axis() < 0 ? qp->axis() + r : qp->axis();
-      if (!per_axis_allowed)
-        fail(QNT_ERR_INVALID_QPARAMS, role, " must have per-tensor qparams");
+      if (!per_axis_allowed) fail(QNT_ERR_INVALID_QPARAMS, role, " must have per-tensor qparams");
       if (a != axis)
         fail(QNT_ERR_INVALID_QPARAMS, role, "'s qparams are per axis ", qp->axis(),
              "; this op needs them per axis ", axis);
@@ -99,8 +104,10 @@ void clear_tail_bits(Tensor &t) {
 
 OutputMode output_mode(const Tensor &y) {
   switch (y.dtype()) {
-    case QNT_DTYPE_I32: return OutputMode::Int32;
-    case QNT_DTYPE_F32: return OutputMode::Float;
+    case QNT_DTYPE_I32:
+      return OutputMode::Int32;
+    case QNT_DTYPE_F32:
+      return OutputMode::Float;
     case QNT_DTYPE_I8:
     case QNT_DTYPE_U8: {
       const auto &qp = y.qparams();
@@ -117,12 +124,12 @@ OutputMode output_mode(const Tensor &y) {
 void check_bias(const Tensor *bias, int64_t n, bool float_allowed) {
   if (bias == nullptr) return;
   if (bias->rank() != 1 || bias->dims()[0] != n)
-    fail(QNT_ERR_SHAPE_MISMATCH, "bias has shape ", shape_string(bias->dims()), ", expected [",
-         n, "]");
+    fail(QNT_ERR_SHAPE_MISMATCH, "bias has shape ", shape_string(bias->dims()), ", expected [", n,
+         "]");
   if (bias->dtype() == QNT_DTYPE_I32) return;
   if (bias->dtype() == QNT_DTYPE_F32 && float_allowed) return;
-  fail(QNT_ERR_DTYPE_MISMATCH, "bias must be i32", float_allowed ? " or f32" : "",
-       " here, not ", bias->info().name);
+  fail(QNT_ERR_DTYPE_MISMATCH, "bias must be i32", float_allowed ? " or f32" : "", " here, not ",
+       bias->info().name);
 }
 
 }  // namespace qnt::ops

@@ -12,14 +12,15 @@
 namespace qnt::ops {
 
 std::vector<int64_t> conv2d_output_shape(const Conv2dDesc &d, const Tensor &x, const Tensor &w) {
-  if (x.rank() != 4) fail(QNT_ERR_SHAPE_MISMATCH, "x must be [N, C, H, W], not ", shape_string(x.dims()));
+  if (x.rank() != 4)
+    fail(QNT_ERR_SHAPE_MISMATCH, "x must be [N, C, H, W], not ", shape_string(x.dims()));
   if (w.rank() != 4)
     fail(QNT_ERR_SHAPE_MISMATCH, "w must be [M, C / groups, KH, KW], not ", shape_string(w.dims()));
   const int64_t C = x.dims()[1], H = x.dims()[2], W = x.dims()[3];
   const int64_t M = w.dims()[0], Cg = w.dims()[1], KH = w.dims()[2], KW = w.dims()[3];
   if (C % d.groups != 0 || M % d.groups != 0)
-    fail(QNT_ERR_SHAPE_MISMATCH, "C = ", C, " and M = ", M, " must be multiples of groups = ",
-         d.groups);
+    fail(QNT_ERR_SHAPE_MISMATCH, "C = ", C, " and M = ", M,
+         " must be multiples of groups = ", d.groups);
   if (Cg * d.groups != C)
     fail(QNT_ERR_SHAPE_MISMATCH, "w has ", Cg, " input channels per group, x gives ", C / d.groups);
   if (KH == 0 || KW == 0) fail(QNT_ERR_SHAPE_MISMATCH, "the kernel has a zero dimension");

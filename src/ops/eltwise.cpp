@@ -49,10 +49,10 @@ void qadd(const Context &ctx, const Tensor &a, const Tensor &b, bool fuse_relu, 
   require_disjoint(y, b, "y", "b");
   parallel_for(ctx.threads(), y.element_count(), kGrain, [&](size_t i0, size_t i1) {
     for (size_t i = i0; i < i1; ++i) {
-      const float fa = ref::dequantize_integer(ref::load_element(a.data(), i, sa.bits, sa.is_signed),
-                                               sa.scales[0], sa.zero_points[0]);
-      const float fb = ref::dequantize_integer(ref::load_element(b.data(), i, sb.bits, sb.is_signed),
-                                               sb.scales[0], sb.zero_points[0]);
+      const float fa = ref::dequantize_integer(
+          ref::load_element(a.data(), i, sa.bits, sa.is_signed), sa.scales[0], sa.zero_points[0]);
+      const float fb = ref::dequantize_integer(
+          ref::load_element(b.data(), i, sb.bits, sb.is_signed), sb.scales[0], sb.zero_points[0]);
       const float sum = fa + fb;
       int32_t q = ref::quantize_integer(sum, sy.scales[0], sy.zero_points[0], sy.qmin, sy.qmax);
       if (fuse_relu) q = std::max(q, sy.zero_points[0]);

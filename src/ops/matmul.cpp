@@ -51,8 +51,8 @@ std::vector<int64_t> broadcast_shapes(const std::vector<int64_t> &a,
     const int64_t da = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
     const int64_t db = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
     if (da != db && da != 1 && db != 1)
-      fail(QNT_ERR_SHAPE_MISMATCH, "batch dimensions ", shape_string(a), " and ",
-           shape_string(b), " do not broadcast");
+      fail(QNT_ERR_SHAPE_MISMATCH, "batch dimensions ", shape_string(a), " and ", shape_string(b),
+           " do not broadcast");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -76,8 +76,7 @@ struct Epilogue {
           std::memcpy(y_row_bytes + 4 * n, &a, 4);
           break;
         case OutputMode::Requantize:
-          ref::store_element(y_row_bytes, c, 8,
-                             ref::requantize(a, multiplier[c], zy, qmin, qmax));
+          ref::store_element(y_row_bytes, c, 8, ref::requantize(a, multiplier[c], zy, qmin, qmax));
           break;
         case OutputMode::Float: {
           const float v =
@@ -129,8 +128,8 @@ int64_t linear_rows(const Tensor &x, const Tensor &w, const Tensor &y, int64_t &
   n = w.dims()[0];
   k = w.dims()[1];
   if (x.dims().back() != k)
-    fail(QNT_ERR_SHAPE_MISMATCH, "x ", shape_string(x.dims()), " does not end in K = ", k,
-         " of w ", shape_string(w.dims()));
+    fail(QNT_ERR_SHAPE_MISMATCH, "x ", shape_string(x.dims()), " does not end in K = ", k, " of w ",
+         shape_string(w.dims()));
   std::vector<int64_t> want = x.dims();
   want.back() = n;
   if (y.dims() != want)
@@ -249,9 +248,8 @@ void linear_dynamic(const Context &ctx, const Tensor &x, const Tensor &w, const 
     std::vector<int32_t> acc(static_cast<size_t>(N));
     for (size_t r = r0; r < r1; ++r) {
       for (int64_t k = 0; k < K; ++k)
-        xq[static_cast<size_t>(k)] = static_cast<uint8_t>(
-            ref::quantize_integer(xs[r * static_cast<size_t>(K) + static_cast<size_t>(k)], sx[r],
-                                  zx[r], 0, 255));
+        xq[static_cast<size_t>(k)] = static_cast<uint8_t>(ref::quantize_integer(
+            xs[r * static_cast<size_t>(K) + static_cast<size_t>(k)], sx[r], zx[r], 0, 255));
       ref::Int8Matrix xm;
       xm.data = xq.data();
       xm.is_signed = false;

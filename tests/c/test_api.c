@@ -476,3 +476,168 @@ Test(calibrate, bad_input) {
   qnt_qparams_destroy(qp);
   qnt_tensor_destroy(tx);
 }
+
+/* ---- quantized operators through the C API ---- */
+
+static qnt_tensor *tensor_u8(const int64_t *shape, size_t rank, qnt_qparams *qp) {
+  qnt_tensor *t = NULL;
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_U8, shape, rank, qp, &t));
+  return t;
+}
+
+Test(ops, qmatmul_modes_and_errors) {
+  const int64_t sa[2] = {2, 3}, sb[2] = {3, 2}, sy[2] = {2, 2}, sbad[2] = {4, 2}, s1[1] = {3};
+  const uint8_t a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1};
+  int32_t y32[4];
+  qnt_qparams *qa = per_tensor(QNT_DTYPE_U8, 0.5f, 1), *qb = per_tensor(QNT_DTYPE_U8, 0.5f, 0);
+  qnt_qparams *qy = per_tensor(QNT_DTYPE_U8, 1.0f, 10);
+  qnt_tensor *ta = NULL, *tb = NULL, *ti = NULL, *tq = NULL, *tbad = NULL, *vec = NULL;
+  EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_U8, sa, 2, qa, a, 6, &ta));
+  EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_U8, sb, 2, qb, b, 6, &tb));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_I32, sy, 2, NULL, &ti));
+  tq = tensor_u8(sy, 2, qy);
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_I32, sbad, 2, NULL, &tbad));
+  vec = tensor_u8(s1, 1, NULL);
+  EXPECT_OK(qnt_qmatmul(NULL, ta, tb, NULL, ti));
+  EXPECT_OK(qnt_tensor_copy_to(ti, y32, sizeof y32));
+  /* (a - 1) = [0 1 2; 3 4 5]; b = [1 0; 0 1; 1 1] */
+  cr_expect(y32[0] == 2 && y32[1] == 3 && y32[2] == 8 && y32[3] == 9, "%d %d %d %d", y32[0], y32[1],
+            y32[2], y32[3]);
+  EXPECT_OK(qnt_qmatmul(NULL, ta, tb, NULL, tq));
+  EXPECT_FAIL(qnt_qmatmul(NULL, ta, tb, NULL, tbad), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_qmatmul(NULL, vec, tb, NULL, ti), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_qmatmul(NULL, ta, ta, NULL, ti), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_qmatmul(NULL, ta, tb, ta, ti), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_qmatmul(NULL, ti, tb, NULL, ti), QNT_ERR_DTYPE_MISMATCH);
+  EXPECT_FAIL(qnt_qmatmul(NULL, ta, tb, NULL, vec), QNT_ERR_INVALID_QPARAMS); /* u8 y, no qparams */
+  EXPECT_FAIL(qnt_qmatmul(NULL, ta, NULL, NULL, ti), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_qmatmul(NULL, ta, tb, NULL, NULL), QNT_ERR_NULL_POINTER);
+  qnt_tensor_destroy(ta);
+  qnt_tensor_destroy(tb);
+  qnt_tensor_destroy(ti);
+  qnt_tensor_destroy(tq);
+  qnt_tensor_destroy(tbad);
+  qnt_tensor_destroy(vec);
+  qnt_qparams_destroy(qa);
+  qnt_qparams_destroy(qb);
+  qnt_qparams_destroy(qy);
+}
+
+Test(ops, dynamic_quantize_linear) {
+  const float x[4] = {-1.0f, 0.0f, 0.5f, 2.0f}, bad[2] = {1.0f, INFINITY};
+  const int64_t s4[1] = {4}, s2[1] = {2};
+  qnt_tensor *tx = NULL, *tb = NULL, *y = NULL;
+  qnt_qparams *qp = NULL;
+  float scale = 0;
+  int32_t zp = -1;
+  EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_F32, s4, 1, NULL, x, sizeof x, &tx));
+  EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_F32, s2, 1, NULL, bad, sizeof bad, &tb));
+  EXPECT_OK(qnt_dynamic_quantize_linear(NULL, tx, &y));
+  EXPECT_OK(qnt_tensor_qparams(y, &qp));
+  EXPECT_OK(qnt_qparams_scales(qp, &scale, 1));
+  EXPECT_OK(qnt_qparams_zero_points(qp, &zp, 1));
+  cr_expect(scale == 3.0f / 255.0f && zp == 85, "scale %g zero point %d", scale, zp);
+  qnt_qparams_destroy(qp);
+  qnt_tensor_destroy(y);
+  y = NULL;
+  EXPECT_FAIL(qnt_dynamic_quantize_linear(NULL, tb, &y), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_dynamic_quantize_linear(NULL, tx, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_dynamic_quantize_linear(NULL, NULL, &y), QNT_ERR_NULL_POINTER);
+  cr_expect_null(y);
+  qnt_tensor_destroy(tx);
+  qnt_tensor_destroy(tb);
+}
+
+Test(ops, linear_layers_reject_bad_input) {
+  const int64_t sx[2] = {2, 4}, sw[2] = {3, 4}, sy[2] = {2, 3}, sbad[2] = {2, 5}, sbias[1] = {3};
+  qnt_qparams *qw = per_tensor(QNT_DTYPE_I8, 0.1f, 0), *q4 = per_tensor(QNT_DTYPE_I4, 0.1f, 0);
+  qnt_qparams *q32 = per_tensor(QNT_DTYPE_I32, 0.1f, 0);
+  qnt_tensor *x = NULL, *w = NULL, *w4 = NULL, *w32 = NULL, *y = NULL, *ybad = NULL, *bias = NULL;
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_F32, sx, 2, NULL, &x));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_I8, sw, 2, qw, &w));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_I4, sw, 2, q4, &w4));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_I32, sw, 2, q32, &w32));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_F32, sy, 2, NULL, &y));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_F32, sbad, 2, NULL, &ybad));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_F32, sbias, 1, NULL, &bias));
+  EXPECT_OK(qnt_linear_dynamic(NULL, x, w, bias, QNT_ACT_PER_TENSOR, y));
+  EXPECT_OK(qnt_linear_dynamic(NULL, x, w, NULL, QNT_ACT_PER_ROW, y));
+  EXPECT_FAIL(qnt_linear_dynamic(NULL, x, w, bias, (qnt_act_quant)9, y), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_linear_dynamic(NULL, x, w, bias, QNT_ACT_PER_ROW, ybad), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_linear_dynamic(NULL, x, w4, bias, QNT_ACT_PER_ROW, y), QNT_ERR_UNSUPPORTED);
+  EXPECT_FAIL(qnt_linear_dynamic(NULL, w, w, bias, QNT_ACT_PER_ROW, y), QNT_ERR_DTYPE_MISMATCH);
+  EXPECT_FAIL(qnt_linear_dynamic(NULL, x, w, x, QNT_ACT_PER_ROW, y), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_OK(qnt_linear_weight_only(NULL, x, w4, bias, y));
+  EXPECT_OK(qnt_linear_weight_only(NULL, x, w, NULL, y));
+  EXPECT_FAIL(qnt_linear_weight_only(NULL, x, w32, bias, y), QNT_ERR_UNSUPPORTED);
+  EXPECT_FAIL(qnt_linear_weight_only(NULL, x, x, bias, y), QNT_ERR_DTYPE_MISMATCH);
+  EXPECT_FAIL(qnt_linear_weight_only(NULL, x, w4, bias, ybad), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_linear_weight_only(NULL, x, w4, bias, NULL), QNT_ERR_NULL_POINTER);
+  qnt_tensor_destroy(x);
+  qnt_tensor_destroy(w);
+  qnt_tensor_destroy(w4);
+  qnt_tensor_destroy(w32);
+  qnt_tensor_destroy(y);
+  qnt_tensor_destroy(ybad);
+  qnt_tensor_destroy(bias);
+  qnt_qparams_destroy(qw);
+  qnt_qparams_destroy(q4);
+  qnt_qparams_destroy(q32);
+}
+
+Test(ops, conv2d_descriptor_and_errors) {
+  const int64_t sx[4] = {1, 2, 5, 5}, sw[4] = {4, 1, 3, 3}, sy[4] = {1, 4, 3, 3};
+  const int64_t sbad[4] = {1, 4, 5, 5};
+  int64_t out[4] = {0, 0, 0, 0};
+  qnt_conv2d_desc *d = NULL;
+  qnt_tensor *x = NULL, *w = NULL, *y = NULL, *ybad = NULL;
+  qnt_conv2d_desc_destroy(NULL);
+  EXPECT_FAIL(qnt_conv2d_desc_create(NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_conv2d_desc_create(&d));
+  EXPECT_FAIL(qnt_conv2d_desc_set_groups(NULL, 2), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_conv2d_desc_set_strides(d, 1, -2), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_conv2d_desc_set_pads(d, 0, 0, INT64_MAX, 0), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_OK(qnt_conv2d_desc_set_groups(d, 2));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_U8, sx, 4, NULL, &x));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_I8, sw, 4, NULL, &w));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_I32, sy, 4, NULL, &y));
+  EXPECT_OK(qnt_tensor_create(QNT_DTYPE_I32, sbad, 4, NULL, &ybad));
+  EXPECT_OK(qnt_conv2d_output_shape(d, x, w, out));
+  cr_expect(out[0] == 1 && out[1] == 4 && out[2] == 3 && out[3] == 3);
+  EXPECT_OK(qnt_qconv2d(NULL, d, x, w, NULL, y));
+  EXPECT_FAIL(qnt_qconv2d(NULL, d, x, w, NULL, ybad), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_qconv2d(NULL, NULL, x, w, NULL, y), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_qconv2d(NULL, d, w, x, NULL, y), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_conv2d_output_shape(d, x, w, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_conv2d_desc_set_groups(d, 3)); /* 2 channels do not split into 3 groups */
+  EXPECT_FAIL(qnt_qconv2d(NULL, d, x, w, NULL, y), QNT_ERR_SHAPE_MISMATCH);
+  qnt_conv2d_desc_destroy(d);
+  qnt_tensor_destroy(x);
+  qnt_tensor_destroy(w);
+  qnt_tensor_destroy(y);
+  qnt_tensor_destroy(ybad);
+}
+
+Test(ops, add_and_relu_errors) {
+  const int64_t s3[1] = {3}, s4[1] = {4};
+  qnt_qparams *qa = per_tensor(QNT_DTYPE_U8, 0.1f, 3), *qb = per_tensor(QNT_DTYPE_U8, 0.2f, 3);
+  qnt_tensor *a = tensor_u8(s3, 1, qa), *b = tensor_u8(s3, 1, qb), *c = tensor_u8(s4, 1, qa);
+  qnt_tensor *y = tensor_u8(s3, 1, qa), *raw = tensor_u8(s3, 1, NULL);
+  EXPECT_OK(qnt_qadd(NULL, a, b, 0, y));
+  EXPECT_OK(qnt_qadd(NULL, a, b, 1, y));
+  EXPECT_FAIL(qnt_qadd(NULL, a, c, 0, y), QNT_ERR_UNSUPPORTED);
+  EXPECT_FAIL(qnt_qadd(NULL, a, raw, 0, y), QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qadd(NULL, a, b, 0, a), QNT_ERR_INVALID_ARGUMENT); /* y shares a's storage */
+  EXPECT_OK(qnt_qrelu(NULL, a, y));
+  EXPECT_FAIL(qnt_qrelu(NULL, a, b), QNT_ERR_INVALID_QPARAMS); /* different qparams */
+  EXPECT_FAIL(qnt_qrelu(NULL, a, c), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_qrelu_clamp(NULL, a, INFINITY, y), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_OK(qnt_qrelu_clamp(NULL, a, 6.0f, y));
+  qnt_tensor_destroy(a);
+  qnt_tensor_destroy(b);
+  qnt_tensor_destroy(c);
+  qnt_tensor_destroy(y);
+  qnt_tensor_destroy(raw);
+  qnt_qparams_destroy(qa);
+  qnt_qparams_destroy(qb);
+}

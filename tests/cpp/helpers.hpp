@@ -35,8 +35,8 @@ inline void make_f32(T &out, const std::vector<int64_t> &shape, const std::vecto
 }
 
 // A tensor of dtype d holding raw bytes (packed as stored), with optional qparams.
-inline void make_raw(T &out, qnt_dtype d, const std::vector<int64_t> &shape,
-                     const qnt_qparams *qp, const void *bytes, size_t n) {
+inline void make_raw(T &out, qnt_dtype d, const std::vector<int64_t> &shape, const qnt_qparams *qp,
+                     const void *bytes, size_t n) {
   ASSERT_EQ(qnt_tensor_create_from_data(d, shape.data(), shape.size(), qp, bytes, n, &out.t),
             QNT_OK)
       << qnt_last_error_message();

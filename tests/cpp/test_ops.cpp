@@ -145,8 +145,8 @@ TEST(OnnxBackend, ConvIntegerWithPadding) {
   ASSERT_EQ(qnt_conv2d_output_shape(d, tx.t, tw.t, shape), QNT_OK);
   EXPECT_EQ(std::vector<int64_t>(shape, shape + 4), (std::vector<int64_t>{1, 1, 4, 4}));
   ASSERT_EQ(qnt_qconv2d(nullptr, d, tx.t, tw.t, nullptr, ty.t), QNT_OK) << qnt_last_error_message();
-  EXPECT_EQ(values_of<int32_t>(ty.t), (std::vector<int32_t>{1, 3, 5, 3, 5, 12, 16, 9, 11, 24, 28,
-                                                            15, 7, 15, 17, 9}));
+  EXPECT_EQ(values_of<int32_t>(ty.t),
+            (std::vector<int32_t>{1, 3, 5, 3, 5, 12, 16, 9, 11, 24, 28, 15, 7, 15, 17, 9}));
   qnt_conv2d_desc_destroy(d);
 }
 
@@ -157,8 +157,8 @@ TEST(OnnxBackend, QLinearConv) {
                          41,  40,  134, 255, 154, 92,  141, 42,  148, 247};
   const uint8_t w[1] = {0};
   const std::vector<uint8_t> want = {
-      0,   81,  93,  230, 52,  87,  197, 240, 196, 18, 160, 126, 255, 191, 199, 13,  102,
-      34,  87,  243, 89,  23,  77,  69,  60,  18,  93, 18,  67,  216, 131, 178, 175, 153,
+      0,   81,  93,  230, 52,  87,  197, 240, 196, 18,  160, 126, 255, 191, 199, 13,  102,
+      34,  87,  243, 89,  23,  77,  69,  60,  18,  93,  18,  67,  216, 131, 178, 175, 153,
       212, 128, 25,  234, 172, 214, 215, 121, 0,   101, 163, 114, 213, 107, 8};
   QP qx, qw, qy;
   per_tensor(qx, QNT_DTYPE_U8, 0.00369204697f, 132);
@@ -393,7 +393,8 @@ TEST(QConv2d, MatchesDirectConvolution) {
                   const int64_t h = oh * c.sh - c.pt + i * c.dh, ww = ow * c.sw - c.pl + j * c.dw;
                   if (h < 0 || h >= c.H || ww < 0 || ww >= c.W) continue;  // padding: real 0
                   const int64_t ch = gi * Cg + ci;
-                  const int32_t xv = val(x, static_cast<size_t>(((n * c.C + ch) * c.H + h) * c.W + ww), xs);
+                  const int32_t xv =
+                      val(x, static_cast<size_t>(((n * c.C + ch) * c.H + h) * c.W + ww), xs);
                   const int32_t wv =
                       val(w, static_cast<size_t>(((m * Cg + ci) * c.KH + i) * c.KW + j), ws);
                   acc += static_cast<int64_t>(xv - zx) * (wv - zw[static_cast<size_t>(m)]);
@@ -444,8 +445,11 @@ TEST(LinearWeightOnly, Int4Uint4NF4PerBlock) {
   struct Variant {
     qnt_dtype d;
     int64_t block;
-  } variants[] = {{QNT_DTYPE_I4, 32},  {QNT_DTYPE_I4, 128}, {QNT_DTYPE_U4, 64},
-                  {QNT_DTYPE_NF4, 64}, {QNT_DTYPE_I8, 32}};
+  } variants[] = {{QNT_DTYPE_I4, 32},
+                  {QNT_DTYPE_I4, 128},
+                  {QNT_DTYPE_U4, 64},
+                  {QNT_DTYPE_NF4, 64},
+                  {QNT_DTYPE_I8, 32}};
   for (const Variant &v : variants) {
     QP qp;
     if (v.d == QNT_DTYPE_NF4)
@@ -468,10 +472,11 @@ TEST(LinearWeightOnly, Int4Uint4NF4PerBlock) {
     const std::vector<float> y = floats_of(ty.t);
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
-        const float d = canonical_dot(&x[static_cast<size_t>(m * K)],
-                                      &wdq[static_cast<size_t>(n * K)], K);
+        const float d =
+            canonical_dot(&x[static_cast<size_t>(m * K)], &wdq[static_cast<size_t>(n * K)], K);
         const float got = y[static_cast<size_t>(m * N + n)];
-        ASSERT_EQ(got, d + bias[static_cast<size_t>(n)]) << qnt_dtype_name(v.d) << " " << m << "," << n;
+        ASSERT_EQ(got, d + bias[static_cast<size_t>(n)])
+            << qnt_dtype_name(v.d) << " " << m << "," << n;
         double exact = bias[static_cast<size_t>(n)];
         for (int64_t k = 0; k < K; ++k)
           exact += static_cast<double>(x[static_cast<size_t>(m * K + k)]) *
@@ -536,8 +541,8 @@ TEST(LinearDynamic, PerTensorAndPerRowMatchTheirDefinition) {
         for (int64_t k = 0; k < K; ++k)
           acc += static_cast<int64_t>(xb[off + static_cast<size_t>(k)] - zx) *
                  static_cast<int8_t>(wb[static_cast<size_t>(n * K + k)]);
-        const float want =
-            static_cast<float>(acc) * (sx * sw[static_cast<size_t>(n)]) + bias[static_cast<size_t>(n)];
+        const float want = static_cast<float>(acc) * (sx * sw[static_cast<size_t>(n)]) +
+                           bias[static_cast<size_t>(n)];
         const float got = y[static_cast<size_t>(m * N + n)];
         ASSERT_EQ(got, want) << "mode " << mode << " at " << m << "," << n;
         double exact = bias[static_cast<size_t>(n)];
@@ -559,8 +564,8 @@ TEST(QAdd, HandWorked) {
   per_tensor(qa, QNT_DTYPE_U8, 0.5f, 128);
   per_tensor(qb, QNT_DTYPE_I8, 0.25f, 0);
   per_tensor(qy, QNT_DTYPE_U8, 1.0f, 10);
-  const uint8_t a[5] = {128, 130, 0, 255, 120};     // 0, 1, -64, 63.5, -4
-  const int8_t b[5] = {2, -2, 127, 127, -1};        // 0.5, -0.5, 31.75, 31.75, -0.25
+  const uint8_t a[5] = {128, 130, 0, 255, 120};  // 0, 1, -64, 63.5, -4
+  const int8_t b[5] = {2, -2, 127, 127, -1};     // 0.5, -0.5, 31.75, 31.75, -0.25
   T ta, tb, ty, tr;
   make_raw(ta, QNT_DTYPE_U8, {5}, qa.p, a, 5);
   make_raw(tb, QNT_DTYPE_I8, {5}, qb.p, b, 5);
