@@ -109,7 +109,8 @@ typedef enum qnt_status QNT_ENUM_BASE {
   QNT_ERR_OVERFLOW = 8,         /* a size computation overflows (element count, byte size) */
   QNT_ERR_INVALID_QPARAMS = 9,  /* scale not finite and > 0, zero point out of range, ... */
   QNT_ERR_NO_DEVICE = 10,       /* no CUDA device (or module, or driver) for this call */
-  QNT_ERR_INTERNAL = 11         /* a bug in qnt; please report it with the message */
+  QNT_ERR_INTERNAL = 11,        /* a bug in qnt; please report it with the message */
+  QNT_ERR_CORRUPT_DATA = 12     /* a serialized buffer is truncated, damaged or of another version */
 } qnt_status;
 
 /* A static, human-readable name for a status ("QNT_ERR_SHAPE_MISMATCH: shapes disagree").
@@ -606,6 +607,152 @@ QNT_API qnt_status qnt_qrelu(qnt_context *ctx, const qnt_tensor *x, qnt_tensor *
  * upper must be finite and >= 0 (QNT_ERR_INVALID_ARGUMENT). Otherwise as qnt_qrelu. */
 QNT_API qnt_status qnt_qrelu_clamp(qnt_context *ctx, const qnt_tensor *x, float upper,
                                    qnt_tensor *y);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Streaming calibration and error reports                                                      */
+/* ------------------------------------------------------------------------------------------- */
+
+/* A calibrator observes f32 batches one at a time and computes qparams from what it saw. Its
+ * statistics can be merged with another's and serialized, so shards observed on different
+ * threads or machines give the result of one pass. Not safe to use from several threads at once;
+ * use one calibrator per thread and merge. */
+typedef struct qnt_calibrator qnt_calibrator;
+
+typedef enum qnt_calib_method QNT_ENUM_BASE {
+  /* PyTorch MinMaxObserver / PerChannelMinMaxObserver (see qnt_calibrate_minmax). */
+  QNT_CALIB_MINMAX = 1,
+  /* PyTorch MovingAverage(PerChannel)MinMaxObserver: the first batch sets min and max, each
+   * later one moves them by c * (batch value - current), float32, c = QNT_CALIB_OPT_AVERAGING.
+   * Depends on the order of the batches, so it cannot be merged (QNT_ERR_UNSUPPORTED). */
+  QNT_CALIB_MOVING_AVERAGE = 2,
+  /* Clips at a percentile (QNT_CALIB_OPT_PERCENTILE, default 99.99) of |x| for the symmetric
+   * scheme, and at the (100 - p) and p percentiles for the affine one, read from the histogram
+   * with linear interpolation inside a bin. */
+  QNT_CALIB_PERCENTILE = 3,
+  /* TensorRT's entropy calibration: over the histogram of |x| (QNT_CALIB_OPT_BINS bins, 2048 by
+   * default), each candidate threshold from `levels` bins up (levels = 2^(bits-1): 128 for 8-bit,
+   * 8 for 4-bit) is scored by the KL divergence between the clipped distribution and its
+   * quantization to `levels` levels (both smoothed with epsilon 1e-4, as MXNet and ONNX Runtime
+   * do); the threshold is the upper edge of the best candidate. The affine scheme clips the
+   * observed range to [-threshold, threshold]. */
+  QNT_CALIB_ENTROPY = 4,
+  /* The range that minimises the expected squared quantization error over the histogram, the
+   * values of each bin taken as uniform within it, error integrated exactly for the actual
+   * quantizer (rounding and clipping) of each candidate: every bin edge for the symmetric
+   * scheme; for the affine one, a greedy search that moves the lower or the upper end one bin at
+   * a time, keeping the best range seen. */
+  QNT_CALIB_MSE = 5,
+  /* Computes min-max, percentile, entropy and MSE, and keeps the one with the smallest expected
+   * squared error (the best SQNR) on the histogram; qnt_calibrator_chosen_method says which. */
+  QNT_CALIB_ADAPTIVE = 6
+} qnt_calib_method;
+
+/* Options of a calibrator, set with qnt_calibrator_set_option before the first observe. */
+typedef enum qnt_calib_option QNT_ENUM_BASE {
+  QNT_CALIB_OPT_AVERAGING = 1,  /* moving average's constant, in (0, 1]; default 0.01 */
+  QNT_CALIB_OPT_PERCENTILE = 2, /* in (50, 100]; default 99.99 */
+  QNT_CALIB_OPT_BINS = 3        /* histogram bins on each side of 0, a power of two in
+                                   [128, 65536]; default 2048 */
+} qnt_calib_option;
+
+/*
+ * Histograms (percentile, entropy, MSE, adaptive) are exact counts over [-R, R) in 2 * bins
+ * bins of width R / bins, where R is a power of two: the smallest one above the largest finite
+ * |x| seen (at least 2^-64). A value goes to bin floor(x / width) + bins, computed exactly. When a
+ * later batch (or a merged calibrator) needs a wider range, R doubles as often as needed and
+ * each doubling adds adjacent pairs of bins, which gives exactly the counts a single pass with
+ * the wider range would have given. So results never depend on how the data was split into
+ * batches or shards, nor on the order of merges. NaN and +-inf are skipped and counted
+ * (qnt_calibrator_counts).
+ */
+
+/* Creates a calibrator for `method`, producing qparams of `dtype` (an integer dtype: i8, u8, i16,
+ * u16, i4, u4), `scheme`, and granularity per-tensor or per-axis along `axis` (one histogram per
+ * channel; the channel count is fixed by the first batch). Caller destroys it with
+ * qnt_calibrator_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (bad method,
+ * dtype, scheme, granularity or axis), QNT_ERR_UNSUPPORTED (NF4, binary, ternary, i32 or
+ * per-block), QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_calibrator_create(qnt_calib_method method, qnt_dtype dtype,
+                                         qnt_scheme scheme, qnt_granularity granularity,
+                                         int64_t axis, qnt_calibrator **out);
+
+/* Frees c; NULL is allowed. */
+QNT_API void qnt_calibrator_destroy(qnt_calibrator *c);
+
+/* Sets an option (see qnt_calib_option). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT
+ * (unknown option, value out of range, or the calibrator has already observed data). */
+QNT_API qnt_status qnt_calibrator_set_option(qnt_calibrator *c, qnt_calib_option option,
+                                             double value);
+
+/* Folds one f32 batch into the statistics. For per-axis, the batch must have the axis, of the
+ * same size in every batch (QNT_ERR_SHAPE_MISMATCH). On failure the statistics are unchanged.
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH,
+ * QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_calibrator_observe(qnt_calibrator *c, const qnt_tensor *x);
+
+/* Computes qparams from everything observed; the caller destroys them with
+ * qnt_qparams_destroy(). A calibrator (or channel) that has seen no finite value gives scale 1
+ * and zero point 0, as PyTorch's observers do. Errors: QNT_ERR_NULL_POINTER,
+ * QNT_ERR_INVALID_ARGUMENT (per-axis with nothing observed: the channel count is unknown),
+ * QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_calibrator_compute(const qnt_calibrator *c, qnt_qparams **out);
+
+/* For QNT_CALIB_ADAPTIVE after compute: the method whose result was kept (for per-axis, that of
+ * channel 0); for the other methods, the method itself. Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_calibrator_chosen_method(const qnt_calibrator *c, qnt_calib_method *out);
+
+/* Forgets everything observed (options and settings stay). Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_calibrator_reset(qnt_calibrator *c);
+
+/* Folds from's statistics into into; from is unchanged. Both must have the same method, dtype,
+ * scheme, granularity, axis and options, and the same channel count once both have seen data.
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (different settings, or into == from),
+ * QNT_ERR_SHAPE_MISMATCH, QNT_ERR_UNSUPPORTED (moving average), QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_calibrator_merge(qnt_calibrator *into, const qnt_calibrator *from);
+
+/* The number of finite values observed, and of NaN and +-inf values skipped, over all channels.
+ * Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_calibrator_counts(const qnt_calibrator *c, uint64_t *finite_out,
+                                         uint64_t *nan_out, uint64_t *inf_out);
+
+/* Writes the calibrator's settings and statistics to buf (a versioned little-endian format with
+ * a checksum) and sets *size_out to the bytes needed. With buf NULL (and capacity 0) only the size
+ * is returned. Errors: QNT_ERR_NULL_POINTER (size_out), QNT_ERR_BUFFER_TOO_SMALL (capacity below
+ * the size; *size_out is still set). */
+QNT_API qnt_status qnt_calibrator_serialize(const qnt_calibrator *c, void *buf, size_t capacity,
+                                            size_t *size_out);
+
+/* Recreates a calibrator from qnt_calibrator_serialize's bytes. A truncated, damaged or foreign
+ * buffer is QNT_ERR_CORRUPT_DATA, never a crash. Caller destroys the result with
+ * qnt_calibrator_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_CORRUPT_DATA,
+ * QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_calibrator_deserialize(const void *buf, size_t size,
+                                              qnt_calibrator **out);
+
+/* How well qparams represent a tensor: the result of quantizing x and dequantizing it back. A
+ * struct the caller allocates: set it up with qnt_error_report_init(), which fills struct_size;
+ * later versions only add fields at the end. */
+typedef struct qnt_error_report {
+  uint32_t struct_size;      /* sizeof(qnt_error_report) as the caller compiled it */
+  uint32_t reserved;         /* 0 */
+  double mse;                /* mean of (x - dequantize(quantize(x)))^2 */
+  double sqnr_db;            /* 10 log10(sum x^2 / sum error^2); +inf when the error is 0 */
+  double max_abs_error;      /* largest |x - dequantize(quantize(x))| */
+  double saturated_fraction; /* share of values whose quantization clipped (see below) */
+  uint64_t count;            /* finite values measured (NaN and +-inf are left out) */
+} qnt_error_report;
+
+/* Sets report->struct_size and zeroes the rest. NULL is ignored. */
+QNT_API void qnt_error_report_init(qnt_error_report *report);
+
+/* Fills *report for x (f32) quantized with qp (any quantized dtype and granularity that fits x's
+ * shape), in double precision over x's finite values, in index order. A value counts as
+ * saturated when its quantization clipped: round_half_to_even(x / scale) + zero_point lies
+ * outside the dtype's range (NF4: |x * (1 / scale)| > 1; binary: never).
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (struct_size smaller than the fields
+ * this version writes), QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH, QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_error_report_compute(const qnt_tensor *x, const qnt_qparams *qp,
+                                            qnt_error_report *report);
 
 #ifdef __cplusplus
 } /* extern "C" */

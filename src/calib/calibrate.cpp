@@ -1,5 +1,7 @@
 #include "calib/calibrate.hpp"
 
+#include "calib/range.hpp"
+
 #include "core/error.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 
@@ -43,19 +45,8 @@ std::shared_ptr<const QParams> minmax(const Tensor &x, qnt_dtype dtype, qnt_sche
   if (scheme != QNT_SCHEME_SYMMETRIC && scheme != QNT_SCHEME_AFFINE)
     fail(QNT_ERR_INVALID_ARGUMENT, "scheme = ", static_cast<int32_t>(scheme),
          " is not a qnt_scheme");
-  int32_t qmin = info.qmin, qmax = info.qmax;
-  int32_t sym_zp = symmetric_zero_point(info);
-  if (range) {
-    qmin = range->first;
-    qmax = range->second;
-    if (qmin < info.qmin || qmax > info.qmax || qmin > 0 || qmax < 0 || qmin >= qmax)
-      fail(QNT_ERR_INVALID_ARGUMENT, "quant range [", qmin, ", ", qmax,
-           "] must contain 0, hold more than one value, and lie in [", info.qmin, ", ", info.qmax,
-           "] of ", info.name);
-    // PyTorch: a customized range puts the symmetric zero point of unsigned types at its
-    // rounded-down midpoint.
-    if (!info.is_signed) sym_zp = static_cast<int32_t>(std::floor((qmin + qmax) / 2.0));
-  }
+  const QuantRange qr =
+      quant_range(info, range.has_value(), range ? range->first : 0, range ? range->second : 0);
   const float *data = float_data(x);
   const GroupLayout l = layout_of(x, granularity, axis, block_size);
 
@@ -70,10 +61,6 @@ std::shared_ptr<const QParams> minmax(const Tensor &x, qnt_dtype dtype, qnt_sche
 
   std::vector<float> scales(l.groups);
   std::vector<int32_t> zps(l.groups);
-  // As PyTorch computes them: float(qmax - qmin), and float(qmax - qmin) / 2 in double, each
-  // then rounded to float32 (for i32 both round up to powers of two).
-  const auto span = static_cast<float>(static_cast<int64_t>(qmax) - qmin);
-  const float half_span = static_cast<float>((static_cast<double>(qmax) - qmin) / 2.0);
   for (size_t g = 0; g < l.groups; ++g) {
     const Range &r = ranges[g];
     if (r.lo > r.hi) {  // nothing finite was seen: PyTorch's answer for an empty observer
@@ -81,23 +68,9 @@ std::shared_ptr<const QParams> minmax(const Tensor &x, qnt_dtype dtype, qnt_sche
       zps[g] = 0;
       continue;
     }
-    const float mn = std::min(r.lo, 0.0f);
-    const float mx = std::max(r.hi, 0.0f);
-    if (scheme == QNT_SCHEME_SYMMETRIC) {
-      const float amax = std::max(-mn, mx);
-      scales[g] = std::max(amax / half_span, FLT_EPSILON);
-      zps[g] = sym_zp;
-    } else {
-      const float s = std::max((mx - mn) / span, FLT_EPSILON);
-      if (!std::isfinite(s))
-        fail(QNT_ERR_INVALID_ARGUMENT, "the range [", mn, ", ", mx, "] of group ", g,
-             " overflows float32");
-      scales[g] = s;
-      const float shift = ref::round_half_to_even(mn / s);  // <= 0 and finite: mn <= 0, s > 0
-      const double z = static_cast<double>(qmin) - static_cast<double>(shift);
-      zps[g] =
-          static_cast<int32_t>(std::clamp(z, static_cast<double>(qmin), static_cast<double>(qmax)));
-    }
+    const ScaleZeroPoint p = params_from_range(r.lo, r.hi, scheme, qr);
+    scales[g] = p.scale;
+    zps[g] = p.zero_point;
   }
   return QParams::create(dtype, granularity, axis, block_size, scales.data(), zps.data(), l.groups);
 }

@@ -79,6 +79,8 @@ const char *qnt_status_string(qnt_status status) {
       return "QNT_ERR_NO_DEVICE: no CUDA device for this call";
     case QNT_ERR_INTERNAL:
       return "QNT_ERR_INTERNAL: internal error in qnt";
+    case QNT_ERR_CORRUPT_DATA:
+      return "QNT_ERR_CORRUPT_DATA: a serialized buffer is truncated, damaged or foreign";
   }
   return "unknown qnt_status";
 }

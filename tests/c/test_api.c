@@ -43,11 +43,11 @@ Test(version, numbers_agree) {
 
 Test(status, every_code_has_its_own_string) {
   int s;
-  for (s = 0; s <= 11; ++s) {
+  for (s = 0; s <= 12; ++s) {
     const char *text = qnt_status_string((qnt_status)s);
     cr_expect(strncmp(text, "QNT_", 4) == 0, "status %d: %s", s, text);
   }
-  cr_expect_str_eq(qnt_status_string((qnt_status)12), "unknown qnt_status");
+  cr_expect_str_eq(qnt_status_string((qnt_status)13), "unknown qnt_status");
   cr_expect_str_eq(qnt_status_string((qnt_status)-1), "unknown qnt_status");
   cr_expect(strstr(qnt_status_string(QNT_ERR_SHAPE_MISMATCH), "SHAPE") != NULL);
 }
@@ -65,6 +65,11 @@ Test(status, enum_values_are_pinned) {
   cr_expect_eq(QNT_ERR_INVALID_QPARAMS, 9);
   cr_expect_eq(QNT_ERR_NO_DEVICE, 10);
   cr_expect_eq(QNT_ERR_INTERNAL, 11);
+  cr_expect_eq(QNT_ERR_CORRUPT_DATA, 12);
+  cr_expect_eq(QNT_CALIB_MINMAX, 1);
+  cr_expect_eq(QNT_CALIB_ADAPTIVE, 6);
+  cr_expect_eq(QNT_CALIB_OPT_BINS, 3);
+  cr_expect_eq(QNT_ACT_PER_ROW, 2);
   cr_expect_eq(QNT_DTYPE_F32, 1);
   cr_expect_eq(QNT_DTYPE_I32, 2);
   cr_expect_eq(QNT_DTYPE_I8, 3);

@@ -1,0 +1,461 @@
+#include "calib/calibrator.hpp"
+
+#include "calib/search.hpp"
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace qnt::calib {
+namespace {
+
+bool valid_method(qnt_calib_method m) {
+  return m >= QNT_CALIB_MINMAX && m <= QNT_CALIB_ADAPTIVE;
+}
+
+// One batch's statistics of one channel, gathered before anything is changed.
+struct BatchStats {
+  uint64_t finite = 0, nan = 0, inf = 0;
+  float min = std::numeric_limits<float>::infinity();
+  float max = -std::numeric_limits<float>::infinity();
+};
+
+void scan(const float *x, size_t n, BatchStats &s) {
+  for (size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (std::isnan(v)) {
+      ++s.nan;
+    } else if (std::isinf(v)) {
+      ++s.inf;
+    } else {
+      ++s.finite;
+      s.min = std::min(s.min, v);
+      s.max = std::max(s.max, v);
+    }
+  }
+}
+
+// --- serialization: little-endian fields, an FNV-1a checksum at the end ---------------------
+
+constexpr uint8_t kMagic[4] = {'Q', 'N', 'T', 'C'};
+constexpr uint32_t kFormatVersion = 1;
+
+uint64_t fnv1a(const uint8_t *p, size_t n) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+class Writer {
+ public:
+  void bytes(const void *p, size_t n) {
+    const auto *b = static_cast<const uint8_t *>(p);
+    out_.insert(out_.end(), b, b + n);
+  }
+  void u8(uint8_t v) { out_.push_back(v); }
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void i32(int32_t v) { u32(static_cast<uint32_t>(v)); }
+  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
+  void f32(float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    u32(u);
+  }
+  void f64(double v) {
+    uint64_t u;
+    std::memcpy(&u, &v, 8);
+    u64(u);
+  }
+  std::vector<uint8_t> &data() { return out_; }
+
+ private:
+  std::vector<uint8_t> out_;
+};
+
+class Reader {
+ public:
+  Reader(const uint8_t *p, size_t n) : p_(p), n_(n) {}
+  size_t left() const { return n_ - pos_; }
+  const uint8_t *take(size_t n) {
+    if (n > left()) fail(QNT_ERR_CORRUPT_DATA, "the buffer ends early (truncated)");
+    const uint8_t *r = p_ + pos_;
+    pos_ += n;
+    return r;
+  }
+  uint8_t u8() { return *take(1); }
+  uint32_t u32() {
+    const uint8_t *b = take(4);
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(b[i]) << (8 * i);
+    return v;
+  }
+  uint64_t u64() {
+    const uint8_t *b = take(8);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(b[i]) << (8 * i);
+    return v;
+  }
+  int32_t i32() { return static_cast<int32_t>(u32()); }
+  int64_t i64() { return static_cast<int64_t>(u64()); }
+  float f32() {
+    const uint32_t u = u32();
+    float v;
+    std::memcpy(&v, &u, 4);
+    return v;
+  }
+  double f64() {
+    const uint64_t u = u64();
+    double v;
+    std::memcpy(&v, &u, 8);
+    return v;
+  }
+  bool flag() {
+    const uint8_t v = u8();
+    if (v > 1) fail(QNT_ERR_CORRUPT_DATA, "a flag byte is ", static_cast<int>(v));
+    return v == 1;
+  }
+
+ private:
+  const uint8_t *p_;
+  size_t n_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+Calibrator::Calibrator(qnt_calib_method method, qnt_dtype dtype, qnt_scheme scheme,
+                       qnt_granularity granularity, int64_t axis)
+    : method_(method),
+      info_(&dtype_info(dtype)),
+      scheme_(scheme),
+      granularity_(granularity),
+      axis_(axis),
+      chosen_(method) {
+  if (!valid_method(method))
+    fail(QNT_ERR_INVALID_ARGUMENT, "method = ", static_cast<int32_t>(method),
+         " is not a qnt_calib_method");
+  if (info_->rule == Rule::Float)
+    fail(QNT_ERR_INVALID_ARGUMENT, "the target dtype must be quantized, not ", info_->name);
+  if (info_->rule != Rule::Integer || info_->zero_point_fixed || info_->bits == 32)
+    fail(QNT_ERR_UNSUPPORTED, "calibrators target i8, u8, i16, u16, i4 and u4, not ", info_->name);
+  if (scheme != QNT_SCHEME_SYMMETRIC && scheme != QNT_SCHEME_AFFINE)
+    fail(QNT_ERR_INVALID_ARGUMENT, "scheme = ", static_cast<int32_t>(scheme),
+         " is not a qnt_scheme");
+  if (granularity == QNT_GRANULARITY_PER_BLOCK)
+    fail(QNT_ERR_UNSUPPORTED, "calibrators work per tensor or per axis, not per block");
+  if (granularity != QNT_GRANULARITY_PER_TENSOR && granularity != QNT_GRANULARITY_PER_AXIS)
+    fail(QNT_ERR_INVALID_ARGUMENT, "granularity = ", static_cast<int32_t>(granularity),
+         " is not a qnt_granularity");
+  if (granularity == QNT_GRANULARITY_PER_AXIS && (axis < -QNT_MAX_RANK || axis >= QNT_MAX_RANK))
+    fail(QNT_ERR_INVALID_ARGUMENT, "axis ", axis, " is outside [-8, 8)");
+  if (granularity == QNT_GRANULARITY_PER_TENSOR) axis_ = 0;
+}
+
+bool Calibrator::uses_histogram() const noexcept {
+  return method_ != QNT_CALIB_MINMAX && method_ != QNT_CALIB_MOVING_AVERAGE;
+}
+
+void Calibrator::set_option(qnt_calib_option option, double value) {
+  if (started_)
+    fail(QNT_ERR_INVALID_ARGUMENT, "options must be set before the first observe");
+  switch (option) {
+    case QNT_CALIB_OPT_AVERAGING:
+      if (!(value > 0.0 && value <= 1.0))
+        fail(QNT_ERR_INVALID_ARGUMENT, "the averaging constant ", value, " is outside (0, 1]");
+      averaging_ = value;
+      return;
+    case QNT_CALIB_OPT_PERCENTILE:
+      if (!(value > 50.0 && value <= 100.0))
+        fail(QNT_ERR_INVALID_ARGUMENT, "the percentile ", value, " is outside (50, 100]");
+      percentile_ = value;
+      return;
+    case QNT_CALIB_OPT_BINS: {
+      const bool integral = value >= 128.0 && value <= 65536.0 && std::floor(value) == value;
+      const auto b = integral ? static_cast<uint32_t>(value) : 0u;
+      if (!integral || (b & (b - 1)) != 0)
+        fail(QNT_ERR_INVALID_ARGUMENT, "bins = ", value, " is not a power of two in [128, 65536]");
+      bins_ = b;
+      return;
+    }
+  }
+  fail(QNT_ERR_INVALID_ARGUMENT, "option = ", static_cast<int32_t>(option),
+       " is not a qnt_calib_option");
+}
+
+void Calibrator::observe(const Tensor &x) {
+  if (x.info().rule != Rule::Float)
+    fail(QNT_ERR_DTYPE_MISMATCH, "x must be f32, not ", x.info().name);
+  // The batch as [outer, channels, inner].
+  int64_t outer = 1, chans = 1, inner = static_cast<int64_t>(x.element_count());
+  if (granularity_ == QNT_GRANULARITY_PER_AXIS) {
+    const auto r = static_cast<int64_t>(x.rank());
+    if (axis_ < -r || axis_ >= r)
+      fail(QNT_ERR_SHAPE_MISMATCH, "the batch (rank ", r, ") has no axis ", axis_);
+    const auto a = static_cast<size_t>(axis_ < 0 ? axis_ + r : axis_);
+    outer = inner = 1;
+    for (size_t i = 0; i < a; ++i) outer *= x.dims()[i];
+    chans = x.dims()[a];
+    for (size_t i = a + 1; i < x.rank(); ++i) inner *= x.dims()[i];
+    if (started_ && static_cast<size_t>(chans) != channels_.size())
+      fail(QNT_ERR_SHAPE_MISMATCH, "the batch has ", chans, " channels along axis ", axis_,
+           ", earlier batches had ", channels_.size());
+    if (chans == 0) fail(QNT_ERR_SHAPE_MISMATCH, "the batch's axis ", axis_, " has size 0");
+  }
+  const auto *data = reinterpret_cast<const float *>(x.data());
+  const auto nch = static_cast<size_t>(chans), in = static_cast<size_t>(inner);
+  auto block = [&](int64_t o, size_t c) {
+    return data + (static_cast<size_t>(o) * nch + c) * in;
+  };
+  std::vector<BatchStats> stats(nch);
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t c = 0; c < nch; ++c) scan(block(o, c), in, stats[c]);
+
+  if (!started_) {
+    std::vector<ChannelStats> fresh(nch);
+    if (uses_histogram())
+      for (ChannelStats &c : fresh) c.hist = Histogram(bins_);
+    channels_.swap(fresh);
+    started_ = true;
+  }
+  // From here on nothing can fail.
+  const auto c_avg = static_cast<float>(averaging_);
+  for (size_t c = 0; c < nch; ++c) {
+    ChannelStats &ch = channels_[c];
+    const BatchStats &b = stats[c];
+    ch.nan += b.nan;
+    ch.inf += b.inf;
+    if (b.finite == 0) continue;
+    ch.min = ch.finite == 0 ? b.min : std::min(ch.min, b.min);
+    ch.max = ch.finite == 0 ? b.max : std::max(ch.max, b.max);
+    ch.finite += b.finite;
+    if (!ch.averaged) {
+      ch.avg_min = b.min;
+      ch.avg_max = b.max;
+      ch.averaged = true;
+    } else {  // PyTorch, float32: prev + c * (batch - prev)
+      const float dmin = c_avg * (b.min - ch.avg_min), dmax = c_avg * (b.max - ch.avg_max);
+      ch.avg_min = ch.avg_min + dmin;
+      ch.avg_max = ch.avg_max + dmax;
+    }
+    if (uses_histogram()) {
+      ch.hist.cover(std::max(-static_cast<double>(b.min), static_cast<double>(b.max)));
+      for (int64_t o = 0; o < outer; ++o) ch.hist.add(block(o, c), in);
+    }
+  }
+}
+
+ScaleZeroPoint Calibrator::channel_params(const ChannelStats &c) const {
+  if (c.finite == 0) return ScaleZeroPoint{1.0f, 0};
+  const QuantRange qr = quant_range(*info_, false, 0, 0);
+  SearchInput in;
+  in.hist = &c.hist;
+  in.min = c.min;
+  in.max = c.max;
+  in.scheme = scheme_;
+  in.range = qr;
+  auto of = [&](qnt_calib_method m) {
+    RealRange r{c.min, c.max};
+    switch (m) {
+      case QNT_CALIB_MOVING_AVERAGE: r = {c.avg_min, c.avg_max}; break;
+      case QNT_CALIB_PERCENTILE: r = percentile_range(in, percentile_); break;
+      case QNT_CALIB_ENTROPY: r = entropy_range(in); break;
+      case QNT_CALIB_MSE: r = mse_range(in); break;
+      default: break;
+    }
+    return params_from_range(r.lo, r.hi, scheme_, qr);
+  };
+  if (method_ != QNT_CALIB_ADAPTIVE) return of(method_);
+  const qnt_calib_method candidates[] = {QNT_CALIB_MINMAX, QNT_CALIB_PERCENTILE, QNT_CALIB_ENTROPY,
+                                         QNT_CALIB_MSE};
+  ScaleZeroPoint best;
+  double best_error = std::numeric_limits<double>::infinity();
+  for (qnt_calib_method m : candidates) {
+    const ScaleZeroPoint p = of(m);
+    const double e = expected_sq_error(c.hist, p.scale, p.zero_point, qr.qmin, qr.qmax);
+    if (e < best_error) {
+      best_error = e;
+      best = p;
+      if (&c == &channels_.front()) chosen_ = m;
+    }
+  }
+  return best;
+}
+
+std::shared_ptr<const QParams> Calibrator::compute() const {
+  if (!started_ && granularity_ == QNT_GRANULARITY_PER_AXIS)
+    fail(QNT_ERR_INVALID_ARGUMENT, "nothing observed yet: the channel count is unknown");
+  const size_t n = started_ ? channels_.size() : 1;
+  std::vector<float> scales(n, 1.0f);
+  std::vector<int32_t> zps(n, 0);
+  for (size_t c = 0; c < channels_.size(); ++c) {
+    const ScaleZeroPoint p = channel_params(channels_[c]);
+    scales[c] = p.scale;
+    zps[c] = p.zero_point;
+  }
+  return QParams::create(info_->id, granularity_, axis_, 0, scales.data(), zps.data(), n);
+}
+
+void Calibrator::reset() noexcept {
+  channels_.clear();
+  started_ = false;
+  chosen_ = method_;
+}
+
+void Calibrator::merge(const Calibrator &other) {
+  if (&other == this) fail(QNT_ERR_INVALID_ARGUMENT, "a calibrator cannot merge itself");
+  if (method_ == QNT_CALIB_MOVING_AVERAGE)
+    fail(QNT_ERR_UNSUPPORTED,
+         "moving-average calibrators depend on the order of their batches and cannot be merged");
+  if (other.method_ != method_ || other.info_ != info_ || other.scheme_ != scheme_ ||
+      other.granularity_ != granularity_ || other.axis_ != axis_ ||
+      other.averaging_ != averaging_ || other.percentile_ != percentile_ || other.bins_ != bins_)
+    fail(QNT_ERR_INVALID_ARGUMENT, "the calibrators differ in method, dtype, scheme, granularity, "
+                                   "axis or options");
+  if (!other.started_) return;
+  if (started_ && channels_.size() != other.channels_.size())
+    fail(QNT_ERR_SHAPE_MISMATCH, "the calibrators have ", channels_.size(), " and ",
+         other.channels_.size(), " channels");
+  std::vector<ChannelStats> merged = started_ ? channels_ : other.channels_;
+  if (started_) {
+    for (size_t c = 0; c < merged.size(); ++c) {
+      ChannelStats &m = merged[c];
+      const ChannelStats &o = other.channels_[c];
+      m.nan += o.nan;
+      m.inf += o.inf;
+      if (o.finite > 0) {
+        m.min = m.finite == 0 ? o.min : std::min(m.min, o.min);
+        m.max = m.finite == 0 ? o.max : std::max(m.max, o.max);
+        m.finite += o.finite;
+      }
+      m.hist.merge(o.hist);
+    }
+  }
+  channels_.swap(merged);
+  started_ = true;
+}
+
+void Calibrator::counts(uint64_t &finite, uint64_t &nan, uint64_t &inf) const noexcept {
+  finite = nan = inf = 0;
+  for (const ChannelStats &c : channels_) {
+    finite += c.finite;
+    nan += c.nan;
+    inf += c.inf;
+  }
+}
+
+std::vector<uint8_t> Calibrator::serialize() const {
+  Writer w;
+  w.bytes(kMagic, 4);
+  w.u32(kFormatVersion);
+  w.i32(method_);
+  w.i32(info_->id);
+  w.i32(scheme_);
+  w.i32(granularity_);
+  w.i64(axis_);
+  w.f64(averaging_);
+  w.f64(percentile_);
+  w.u32(bins_);
+  w.u8(started_ ? 1 : 0);
+  w.u64(channels_.size());
+  for (const ChannelStats &c : channels_) {
+    w.u64(c.finite);
+    w.u64(c.nan);
+    w.u64(c.inf);
+    w.f32(c.min);
+    w.f32(c.max);
+    w.u8(c.averaged ? 1 : 0);
+    w.f32(c.avg_min);
+    w.f32(c.avg_max);
+    if (uses_histogram()) {
+      w.u8(c.hist.has_range() ? 1 : 0);
+      w.i32(c.hist.exponent());
+      for (uint64_t v : c.hist.counts()) w.u64(v);
+    }
+  }
+  w.u64(fnv1a(w.data().data(), w.data().size()));
+  return std::move(w.data());
+}
+
+std::unique_ptr<Calibrator> Calibrator::deserialize(const uint8_t *data, size_t size) {
+  if (size < 16) fail(QNT_ERR_CORRUPT_DATA, "the buffer is too short to be a calibrator");
+  const size_t body = size - 8;
+  Reader sum(data + body, 8);
+  if (sum.u64() != fnv1a(data, body))
+    fail(QNT_ERR_CORRUPT_DATA, "the checksum does not match (damaged or truncated buffer)");
+  Reader r(data, body);
+  if (std::memcmp(r.take(4), kMagic, 4) != 0)
+    fail(QNT_ERR_CORRUPT_DATA, "not a serialized qnt calibrator");
+  const uint32_t version = r.u32();
+  if (version != kFormatVersion)
+    fail(QNT_ERR_CORRUPT_DATA, "format version ", version, " (this library reads ",
+         kFormatVersion, ")");
+  const auto method = static_cast<qnt_calib_method>(r.i32());
+  const auto dtype = static_cast<qnt_dtype>(r.i32());
+  const auto scheme = static_cast<qnt_scheme>(r.i32());
+  const auto granularity = static_cast<qnt_granularity>(r.i32());
+  const int64_t axis = r.i64();
+  std::unique_ptr<Calibrator> c;
+  try {
+    c = std::make_unique<Calibrator>(method, dtype, scheme, granularity, axis);
+    c->set_option(QNT_CALIB_OPT_AVERAGING, r.f64());
+    c->set_option(QNT_CALIB_OPT_PERCENTILE, r.f64());
+    c->set_option(QNT_CALIB_OPT_BINS, static_cast<double>(r.u32()));
+  } catch (const Error &e) {
+    if (e.status() == QNT_ERR_CORRUPT_DATA) throw;
+    fail(QNT_ERR_CORRUPT_DATA, "invalid settings: ", e.what());
+  }
+  const bool started = r.flag();
+  const uint64_t n = r.u64();
+  const size_t per_channel =
+      3 * 8 + 4 * 4 + 1 + (c->uses_histogram() ? 1 + 4 + 2 * size_t{c->bins_} * 8 : 0);
+  if (n > r.left() / per_channel || (!started && n != 0) || (started && n == 0))
+    fail(QNT_ERR_CORRUPT_DATA, "the channel count ", n, " does not fit the buffer");
+  std::vector<ChannelStats> channels(static_cast<size_t>(n));
+  for (ChannelStats &ch : channels) {
+    ch.finite = r.u64();
+    ch.nan = r.u64();
+    ch.inf = r.u64();
+    ch.min = r.f32();
+    ch.max = r.f32();
+    ch.averaged = r.flag();
+    ch.avg_min = r.f32();
+    ch.avg_max = r.f32();
+    if (ch.finite > 0 && !(std::isfinite(ch.min) && std::isfinite(ch.max) && ch.min <= ch.max))
+      fail(QNT_ERR_CORRUPT_DATA, "a channel's extremes are not a finite range");
+    if (ch.averaged && !(std::isfinite(ch.avg_min) && std::isfinite(ch.avg_max)))
+      fail(QNT_ERR_CORRUPT_DATA, "a channel's moving average is not finite");
+    if (c->uses_histogram()) {
+      const bool has_range = r.flag();
+      const int32_t e = r.i32();
+      if (e < Histogram::kMinExponent || e > Histogram::kMaxExponent)
+        fail(QNT_ERR_CORRUPT_DATA, "a histogram exponent ", e, " is out of range");
+      std::vector<uint64_t> counts(2 * size_t{c->bins_});
+      uint64_t total = 0;
+      for (uint64_t &v : counts) {
+        v = r.u64();
+        if (v > ch.finite - total) fail(QNT_ERR_CORRUPT_DATA, "histogram counts exceed the values seen");
+        total += v;
+      }
+      if (total != ch.finite || has_range != (ch.finite > 0))
+        fail(QNT_ERR_CORRUPT_DATA, "histogram counts do not add up to the values seen");
+      ch.hist = Histogram(c->bins_);
+      ch.hist.restore(has_range, e, std::move(counts));
+    }
+  }
+  if (r.left() != 0) fail(QNT_ERR_CORRUPT_DATA, r.left(), " unexpected bytes at the end");
+  c->channels_.swap(channels);
+  c->started_ = started;
+  return c;
+}
+
+}  // namespace qnt::calib

@@ -1,0 +1,149 @@
+// Entry points: streaming calibrators and error reports.
+#include "calib/calibrator.hpp"
+#include "calib/report.hpp"
+#include "capi/boundary.hpp"
+
+#include <cstddef>
+#include <cstring>
+#include <memory>
+
+using namespace qnt;
+using qnt::capi::guard;
+using qnt::capi::require;
+using qnt::capi::tensor_of;
+
+struct qnt_calibrator {
+  uint32_t magic;
+  std::unique_ptr<calib::Calibrator> c;
+};
+
+namespace {
+
+constexpr uint32_t kCalibratorMagic = 0x7143616c;  // "qCal"
+
+const calib::Calibrator &calibrator_of(const qnt_calibrator *c, const char *name) {
+  require(c, name);
+  if (c->magic != kCalibratorMagic || !c->c)
+    fail(QNT_ERR_INVALID_ARGUMENT, name, " is not a live qnt_calibrator");
+  return *c->c;
+}
+
+calib::Calibrator &calibrator_of(qnt_calibrator *c, const char *name) {
+  return const_cast<calib::Calibrator &>(calibrator_of(static_cast<const qnt_calibrator *>(c), name));
+}
+
+qnt_calibrator *new_handle(std::unique_ptr<calib::Calibrator> c) {
+  return new qnt_calibrator{kCalibratorMagic, std::move(c)};
+}
+
+}  // namespace
+
+extern "C" {
+
+qnt_status qnt_calibrator_create(qnt_calib_method method, qnt_dtype dtype, qnt_scheme scheme,
+                                 qnt_granularity granularity, int64_t axis, qnt_calibrator **out) {
+  return guard(__func__, [&] {
+    require(out, "out");
+    auto c = std::make_unique<calib::Calibrator>(method, dtype, scheme, granularity, axis);
+    *out = new_handle(std::move(c));
+  });
+}
+
+void qnt_calibrator_destroy(qnt_calibrator *c) {
+  if (c == nullptr || c->magic != kCalibratorMagic) return;
+  c->magic = capi::kDeadMagic;
+  delete c;
+}
+
+qnt_status qnt_calibrator_set_option(qnt_calibrator *c, qnt_calib_option option, double value) {
+  return guard(__func__, [&] { calibrator_of(c, "c").set_option(option, value); });
+}
+
+qnt_status qnt_calibrator_observe(qnt_calibrator *c, const qnt_tensor *x) {
+  return guard(__func__, [&] { calibrator_of(c, "c").observe(tensor_of(x, "x")); });
+}
+
+qnt_status qnt_calibrator_compute(const qnt_calibrator *c, qnt_qparams **out) {
+  return guard(__func__, [&] {
+    const calib::Calibrator &cal = calibrator_of(c, "c");
+    require(out, "out");
+    *out = capi::new_qparams_handle(cal.compute());
+  });
+}
+
+qnt_status qnt_calibrator_chosen_method(const qnt_calibrator *c, qnt_calib_method *out) {
+  return guard(__func__, [&] {
+    const calib::Calibrator &cal = calibrator_of(c, "c");
+    require(out, "out");
+    *out = cal.chosen();
+  });
+}
+
+qnt_status qnt_calibrator_reset(qnt_calibrator *c) {
+  return guard(__func__, [&] { calibrator_of(c, "c").reset(); });
+}
+
+qnt_status qnt_calibrator_merge(qnt_calibrator *into, const qnt_calibrator *from) {
+  return guard(__func__, [&] {
+    calibrator_of(into, "into").merge(calibrator_of(from, "from"));
+  });
+}
+
+qnt_status qnt_calibrator_counts(const qnt_calibrator *c, uint64_t *finite_out, uint64_t *nan_out,
+                                 uint64_t *inf_out) {
+  return guard(__func__, [&] {
+    const calib::Calibrator &cal = calibrator_of(c, "c");
+    require(finite_out, "finite_out");
+    require(nan_out, "nan_out");
+    require(inf_out, "inf_out");
+    cal.counts(*finite_out, *nan_out, *inf_out);
+  });
+}
+
+qnt_status qnt_calibrator_serialize(const qnt_calibrator *c, void *buf, size_t capacity,
+                                    size_t *size_out) {
+  return guard(__func__, [&] {
+    const calib::Calibrator &cal = calibrator_of(c, "c");
+    require(size_out, "size_out");
+    const std::vector<uint8_t> bytes = cal.serialize();
+    *size_out = bytes.size();
+    if (buf == nullptr && capacity == 0) return;
+    require(buf, "buf");
+    if (capacity < bytes.size())
+      fail(QNT_ERR_BUFFER_TOO_SMALL, "the calibrator needs ", bytes.size(), " bytes, capacity is ",
+           capacity);
+    std::memcpy(buf, bytes.data(), bytes.size());
+  });
+}
+
+qnt_status qnt_calibrator_deserialize(const void *buf, size_t size, qnt_calibrator **out) {
+  return guard(__func__, [&] {
+    require(buf, "buf");
+    require(out, "out");
+    auto c = calib::Calibrator::deserialize(static_cast<const uint8_t *>(buf), size);
+    *out = new_handle(std::move(c));
+  });
+}
+
+void qnt_error_report_init(qnt_error_report *report) {
+  if (report == nullptr) return;
+  std::memset(report, 0, sizeof *report);
+  report->struct_size = sizeof *report;
+}
+
+qnt_status qnt_error_report_compute(const qnt_tensor *x, const qnt_qparams *qp,
+                                    qnt_error_report *report) {
+  return guard(__func__, [&] {
+    const Tensor &t = tensor_of(x, "x");
+    const auto &p = capi::qparams_of(qp, "qp");
+    require(report, "report");
+    if (report->struct_size < sizeof(qnt_error_report))
+      fail(QNT_ERR_INVALID_ARGUMENT, "report->struct_size is ", report->struct_size,
+           "; call qnt_error_report_init first");
+    qnt_error_report r = *report;
+    calib::error_report(t, *p, r);
+    *report = r;
+  });
+}
+
+}  // extern "C"
