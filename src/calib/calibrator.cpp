@@ -1,5 +1,6 @@
 #include "calib/calibrator.hpp"
 
+#include "calib/kernels.hpp"
 #include "calib/search.hpp"
 #include "core/error.hpp"
 
@@ -23,18 +24,13 @@ struct BatchStats {
 };
 
 void scan(const float *x, size_t n, BatchStats &s) {
-  for (size_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    if (std::isnan(v)) {
-      ++s.nan;
-    } else if (std::isinf(v)) {
-      ++s.inf;
-    } else {
-      ++s.finite;
-      s.min = std::min(s.min, v);
-      s.max = std::max(s.max, v);
-    }
-  }
+  ref::ScanResult r;
+  calib_kernels().scan(x, n, &r);
+  s.finite += r.finite;
+  s.nan += r.nan;
+  s.inf += n - r.finite - r.nan;
+  s.min = std::min(s.min, r.min);
+  s.max = std::max(s.max, r.max);
 }
 
 // --- serialization: little-endian fields, an FNV-1a checksum at the end ---------------------

@@ -1,5 +1,7 @@
 #include "calib/histogram.hpp"
 
+#include "calib/kernels.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -54,15 +56,17 @@ void Histogram::add(const float *x, size_t n) noexcept {
   if (!has_range_) return;
   const double range = std::ldexp(1.0, exponent_);
   // 1 / width = bins / 2^e, a power of two: x * inv is exact in double for every float x, and
-  // floor() of it is exact, so the bin of a value never depends on rounding.
+  // floor() of it is exact, so the bin of a value never depends on rounding or on the kernel.
   const double inv = static_cast<double>(bins_) / range;
-  const auto offset = static_cast<int64_t>(bins_);
+  const CalibKernels &k = calib_kernels();
   uint64_t *c = counts_.data();
-  for (size_t i = 0; i < n; ++i) {
-    const double v = x[i];
-    if (!(std::fabs(v) < range)) continue;  // NaN, +-inf
-    const auto j = static_cast<int64_t>(std::floor(v * inv)) + offset;
-    ++c[j];
+  constexpr size_t kChunk = 1024;  // indices of a chunk first, then the increments
+  int32_t idx[kChunk];
+  for (size_t start = 0; start < n; start += kChunk) {
+    const size_t len = std::min(kChunk, n - start);
+    k.bin_indices(x + start, len, inv, range, static_cast<int32_t>(bins_), idx);
+    for (size_t i = 0; i < len; ++i)
+      if (idx[i] >= 0) ++c[idx[i]];
   }
 }
 

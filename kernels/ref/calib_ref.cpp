@@ -1,0 +1,35 @@
+#include "kernels/ref/calib_ref.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace qnt::ref {
+
+void scan(const float *x, size_t n, ScanResult *out) noexcept {
+  ScanResult r;
+  r.min = std::numeric_limits<float>::infinity();
+  r.max = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (std::isnan(v)) {
+      ++r.nan;
+    } else if (!std::isinf(v)) {
+      ++r.finite;
+      if (v < r.min) r.min = v;
+      if (v > r.max) r.max = v;
+    }
+  }
+  if (r.min == 0.0f) r.min = 0.0f;  // +0.0 whichever zero came first
+  if (r.max == 0.0f) r.max = 0.0f;
+  *out = r;
+}
+
+void bin_indices(const float *x, size_t n, double inv, double range, int32_t offset,
+                 int32_t *idx) noexcept {
+  for (size_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    idx[i] = std::fabs(v) < range ? static_cast<int32_t>(std::floor(v * inv)) + offset : -1;
+  }
+}
+
+}  // namespace qnt::ref

@@ -1,0 +1,26 @@
+// Reference kernels of the calibrators' passes over a batch: the statistics scan and the
+// histogram bin indices. Their results are exact (no rounding is involved), so every kernel gives
+// the same bits; the fast ones in kernels/cpu are tested against these.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace qnt::ref {
+
+struct ScanResult {
+  uint64_t finite = 0;  // values that are neither NaN nor +-inf
+  uint64_t nan = 0;
+  float min = 0.0f;  // smallest and largest finite value (+inf / -inf when there is none);
+  float max = 0.0f;  // a zero extreme is +0.0, never -0.0
+};
+
+// Min, max and counts of x[0 .. n).
+void scan(const float *x, size_t n, ScanResult *out) noexcept;
+
+// idx[i] = floor(x[i] * inv) + offset for |x[i]| < range (computed in double, where it is
+// exact), and -1 for the others (NaN, +-inf, out of range). inv and range are powers of two.
+void bin_indices(const float *x, size_t n, double inv, double range, int32_t offset,
+                 int32_t *idx) noexcept;
+
+}  // namespace qnt::ref
