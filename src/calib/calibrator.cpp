@@ -234,7 +234,9 @@ void Calibrator::observe(const Tensor &x) {
     ch.min = ch.finite == 0 ? b.min : std::min(ch.min, b.min);
     ch.max = ch.finite == 0 ? b.max : std::max(ch.max, b.max);
     ch.finite += b.finite;
-    if (!ch.averaged) {
+    if (method_ != QNT_CALIB_MOVING_AVERAGE) {
+      // nothing more to track for min-max; the others add to the histogram below
+    } else if (!ch.averaged) {
       ch.avg_min = b.min;
       ch.avg_max = b.max;
       ch.averaged = true;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The call fails with `want`, says something, and names the function. */
@@ -645,4 +646,82 @@ Test(ops, add_and_relu_errors) {
   qnt_tensor_destroy(raw);
   qnt_qparams_destroy(qa);
   qnt_qparams_destroy(qb);
+}
+
+/* ---- calibrators and error reports through the C API ---- */
+
+Test(calibrator, lifecycle_and_bad_input) {
+  const float x[6] = {-1.0f, 0.5f, 2.0f, NAN, INFINITY, 0.25f};
+  const int64_t s6[1] = {6};
+  qnt_calibrator *c = NULL, *d = NULL, *e = NULL;
+  qnt_tensor *t = NULL;
+  qnt_qparams *qp = NULL;
+  uint64_t finite = 0, nan = 0, inf = 0;
+  qnt_calib_method chosen;
+  size_t size = 0;
+  unsigned char *buf;
+  qnt_calibrator_destroy(NULL);
+  EXPECT_FAIL(qnt_calibrator_create(QNT_CALIB_ENTROPY, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
+                                    QNT_GRANULARITY_PER_TENSOR, 0, NULL),
+              QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_calibrator_create((qnt_calib_method)77, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
+                                    QNT_GRANULARITY_PER_TENSOR, 0, &c),
+              QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_OK(qnt_calibrator_create(QNT_CALIB_ADAPTIVE, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
+                                  QNT_GRANULARITY_PER_TENSOR, 0, &c));
+  EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_F32, s6, 1, NULL, x, sizeof x, &t));
+  EXPECT_FAIL(qnt_calibrator_observe(NULL, t), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_calibrator_observe(c, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_calibrator_observe(c, t));
+  EXPECT_OK(qnt_calibrator_counts(c, &finite, &nan, &inf));
+  cr_expect(finite == 4 && nan == 1 && inf == 1);
+  EXPECT_FAIL(qnt_calibrator_counts(c, NULL, &nan, &inf), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_calibrator_compute(c, &qp));
+  EXPECT_FAIL(qnt_calibrator_compute(c, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_calibrator_chosen_method(c, &chosen));
+  cr_expect(chosen >= QNT_CALIB_MINMAX && chosen <= QNT_CALIB_MSE);
+  EXPECT_FAIL(qnt_calibrator_serialize(c, NULL, 0, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_calibrator_serialize(c, NULL, 0, &size));
+  buf = malloc(size);
+  cr_assert_not_null(buf);
+  EXPECT_FAIL(qnt_calibrator_serialize(c, buf, size - 1, &size), QNT_ERR_BUFFER_TOO_SMALL);
+  EXPECT_OK(qnt_calibrator_serialize(c, buf, size, &size));
+  EXPECT_OK(qnt_calibrator_deserialize(buf, size, &d));
+  EXPECT_FAIL(qnt_calibrator_deserialize(buf, size / 2, &e), QNT_ERR_CORRUPT_DATA);
+  EXPECT_FAIL(qnt_calibrator_deserialize(NULL, size, &e), QNT_ERR_NULL_POINTER);
+  cr_expect_null(e);
+  EXPECT_OK(qnt_calibrator_merge(c, d));
+  EXPECT_FAIL(qnt_calibrator_merge(c, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_calibrator_counts(c, &finite, &nan, &inf));
+  cr_expect(finite == 8 && nan == 2 && inf == 2, "merged counts %llu %llu %llu",
+            (unsigned long long)finite, (unsigned long long)nan, (unsigned long long)inf);
+  EXPECT_OK(qnt_calibrator_reset(c));
+  EXPECT_FAIL(qnt_calibrator_reset(NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_calibrator_set_option(NULL, QNT_CALIB_OPT_BINS, 256), QNT_ERR_NULL_POINTER);
+  free(buf);
+  qnt_qparams_destroy(qp);
+  qnt_calibrator_destroy(c);
+  qnt_calibrator_destroy(d);
+  qnt_tensor_destroy(t);
+}
+
+Test(error_report, init_and_compute) {
+  const float x[4] = {0.5f, 1.0f, 10.0f, -0.25f};
+  const int64_t s4[1] = {4};
+  qnt_error_report r;
+  qnt_tensor *t = NULL;
+  qnt_qparams *qp = per_tensor(QNT_DTYPE_I8, 0.25f, 0), *other = NULL;
+  const float s2[2] = {1, 1};
+  qnt_error_report_init(NULL);
+  qnt_error_report_init(&r);
+  cr_expect_eq(r.struct_size, sizeof r);
+  EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_F32, s4, 1, NULL, x, sizeof x, &t));
+  EXPECT_OK(qnt_error_report_compute(t, qp, &r));
+  cr_expect(r.mse == 0.0 && r.count == 4 && isinf(r.sqnr_db));
+  EXPECT_FAIL(qnt_error_report_compute(t, qp, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_qparams_create_per_axis(QNT_DTYPE_I8, 0, 2, s2, NULL, &other));
+  EXPECT_FAIL(qnt_error_report_compute(t, other, &r), QNT_ERR_SHAPE_MISMATCH);
+  qnt_qparams_destroy(other);
+  qnt_qparams_destroy(qp);
+  qnt_tensor_destroy(t);
 }
