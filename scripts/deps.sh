@@ -6,7 +6,7 @@ set -eu
 what=${1:-build}
 pkgs="build-essential cmake pkg-config"
 if [ "$what" = test ]; then
-  pkgs="$pkgs libgtest-dev libgmock-dev libcriterion-dev python3-numpy python3-torch"
+  pkgs="$pkgs libgtest-dev libgmock-dev libbenchmark-dev libcriterion-dev python3-numpy python3-torch"
 fi
 missing=""
 for p in $pkgs; do
