@@ -9,14 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(call)                                                                       \
-  do {                                                                                    \
-    qnt_status st_ = (call);                                                              \
-    if (st_ != QNT_OK) {                                                                  \
-      fprintf(stderr, "%s failed: %s\n  %s\n", #call, qnt_status_string(st_),             \
-              qnt_last_error_message());                                                  \
-      exit(1);                                                                            \
-    }                                                                                     \
+#define CHECK(call)                                                           \
+  do {                                                                        \
+    qnt_status st_ = (call);                                                  \
+    if (st_ != QNT_OK) {                                                      \
+      fprintf(stderr, "%s failed: %s\n  %s\n", #call, qnt_status_string(st_), \
+              qnt_last_error_message());                                      \
+      exit(1);                                                                \
+    }                                                                         \
   } while (0)
 
 enum { BATCHES = 8, BATCH = 1 << 15 };
@@ -36,12 +36,18 @@ static float activation(void) {
 
 static const char *method_name(qnt_calib_method m) {
   switch (m) {
-    case QNT_CALIB_MINMAX: return "min-max";
-    case QNT_CALIB_MOVING_AVERAGE: return "moving average";
-    case QNT_CALIB_PERCENTILE: return "percentile 99.99";
-    case QNT_CALIB_ENTROPY: return "entropy (KL)";
-    case QNT_CALIB_MSE: return "MSE";
-    case QNT_CALIB_ADAPTIVE: return "adaptive";
+    case QNT_CALIB_MINMAX:
+      return "min-max";
+    case QNT_CALIB_MOVING_AVERAGE:
+      return "moving average";
+    case QNT_CALIB_PERCENTILE:
+      return "percentile 99.99";
+    case QNT_CALIB_ENTROPY:
+      return "entropy (KL)";
+    case QNT_CALIB_MSE:
+      return "MSE";
+    case QNT_CALIB_ADAPTIVE:
+      return "adaptive";
   }
   return "?";
 }
@@ -111,9 +117,10 @@ int main(void) {
     CHECK(qnt_qparams_scales(m2, &sm, 1));
     CHECK(qnt_qparams_zero_points(a, &za, 1));
     CHECK(qnt_qparams_zero_points(m2, &zm, 1));
-    printf("\nMSE, one pass: scale %.9g zero point %d; two shards merged: scale %.9g zero point "
-           "%d (%s)\n",
-           sa, za, sm, zm, sa == sm && za == zm ? "identical" : "DIFFERENT");
+    printf(
+        "\nMSE, one pass: scale %.9g zero point %d; two shards merged: scale %.9g zero point "
+        "%d (%s)\n",
+        sa, za, sm, zm, sa == sm && za == zm ? "identical" : "DIFFERENT");
     qnt_qparams_destroy(a);
     qnt_qparams_destroy(m2);
     qnt_calibrator_destroy(one);

@@ -110,7 +110,7 @@ typedef enum qnt_status QNT_ENUM_BASE {
   QNT_ERR_INVALID_QPARAMS = 9,  /* scale not finite and > 0, zero point out of range, ... */
   QNT_ERR_NO_DEVICE = 10,       /* no CUDA device (or module, or driver) for this call */
   QNT_ERR_INTERNAL = 11,        /* a bug in qnt; please report it with the message */
-  QNT_ERR_CORRUPT_DATA = 12     /* a serialized buffer is truncated, damaged or of another version */
+  QNT_ERR_CORRUPT_DATA = 12 /* a serialized buffer is truncated, damaged or of another version */
 } qnt_status;
 
 /* A static, human-readable name for a status ("QNT_ERR_SHAPE_MISMATCH: shapes disagree").
@@ -726,8 +726,7 @@ QNT_API qnt_status qnt_calibrator_serialize(const qnt_calibrator *c, void *buf, 
  * buffer is QNT_ERR_CORRUPT_DATA, never a crash. Caller destroys the result with
  * qnt_calibrator_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_CORRUPT_DATA,
  * QNT_ERR_OUT_OF_MEMORY. */
-QNT_API qnt_status qnt_calibrator_deserialize(const void *buf, size_t size,
-                                              qnt_calibrator **out);
+QNT_API qnt_status qnt_calibrator_deserialize(const void *buf, size_t size, qnt_calibrator **out);
 
 /* How well qparams represent a tensor: the result of quantizing x and dequantizing it back. A
  * struct the caller allocates: set it up with qnt_error_report_init(), which fills struct_size;

@@ -22,8 +22,10 @@ void scan(const float *x, size_t n, ref::ScanResult *out) noexcept {
     // Where v is not finite keep the running value: blend on the mask.
     lo = _mm256_blendv_ps(lo, _mm256_min_ps(v, lo), fin);
     hi = _mm256_blendv_ps(hi, _mm256_max_ps(v, hi), fin);
-    finite += static_cast<uint64_t>(__builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(fin))));
-    nan += static_cast<uint64_t>(__builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(isnan))));
+    finite +=
+        static_cast<uint64_t>(__builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(fin))));
+    nan +=
+        static_cast<uint64_t>(__builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(isnan))));
   }
   alignas(32) float l[8], h[8];
   _mm256_store_ps(l, lo);

@@ -51,8 +51,8 @@ void bin_indices(const float *x, size_t n, double inv, double range, int32_t off
   for (; i + 8 <= n; i += 8) {
     const __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));  // exact
     const __mmask8 in = _mm512_cmp_pd_mask(_mm512_abs_pd(v), vrange, _CMP_LT_OQ);
-    const __m512d f = _mm512_roundscale_pd(_mm512_mul_pd(v, vinv),
-                                           _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m512d f =
+        _mm512_roundscale_pd(_mm512_mul_pd(v, vinv), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
     const __m256i j = _mm256_add_epi32(_mm512_cvtpd_epi32(f), voff);
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(idx + i), _mm256_mask_blend_epi32(in, none, j));
   }

@@ -12,9 +12,7 @@
 namespace qnt::calib {
 namespace {
 
-bool valid_method(qnt_calib_method m) {
-  return m >= QNT_CALIB_MINMAX && m <= QNT_CALIB_ADAPTIVE;
-}
+bool valid_method(qnt_calib_method m) { return m >= QNT_CALIB_MINMAX && m <= QNT_CALIB_ADAPTIVE; }
 
 // One batch's statistics of one channel, gathered before anything is changed.
 struct BatchStats {
@@ -162,8 +160,7 @@ bool Calibrator::uses_histogram() const noexcept {
 }
 
 void Calibrator::set_option(qnt_calib_option option, double value) {
-  if (started_)
-    fail(QNT_ERR_INVALID_ARGUMENT, "options must be set before the first observe");
+  if (started_) fail(QNT_ERR_INVALID_ARGUMENT, "options must be set before the first observe");
   switch (option) {
     case QNT_CALIB_OPT_AVERAGING:
       if (!(value > 0.0 && value <= 1.0))
@@ -209,9 +206,7 @@ void Calibrator::observe(const Tensor &x) {
   }
   const auto *data = reinterpret_cast<const float *>(x.data());
   const auto nch = static_cast<size_t>(chans), in = static_cast<size_t>(inner);
-  auto block = [&](int64_t o, size_t c) {
-    return data + (static_cast<size_t>(o) * nch + c) * in;
-  };
+  auto block = [&](int64_t o, size_t c) { return data + (static_cast<size_t>(o) * nch + c) * in; };
   std::vector<BatchStats> stats(nch);
   for (int64_t o = 0; o < outer; ++o)
     for (size_t c = 0; c < nch; ++c) scan(block(o, c), in, stats[c]);
@@ -264,11 +259,20 @@ ScaleZeroPoint Calibrator::channel_params(const ChannelStats &c) const {
   auto of = [&](qnt_calib_method m) {
     RealRange r{c.min, c.max};
     switch (m) {
-      case QNT_CALIB_MOVING_AVERAGE: r = {c.avg_min, c.avg_max}; break;
-      case QNT_CALIB_PERCENTILE: r = percentile_range(in, percentile_); break;
-      case QNT_CALIB_ENTROPY: r = entropy_range(in); break;
-      case QNT_CALIB_MSE: r = mse_range(in); break;
-      default: break;
+      case QNT_CALIB_MOVING_AVERAGE:
+        r = {c.avg_min, c.avg_max};
+        break;
+      case QNT_CALIB_PERCENTILE:
+        r = percentile_range(in, percentile_);
+        break;
+      case QNT_CALIB_ENTROPY:
+        r = entropy_range(in);
+        break;
+      case QNT_CALIB_MSE:
+        r = mse_range(in);
+        break;
+      default:
+        break;
     }
     return params_from_range(r.lo, r.hi, scheme_, qr);
   };
@@ -317,8 +321,9 @@ void Calibrator::merge(const Calibrator &other) {
   if (other.method_ != method_ || other.info_ != info_ || other.scheme_ != scheme_ ||
       other.granularity_ != granularity_ || other.axis_ != axis_ ||
       other.averaging_ != averaging_ || other.percentile_ != percentile_ || other.bins_ != bins_)
-    fail(QNT_ERR_INVALID_ARGUMENT, "the calibrators differ in method, dtype, scheme, granularity, "
-                                   "axis or options");
+    fail(QNT_ERR_INVALID_ARGUMENT,
+         "the calibrators differ in method, dtype, scheme, granularity, "
+         "axis or options");
   if (!other.started_) return;
   if (started_ && channels_.size() != other.channels_.size())
     fail(QNT_ERR_SHAPE_MISMATCH, "the calibrators have ", channels_.size(), " and ",
@@ -395,8 +400,8 @@ std::unique_ptr<Calibrator> Calibrator::deserialize(const uint8_t *data, size_t 
     fail(QNT_ERR_CORRUPT_DATA, "not a serialized qnt calibrator");
   const uint32_t version = r.u32();
   if (version != kFormatVersion)
-    fail(QNT_ERR_CORRUPT_DATA, "format version ", version, " (this library reads ",
-         kFormatVersion, ")");
+    fail(QNT_ERR_CORRUPT_DATA, "format version ", version, " (this library reads ", kFormatVersion,
+         ")");
   const auto method = static_cast<qnt_calib_method>(r.i32());
   const auto dtype = static_cast<qnt_dtype>(r.i32());
   const auto scheme = static_cast<qnt_scheme>(r.i32());
@@ -441,7 +446,8 @@ std::unique_ptr<Calibrator> Calibrator::deserialize(const uint8_t *data, size_t 
       uint64_t total = 0;
       for (uint64_t &v : counts) {
         v = r.u64();
-        if (v > ch.finite - total) fail(QNT_ERR_CORRUPT_DATA, "histogram counts exceed the values seen");
+        if (v > ch.finite - total)
+          fail(QNT_ERR_CORRUPT_DATA, "histogram counts exceed the values seen");
         total += v;
       }
       if (total != ch.finite || has_range != (ch.finite > 0))

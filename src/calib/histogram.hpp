@@ -13,7 +13,8 @@ class Histogram {
   static constexpr int kMaxExponent = 128;  // 2^128 > FLT_MAX
 
   Histogram() = default;
-  explicit Histogram(uint32_t bins_per_side) : bins_(bins_per_side), counts_(2 * size_t{bins_per_side}, 0) {}
+  explicit Histogram(uint32_t bins_per_side)
+      : bins_(bins_per_side), counts_(2 * size_t{bins_per_side}, 0) {}
 
   uint32_t bins_per_side() const noexcept { return bins_; }
   bool has_range() const noexcept { return has_range_; }

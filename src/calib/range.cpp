@@ -20,7 +20,8 @@ QuantRange quant_range(const DTypeInfo &info, bool custom, int32_t qmin, int32_t
   r.qmax = qmax;
   // PyTorch: a customized range puts the symmetric zero point of unsigned types at its
   // rounded-down midpoint.
-  if (!info.is_signed) r.symmetric_zero_point = static_cast<int32_t>(std::floor((qmin + qmax) / 2.0));
+  if (!info.is_signed)
+    r.symmetric_zero_point = static_cast<int32_t>(std::floor((qmin + qmax) / 2.0));
   return r;
 }
 
@@ -43,8 +44,8 @@ ScaleZeroPoint params_from_range(float lo, float hi, qnt_scheme scheme, const Qu
   const float shift = ref::round_half_to_even(mn / s);  // <= 0 and finite: mn <= 0, s > 0
   const double z = static_cast<double>(r.qmin) - static_cast<double>(shift);
   p.scale = s;
-  p.zero_point = static_cast<int32_t>(
-      std::clamp(z, static_cast<double>(r.qmin), static_cast<double>(r.qmax)));
+  p.zero_point =
+      static_cast<int32_t>(std::clamp(z, static_cast<double>(r.qmin), static_cast<double>(r.qmax)));
   return p;
 }
 

@@ -49,10 +49,11 @@ void error_report(const Tensor &x, const QParams &qp, qnt_error_report &out) {
     ++count;
   }
   out.mse = count > 0 ? noise / static_cast<double>(count) : 0.0;
-  out.sqnr_db = noise == 0.0 ? std::numeric_limits<double>::infinity()
-                             : 10.0 * std::log10(signal / noise);
+  out.sqnr_db =
+      noise == 0.0 ? std::numeric_limits<double>::infinity() : 10.0 * std::log10(signal / noise);
   out.max_abs_error = worst;
-  out.saturated_fraction = count > 0 ? static_cast<double>(saturated) / static_cast<double>(count) : 0.0;
+  out.saturated_fraction =
+      count > 0 ? static_cast<double>(saturated) / static_cast<double>(count) : 0.0;
   out.count = count;
 }
 

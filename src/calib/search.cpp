@@ -80,7 +80,8 @@ double kl_divergence(std::vector<double> p, std::vector<double> q) {
 double expected_sq_error(const Histogram &h, float scale, int32_t zero_point, int32_t qmin,
                          int32_t qmax) {
   const double s = scale, w = h.bin_width();
-  const double lo_q = static_cast<double>(qmin) - zero_point, hi_q = static_cast<double>(qmax) - zero_point;
+  const double lo_q = static_cast<double>(qmin) - zero_point,
+               hi_q = static_cast<double>(qmax) - zero_point;
   const double low_clip = (lo_q - 0.5) * s, high_clip = (hi_q + 0.5) * s;
   const double r_lo = lo_q * s, r_hi = hi_q * s;
   // Antiderivative of (x - s * round(x / s))^2: full cells of s^3 / 12 plus the partial one.
@@ -122,7 +123,8 @@ RealRange entropy_range(const SearchInput &in) {
   const std::vector<uint64_t> f = folded(*in.hist);
   const double w = in.hist->bin_width();
   // Levels on one side of zero: 128 for 8 bits, 8 for 4 bits.
-  const auto levels = static_cast<size_t>((static_cast<int64_t>(in.range.qmax) - in.range.qmin + 1) / 2);
+  const auto levels =
+      static_cast<size_t>((static_cast<int64_t>(in.range.qmax) - in.range.qmin + 1) / 2);
   size_t last = 0;  // one past the last nonzero bin
   for (size_t k = 0; k < f.size(); ++k)
     if (f[k] != 0) last = k + 1;

@@ -29,7 +29,8 @@ const calib::Calibrator &calibrator_of(const qnt_calibrator *c, const char *name
 }
 
 calib::Calibrator &calibrator_of(qnt_calibrator *c, const char *name) {
-  return const_cast<calib::Calibrator &>(calibrator_of(static_cast<const qnt_calibrator *>(c), name));
+  return const_cast<calib::Calibrator &>(
+      calibrator_of(static_cast<const qnt_calibrator *>(c), name));
 }
 
 qnt_calibrator *new_handle(std::unique_ptr<calib::Calibrator> c) {
@@ -84,9 +85,7 @@ qnt_status qnt_calibrator_reset(qnt_calibrator *c) {
 }
 
 qnt_status qnt_calibrator_merge(qnt_calibrator *into, const qnt_calibrator *from) {
-  return guard(__func__, [&] {
-    calibrator_of(into, "into").merge(calibrator_of(from, "from"));
-  });
+  return guard(__func__, [&] { calibrator_of(into, "into").merge(calibrator_of(from, "from")); });
 }
 
 qnt_status qnt_calibrator_counts(const qnt_calibrator *c, uint64_t *finite_out, uint64_t *nan_out,

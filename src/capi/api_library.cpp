@@ -37,9 +37,13 @@ const char *qnt_build_info(void) {
 #else
                          "arch=other\n"
 #endif
-                         // Only the scalar reference kernels exist so far; SIMD kernels add
-                         // their ISA here as they land.
+#if defined(QNT_WITH_X86_KERNELS)
+                         // Reference kernels everywhere; AVX2 and AVX-512 for the calibrators'
+                         // batch passes, chosen at run time.
+                         "cpu_kernels=ref,avx2,avx512\n"
+#else
                          "cpu_kernels=ref\n"
+#endif
 #if defined(QNT_WITH_OPENMP)
                          "openmp=" QNT_STR(_OPENMP) "\n"
 #else

@@ -80,9 +80,9 @@ std::vector<float> laplace_with_outliers(size_t n, uint32_t seed) {
   return v;
 }
 
-const qnt_calib_method kAllMethods[] = {QNT_CALIB_MINMAX,  QNT_CALIB_MOVING_AVERAGE,
+const qnt_calib_method kAllMethods[] = {QNT_CALIB_MINMAX,     QNT_CALIB_MOVING_AVERAGE,
                                         QNT_CALIB_PERCENTILE, QNT_CALIB_ENTROPY,
-                                        QNT_CALIB_MSE,     QNT_CALIB_ADAPTIVE};
+                                        QNT_CALIB_MSE,        QNT_CALIB_ADAPTIVE};
 
 TEST(Calibrator, MinMaxAcrossBatchesEqualsOneShot) {
   Cal c(QNT_CALIB_MINMAX, QNT_DTYPE_U8, QNT_SCHEME_AFFINE);
@@ -282,7 +282,8 @@ void reseal(std::vector<uint8_t> &b) {
     h ^= b[i];
     h *= 0x100000001b3ull;
   }
-  for (int i = 0; i < 8; ++i) b[b.size() - 8 + static_cast<size_t>(i)] = static_cast<uint8_t>(h >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    b[b.size() - 8 + static_cast<size_t>(i)] = static_cast<uint8_t>(h >> (8 * i));
 }
 
 TEST(Calibrator, CraftedBuffersWithAValidChecksum) {
@@ -321,7 +322,8 @@ TEST(Calibrator, CraftedBuffersWithAValidChecksum) {
 }
 
 TEST(Calibrator, NanAndInfAreCountedAndIgnored) {
-  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
   for (qnt_calib_method m : kAllMethods) {
     Cal with(m, QNT_DTYPE_I8, QNT_SCHEME_AFFINE), without(m, QNT_DTYPE_I8, QNT_SCHEME_AFFINE);
     observe(with.c, {7}, {nan, -1.0f, inf, 0.5f, -inf, 2.0f, nan});
@@ -354,8 +356,8 @@ TEST(Calibrator, EmptyAndReset) {
 
 TEST(Calibrator, BadArguments) {
   qnt_calibrator *c = nullptr;
-  EXPECT_EQ(qnt_calibrator_create(static_cast<qnt_calib_method>(0), QNT_DTYPE_I8,
-                                  QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR, 0, &c),
+  EXPECT_EQ(qnt_calibrator_create(static_cast<qnt_calib_method>(0), QNT_DTYPE_I8, QNT_SCHEME_AFFINE,
+                                  QNT_GRANULARITY_PER_TENSOR, 0, &c),
             QNT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(qnt_calibrator_create(QNT_CALIB_MSE, QNT_DTYPE_NF4, QNT_SCHEME_AFFINE,
                                   QNT_GRANULARITY_PER_TENSOR, 0, &c),
@@ -390,16 +392,23 @@ TEST(CalibKernels, EveryKernelMatchesTheReference) {
   ASSERT_STREQ(ks.front().name, "ref");
   std::mt19937 rng(17);
   std::normal_distribution<float> nd(0.0f, 3.0f);
-  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::quiet_NaN(),
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::quiet_NaN(),
                             std::numeric_limits<float>::infinity(),
                             -std::numeric_limits<float>::infinity(),
                             std::numeric_limits<float>::denorm_min(),
-                            -std::numeric_limits<float>::denorm_min(), FLT_MAX, -FLT_MAX, 3.99999f,
-                            -4.0f, 4.0f};
+                            -std::numeric_limits<float>::denorm_min(),
+                            FLT_MAX,
+                            -FLT_MAX,
+                            3.99999f,
+                            -4.0f,
+                            4.0f};
   for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{33}, size_t{1023}, size_t{4099}}) {
     std::vector<float> x(n);
     for (float &v : x) v = nd(rng);
-    for (size_t i = 0; i < n; i += 5) x[i] = specials[(i / 5) % (sizeof specials / sizeof specials[0])];
+    for (size_t i = 0; i < n; i += 5)
+      x[i] = specials[(i / 5) % (sizeof specials / sizeof specials[0])];
     qnt::ref::ScanResult want;
     ks.front().scan(x.data(), n, &want);
     std::vector<int32_t> want_idx(n), got_idx(n);
@@ -409,7 +418,8 @@ TEST(CalibKernels, EveryKernelMatchesTheReference) {
       k.scan(x.data(), n, &got);
       EXPECT_EQ(got.finite, want.finite) << k.name << " n=" << n;
       EXPECT_EQ(got.nan, want.nan) << k.name;
-      EXPECT_EQ(std::memcmp(&got.min, &want.min, 4), 0) << k.name << " " << got.min << " " << want.min;
+      EXPECT_EQ(std::memcmp(&got.min, &want.min, 4), 0)
+          << k.name << " " << got.min << " " << want.min;
       EXPECT_EQ(std::memcmp(&got.max, &want.max, 4), 0) << k.name;
       k.bin_indices(x.data(), n, 512.0, 4.0, 2048, got_idx.data());
       EXPECT_EQ(got_idx, want_idx) << k.name << " n=" << n;
