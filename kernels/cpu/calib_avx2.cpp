@@ -30,20 +30,7 @@ void scan(const float *x, size_t n, ref::ScanResult *out) noexcept {
   alignas(32) float l[8], h[8];
   _mm256_store_ps(l, lo);
   _mm256_store_ps(h, hi);
-  ref::ScanResult tail;
-  ref::scan(x + i, n - i, &tail);
-  ref::ScanResult r;
-  r.finite = finite + tail.finite;
-  r.nan = nan + tail.nan;
-  r.min = tail.min;
-  r.max = tail.max;
-  for (int k = 0; k < 8; ++k) {
-    r.min = std::fmin(r.min, l[k]);
-    r.max = std::fmax(r.max, h[k]);
-  }
-  if (r.min == 0.0f) r.min = 0.0f;  // +0.0 whichever zero won
-  if (r.max == 0.0f) r.max = 0.0f;
-  *out = r;
+  ref::finish_scan(l, h, 8, finite, nan, x + i, n - i, out);
 }
 
 void bin_indices(const float *x, size_t n, double inv, double range, int32_t offset,

@@ -23,24 +23,11 @@ void scan(const float *x, size_t n, ref::ScanResult *out) noexcept {
     finite += static_cast<uint64_t>(__builtin_popcount(fin));
     nan += static_cast<uint64_t>(__builtin_popcount(isnan));
   }
-  ref::ScanResult tail;
-  ref::scan(x + i, n - i, &tail);
-  ref::ScanResult r;
-  r.finite = finite + tail.finite;
-  r.nan = nan + tail.nan;
   // Lane by lane through memory: GCC 12's _mm512_reduce_* trip -Wuninitialized.
   alignas(64) float l[16], h[16];
   _mm512_store_ps(l, lo);
   _mm512_store_ps(h, hi);
-  r.min = tail.min;
-  r.max = tail.max;
-  for (int k = 0; k < 16; ++k) {
-    r.min = std::fmin(r.min, l[k]);
-    r.max = std::fmax(r.max, h[k]);
-  }
-  if (r.min == 0.0f) r.min = 0.0f;  // +0.0 whichever zero won
-  if (r.max == 0.0f) r.max = 0.0f;
-  *out = r;
+  ref::finish_scan(l, h, 16, finite, nan, x + i, n - i, out);
 }
 
 void bin_indices(const float *x, size_t n, double inv, double range, int32_t offset,

@@ -6,11 +6,22 @@
 namespace qnt::ref {
 
 void scan(const float *x, size_t n, ScanResult *out) noexcept {
+  finish_scan(nullptr, nullptr, 0, 0, 0, x, n, out);
+}
+
+void finish_scan(const float *lo, const float *hi, size_t lanes, uint64_t finite, uint64_t nan,
+                 const float *tail, size_t tail_n, ScanResult *out) noexcept {
   ScanResult r;
+  r.finite = finite;
+  r.nan = nan;
   r.min = std::numeric_limits<float>::infinity();
   r.max = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < n; ++i) {
-    const float v = x[i];
+  for (size_t k = 0; k < lanes; ++k) {
+    r.min = std::fmin(r.min, lo[k]);
+    r.max = std::fmax(r.max, hi[k]);
+  }
+  for (size_t i = 0; i < tail_n; ++i) {
+    const float v = tail[i];
     if (std::isnan(v)) {
       ++r.nan;
     } else if (!std::isinf(v)) {

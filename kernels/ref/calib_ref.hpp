@@ -18,6 +18,11 @@ struct ScanResult {
 // Min, max and counts of x[0 .. n).
 void scan(const float *x, size_t n, ScanResult *out) noexcept;
 
+// Completes a vector kernel's scan: folds its `lanes` running minima and maxima (lo, hi) and its
+// counts with the reference scan of the leftover x[0 .. tail_n), and writes zero extremes as +0.0.
+void finish_scan(const float *lo, const float *hi, size_t lanes, uint64_t finite, uint64_t nan,
+                 const float *tail, size_t tail_n, ScanResult *out) noexcept;
+
 // idx[i] = floor(x[i] * inv) + offset for |x[i]| < range (computed in double, where it is
 // exact), and -1 for the others (NaN, +-inf, out of range). inv and range are powers of two.
 void bin_indices(const float *x, size_t n, double inv, double range, int32_t offset,

@@ -139,6 +139,20 @@ int64_t linear_rows(const Tensor &x, const Tensor &w, const Tensor &y, int64_t &
                 : static_cast<int64_t>(x.element_count()) / k;
 }
 
+// The checks both linear layers share: shapes (returns the row count), an f32 bias of [N], and
+// an output apart from every input.
+int64_t check_linear(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y,
+                     int64_t &k, int64_t &n) {
+  const int64_t rows = linear_rows(x, w, y, k, n);
+  check_bias(bias, n, true);
+  if (bias != nullptr && bias->dtype() != QNT_DTYPE_F32)
+    fail(QNT_ERR_DTYPE_MISMATCH, "bias must be f32 here, not ", bias->info().name);
+  require_disjoint(y, x, "y", "x");
+  require_disjoint(y, w, "y", "w");
+  if (bias != nullptr) require_disjoint(y, *bias, "y", "bias");
+  return rows;
+}
+
 }  // namespace
 
 void qmatmul(const Context &ctx, const Tensor &a, const Tensor &b, const Tensor *bias, Tensor &y) {
@@ -214,14 +228,8 @@ void linear_dynamic(const Context &ctx, const Tensor &x, const Tensor &w, const 
     fail(QNT_ERR_INVALID_ARGUMENT, "mode = ", static_cast<int32_t>(mode),
          " is not a qnt_act_quant");
   int64_t K = 0, N = 0;
-  const int64_t R = linear_rows(x, w, y, K, N);
+  const int64_t R = check_linear(x, w, bias, y, K, N);
   const ChannelParams pw = channel_params(w, "w", 0, N, true, true);
-  check_bias(bias, N, true);
-  if (bias != nullptr && bias->dtype() != QNT_DTYPE_F32)
-    fail(QNT_ERR_DTYPE_MISMATCH, "bias must be f32 here, not ", bias->info().name);
-  require_disjoint(y, x, "y", "x");
-  require_disjoint(y, w, "y", "w");
-  if (bias != nullptr) require_disjoint(y, *bias, "y", "bias");
 
   const auto *xs = reinterpret_cast<const float *>(x.data());
   const auto rows = static_cast<size_t>(R);
@@ -273,13 +281,7 @@ void linear_weight_only(const Context &ctx, const Tensor &x, const Tensor &w, co
     fail(QNT_ERR_UNSUPPORTED, "w may not be i32 in the weight-only linear layer");
   const ref::QuantSpec spec = quantized_spec(w, "w");
   int64_t K = 0, N = 0;
-  const int64_t R = linear_rows(x, w, y, K, N);
-  check_bias(bias, N, true);
-  if (bias != nullptr && bias->dtype() != QNT_DTYPE_F32)
-    fail(QNT_ERR_DTYPE_MISMATCH, "bias must be f32 here, not ", bias->info().name);
-  require_disjoint(y, x, "y", "x");
-  require_disjoint(y, w, "y", "w");
-  if (bias != nullptr) require_disjoint(y, *bias, "y", "bias");
+  const int64_t R = check_linear(x, w, bias, y, K, N);
 
   const auto *xs = reinterpret_cast<const float *>(x.data());
   const auto *bf = bias != nullptr ? reinterpret_cast<const float *>(bias->data()) : nullptr;
