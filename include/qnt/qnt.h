@@ -479,8 +479,9 @@ QNT_API qnt_status qnt_calibrate_codebook(const qnt_tensor *x, qnt_dtype dtype,
  *        multiplier[c] = (sa * sb[c]) / sy            float32: one product, one division
  *        y = saturate(round_half_to_even((float)acc * multiplier[c]) + zy)
  *    (float)acc rounds to nearest even when |acc| > 2^24; the product is one float32
- *    multiplication (never fused with anything). This is the float requantization of ONNX
- *    Runtime's and FBGEMM's kernels.
+ *    multiplication (never fused with anything); a multiplier that overflows saturates, and a
+ *    NaN product (0 times an infinite multiplier) gives zy. This is the float requantization of
+ *    ONNX Runtime's and FBGEMM's kernels.
  *  - f32 output: y = (float)acc * (sa * sb[c]), plus an f32 bias[c] as a separate float32
  *    addition; an int32 bias is part of acc instead.
  *  - Float dot products (weight-only linear) use one fixed order, so that every kernel gives
@@ -667,11 +668,11 @@ typedef enum qnt_calib_option QNT_ENUM_BASE {
  */
 
 /* Creates a calibrator for `method`, producing qparams of `dtype` (an integer dtype: i8, u8, i16,
- * u16, i4, u4), `scheme`, and granularity per-tensor or per-axis along `axis` (one histogram per
- * channel; the channel count is fixed by the first batch). Caller destroys it with
+ * u16, i4, u4, i32), `scheme`, and granularity per-tensor or per-axis along `axis` (one histogram
+ * per channel; the channel count is fixed by the first batch). Caller destroys it with
  * qnt_calibrator_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (bad method,
- * dtype, scheme, granularity or axis), QNT_ERR_UNSUPPORTED (NF4, binary, ternary, i32 or
- * per-block), QNT_ERR_OUT_OF_MEMORY. */
+ * dtype, scheme, granularity or axis), QNT_ERR_UNSUPPORTED (NF4, binary, ternary: see
+ * qnt_calibrate_codebook; per-block), QNT_ERR_OUT_OF_MEMORY. */
 QNT_API qnt_status qnt_calibrator_create(qnt_calib_method method, qnt_dtype dtype,
                                          qnt_scheme scheme, qnt_granularity granularity,
                                          int64_t axis, qnt_calibrator **out);

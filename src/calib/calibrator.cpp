@@ -140,8 +140,9 @@ Calibrator::Calibrator(qnt_calib_method method, qnt_dtype dtype, qnt_scheme sche
          " is not a qnt_calib_method");
   if (info_->rule == Rule::Float)
     fail(QNT_ERR_INVALID_ARGUMENT, "the target dtype must be quantized, not ", info_->name);
-  if (info_->rule != Rule::Integer || info_->zero_point_fixed || info_->bits == 32)
-    fail(QNT_ERR_UNSUPPORTED, "calibrators target i8, u8, i16, u16, i4 and u4, not ", info_->name);
+  if (info_->rule != Rule::Integer || info_->zero_point_fixed)
+    fail(QNT_ERR_UNSUPPORTED, "calibrators target the integer dtypes, not ", info_->name,
+         " (NF4, binary and ternary take their scales from qnt_calibrate_codebook)");
   if (scheme != QNT_SCHEME_SYMMETRIC && scheme != QNT_SCHEME_AFFINE)
     fail(QNT_ERR_INVALID_ARGUMENT, "scheme = ", static_cast<int32_t>(scheme),
          " is not a qnt_scheme");

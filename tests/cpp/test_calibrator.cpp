@@ -354,6 +354,12 @@ TEST(Calibrator, EmptyAndReset) {
   EXPECT_EQ(qp, nullptr);
 }
 
+TEST(Calibrator, Int32MinMaxEqualsOneShot) {
+  Cal c(QNT_CALIB_MINMAX, QNT_DTYPE_I32, QNT_SCHEME_SYMMETRIC);
+  observe(c.c, {2}, {-1000.0f, 2000.0f});
+  EXPECT_EQ(compute(c.c).s[0], 0x1.f4p-21f);  // 2000 / 2^31, as qnt_calibrate_minmax gives
+}
+
 TEST(Calibrator, BadArguments) {
   qnt_calibrator *c = nullptr;
   EXPECT_EQ(qnt_calibrator_create(static_cast<qnt_calib_method>(0), QNT_DTYPE_I8, QNT_SCHEME_AFFINE,

@@ -318,6 +318,36 @@ TEST(QMatMul, SaturationAndWrap) {
             static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(exact))));
 }
 
+TEST(QMatMul, ExtremeScales) {
+  // A multiplier that overflows float32 saturates every nonzero accumulator; a vanishing one
+  // sends everything to the output zero point; a zero accumulator times an infinite multiplier
+  // (NaN) gives the zero point, as the quantize rule does for NaN.
+  const uint8_t a[3] = {130, 126, 128}, b[1] = {129};
+  QP qa, qb, huge_y, tiny_y;
+  per_tensor(qa, QNT_DTYPE_U8, 1e30f, 128);
+  per_tensor(qb, QNT_DTYPE_U8, 1e30f, 128);
+  per_tensor(huge_y, QNT_DTYPE_I8, 1e-30f, 3);
+  T ta, tb, ty;
+  make_raw(ta, QNT_DTYPE_U8, {3, 1}, qa.p, a, 3);
+  make_raw(tb, QNT_DTYPE_U8, {1, 1}, qb.p, b, 1);
+  make_q(ty, QNT_DTYPE_I8, {3, 1}, huge_y.p);
+  ASSERT_EQ(qnt_qmatmul(nullptr, ta.t, tb.t, nullptr, ty.t), QNT_OK);
+  const std::vector<uint8_t> y = bytes_of(ty.t);  // acc = 2, -2, 0
+  EXPECT_EQ(static_cast<int8_t>(y[0]), 127);
+  EXPECT_EQ(static_cast<int8_t>(y[1]), -128);
+  EXPECT_EQ(static_cast<int8_t>(y[2]), 3);
+  QP sa, sb;
+  per_tensor(sa, QNT_DTYPE_U8, 1e-30f, 128);
+  per_tensor(sb, QNT_DTYPE_U8, 1e-30f, 128);
+  per_tensor(tiny_y, QNT_DTYPE_U8, 1e30f, 77);
+  T ta2, tb2, ty2;
+  make_raw(ta2, QNT_DTYPE_U8, {3, 1}, sa.p, a, 3);
+  make_raw(tb2, QNT_DTYPE_U8, {1, 1}, sb.p, b, 1);
+  make_q(ty2, QNT_DTYPE_U8, {3, 1}, tiny_y.p);
+  ASSERT_EQ(qnt_qmatmul(nullptr, ta2.t, tb2.t, nullptr, ty2.t), QNT_OK);
+  EXPECT_EQ(bytes_of(ty2.t), (std::vector<uint8_t>{77, 77, 77}));
+}
+
 // --- qconv2d against a naive direct convolution ------------------------------------------
 
 struct ConvCase {
