@@ -725,3 +725,100 @@ Test(error_report, init_and_compute) {
   qnt_qparams_destroy(qp);
   qnt_tensor_destroy(t);
 }
+
+/* ---- random bad input: thousands of calls with arbitrary shapes, dtypes, enums and qparams;
+ * every call must return a known status (the sanitizer build checks memory as well) ---- */
+
+static uint64_t fuzz_state = 0x9e3779b97f4a7c15ull;
+static uint64_t fuzz_next(void) {
+  fuzz_state ^= fuzz_state << 13;
+  fuzz_state ^= fuzz_state >> 7;
+  fuzz_state ^= fuzz_state << 17;
+  return fuzz_state;
+}
+static int64_t fuzz_pick(const int64_t *choices, size_t n) { return choices[fuzz_next() % n]; }
+
+/* The call is evaluated once; its status must be a known one, and never an internal error. */
+#define FUZZ_STATUS_OK(call)                                                           \
+  do {                                                                                 \
+    const qnt_status fs_ = (call);                                                     \
+    cr_assert(fs_ >= QNT_OK && fs_ <= QNT_ERR_CORRUPT_DATA && fs_ != QNT_ERR_INTERNAL, \
+              "%s: status %d: %s", #call, (int)fs_, qnt_last_error_message());         \
+  } while (0)
+
+Test(robustness, random_calls_never_crash) {
+  static const int64_t dims[] = {0, 1, 2, 3, 4, 5, 7, 8, 16, 33, -1};
+  static const int64_t dtypes[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  static const int64_t axes[] = {-3, -1, 0, 1, 2, 3, 9};
+  static const float scales[] = {0.5f, 1e-30f, 3e30f, 0.0f, -1.0f, NAN, INFINITY, 0.1f};
+  static const int64_t zps[] = {0, 1, -1, 7, 128, 255, -129, 70000};
+  int iter;
+  for (iter = 0; iter < 3000; ++iter) {
+    int64_t sa[4], sb[4];
+    const size_t ra = (size_t)(fuzz_next() % 5), rb = (size_t)(fuzz_next() % 5);
+    const qnt_dtype da = (qnt_dtype)fuzz_pick(dtypes, 13), db = (qnt_dtype)fuzz_pick(dtypes, 13);
+    qnt_qparams *qa = NULL, *qb = NULL;
+    qnt_tensor *a = NULL, *b = NULL, *y = NULL, *x = NULL;
+    qnt_conv2d_desc *d = NULL;
+    qnt_calibrator *c = NULL;
+    size_t k;
+    float sv[64];
+    int32_t zv[64];
+    for (k = 0; k < 4; ++k) {
+      sa[k] = fuzz_pick(dims, 11);
+      sb[k] = fuzz_pick(dims, 11);
+    }
+    for (k = 0; k < 64; ++k) {
+      sv[k] = scales[fuzz_next() % 8];
+      zv[k] = (int32_t)fuzz_pick(zps, 8);
+    }
+    FUZZ_STATUS_OK(qnt_qparams_create_per_tensor(da, sv[0], zv[0], &qa));
+    FUZZ_STATUS_OK(qnt_qparams_create_per_axis(db, fuzz_pick(axes, 7), (size_t)(fuzz_next() % 9),
+                                               sv, zv, &qb));
+    FUZZ_STATUS_OK(qnt_tensor_create(da, sa, ra, fuzz_next() % 2 ? qa : NULL, &a));
+    FUZZ_STATUS_OK(qnt_tensor_create(db, sb, rb, fuzz_next() % 2 ? qb : NULL, &b));
+    FUZZ_STATUS_OK(
+        qnt_tensor_create((qnt_dtype)fuzz_pick(dtypes, 13), sa, ra, fuzz_next() % 2 ? qa : qb, &y));
+    FUZZ_STATUS_OK(qnt_tensor_create(QNT_DTYPE_F32, sb, rb, NULL, &x));
+    FUZZ_STATUS_OK(qnt_quantize(NULL, x, a));
+    FUZZ_STATUS_OK(qnt_dequantize(NULL, b, x));
+    FUZZ_STATUS_OK(qnt_requantize(NULL, a, b));
+    FUZZ_STATUS_OK(qnt_qmatmul(NULL, a, b, fuzz_next() % 3 ? NULL : y, y));
+    FUZZ_STATUS_OK(qnt_linear_dynamic(NULL, x, a, NULL, (qnt_act_quant)(fuzz_next() % 4), y));
+    FUZZ_STATUS_OK(qnt_linear_weight_only(NULL, x, b, NULL, y));
+    FUZZ_STATUS_OK(qnt_qadd(NULL, a, b, (int32_t)(fuzz_next() % 2), y));
+    FUZZ_STATUS_OK(qnt_qrelu(NULL, a, y));
+    FUZZ_STATUS_OK(qnt_qrelu_clamp(NULL, b, sv[1], y));
+    {
+      qnt_qparams *calibrated = NULL;
+      FUZZ_STATUS_OK(qnt_calibrate_minmax(x, da, (qnt_scheme)(fuzz_next() % 4),
+                                          (qnt_granularity)(fuzz_next() % 5), fuzz_pick(axes, 7),
+                                          fuzz_pick(dims, 11), &calibrated));
+      qnt_qparams_destroy(calibrated);
+    }
+    if (qnt_conv2d_desc_create(&d) == QNT_OK) {
+      FUZZ_STATUS_OK(qnt_conv2d_desc_set_strides(d, fuzz_pick(dims, 11), fuzz_pick(dims, 11)));
+      FUZZ_STATUS_OK(qnt_conv2d_desc_set_pads(d, fuzz_pick(dims, 11), fuzz_pick(dims, 11),
+                                              fuzz_pick(dims, 11), fuzz_pick(dims, 11)));
+      FUZZ_STATUS_OK(qnt_conv2d_desc_set_groups(d, fuzz_pick(dims, 11)));
+      FUZZ_STATUS_OK(qnt_qconv2d(NULL, d, a, b, NULL, y));
+      qnt_conv2d_desc_destroy(d);
+    }
+    if (qnt_calibrator_create((qnt_calib_method)(fuzz_next() % 8), da, QNT_SCHEME_AFFINE,
+                              (qnt_granularity)(fuzz_next() % 4), fuzz_pick(axes, 7),
+                              &c) == QNT_OK) {
+      qnt_qparams *out = NULL;
+      FUZZ_STATUS_OK(qnt_calibrator_observe(c, x));
+      FUZZ_STATUS_OK(qnt_calibrator_observe(c, a));
+      FUZZ_STATUS_OK(qnt_calibrator_compute(c, &out));
+      qnt_qparams_destroy(out);
+      qnt_calibrator_destroy(c);
+    }
+    qnt_tensor_destroy(a);
+    qnt_tensor_destroy(b);
+    qnt_tensor_destroy(y);
+    qnt_tensor_destroy(x);
+    qnt_qparams_destroy(qa);
+    qnt_qparams_destroy(qb);
+  }
+}
