@@ -230,16 +230,16 @@ void Calibrator::observe(const Tensor &x) {
     ch.min = ch.finite == 0 ? b.min : std::min(ch.min, b.min);
     ch.max = ch.finite == 0 ? b.max : std::max(ch.max, b.max);
     ch.finite += b.finite;
-    if (method_ != QNT_CALIB_MOVING_AVERAGE) {
-      // nothing more to track for min-max; the others add to the histogram below
-    } else if (!ch.averaged) {
-      ch.avg_min = b.min;
-      ch.avg_max = b.max;
-      ch.averaged = true;
-    } else {  // PyTorch, float32: prev + c * (batch - prev)
-      const float dmin = c_avg * (b.min - ch.avg_min), dmax = c_avg * (b.max - ch.avg_max);
-      ch.avg_min = ch.avg_min + dmin;
-      ch.avg_max = ch.avg_max + dmax;
+    if (method_ == QNT_CALIB_MOVING_AVERAGE) {
+      if (!ch.averaged) {
+        ch.avg_min = b.min;
+        ch.avg_max = b.max;
+        ch.averaged = true;
+      } else {  // PyTorch, float32: prev + c * (batch - prev)
+        const float dmin = c_avg * (b.min - ch.avg_min), dmax = c_avg * (b.max - ch.avg_max);
+        ch.avg_min = ch.avg_min + dmin;
+        ch.avg_max = ch.avg_max + dmax;
+      }
     }
     if (uses_histogram()) {
       ch.hist.cover(std::max(-static_cast<double>(b.min), static_cast<double>(b.max)));

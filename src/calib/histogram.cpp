@@ -82,12 +82,6 @@ void Histogram::merge(const Histogram &other) {
   for (size_t j = 0; j < counts_.size(); ++j) counts_[j] += wider.counts_[j];
 }
 
-void Histogram::clear() noexcept {
-  has_range_ = false;
-  exponent_ = kMinExponent;
-  std::fill(counts_.begin(), counts_.end(), 0);
-}
-
 void Histogram::restore(bool has_range, int exponent, std::vector<uint64_t> counts) {
   has_range_ = has_range;
   exponent_ = exponent;

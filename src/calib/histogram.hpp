@@ -31,7 +31,6 @@ class Histogram {
   void add(const float *x, size_t n) noexcept;
   // Adds other's counts, first bringing both to the wider range. Same bins per side.
   void merge(const Histogram &other);
-  void clear() noexcept;
 
   // For deserialization: the raw state, validated by the caller.
   void restore(bool has_range, int exponent, std::vector<uint64_t> counts);

@@ -5,8 +5,6 @@
 #include "ops/common.hpp"
 #include "ops/parallel.hpp"
 
-#include <cstring>
-
 namespace qnt::ops {
 namespace {
 
