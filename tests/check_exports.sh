@@ -1,5 +1,6 @@
 #!/bin/sh
-# Only qnt_* symbols leave libqnt.so, and its SONAME carries the ABI major version.
+# Only qnt_* symbols leave libqnt.so, its SONAME carries the ABI version, and so does the
+# version node of every export.
 # usage: check_exports.sh path/to/libqnt.so ABI_MAJOR
 set -eu
 lib=$1
@@ -17,5 +18,12 @@ if [ "$soname" != "libqnt.so.$major" ]; then
   echo "FAIL: SONAME is '$soname', expected libqnt.so.$major"
   exit 1
 fi
-echo "exports: $count qnt_* functions, SONAME $soname"
-echo "2 passed, 0 failed"
+# Every export carries the ABI's version node, QNT_<ABI>.
+unversioned=$(objdump -T "$lib" | awk '$NF ~ /^qnt_/ && $(NF-1) != "QNT_'"$major"'" { print $NF }')
+if [ -n "$unversioned" ]; then
+  echo "FAIL: exports outside the version node QNT_$major:"
+  echo "$unversioned"
+  exit 1
+fi
+echo "exports: $count qnt_* functions, SONAME $soname, version node QNT_$major"
+echo "3 passed, 0 failed"

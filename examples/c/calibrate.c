@@ -79,13 +79,12 @@ int main(void) {
       int32_t zp;
       CHECK(qnt_calibrator_create((qnt_calib_method)m, dtypes[d], QNT_SCHEME_AFFINE,
                                   QNT_GRANULARITY_PER_TENSOR, 0, &c));
-      for (b = 0; b < BATCHES; ++b) CHECK(qnt_calibrator_observe(c, batch[b]));
-      CHECK(qnt_calibrator_compute(c, &qp));
+      for (b = 0; b < BATCHES; ++b) CHECK(qnt_calibrator_observe(NULL, c, batch[b]));
+      CHECK(qnt_calibrator_compute(NULL, c, &qp));
       CHECK(qnt_calibrator_chosen_method(c, &chosen));
       CHECK(qnt_qparams_scales(qp, &scale, 1));
       CHECK(qnt_qparams_zero_points(qp, &zp, 1));
-      qnt_error_report_init(&r);
-      CHECK(qnt_error_report_compute(all, qp, &r));
+      CHECK(qnt_error_report_compute(NULL, all, qp, &r, sizeof r));
       printf("  %-18s %10.6f %8d %13.2f %10.5f%%", method_name((qnt_calib_method)m), scale, zp,
              r.sqnr_db, 100.0 * r.saturated_fraction);
       if (m == QNT_CALIB_ADAPTIVE) printf("   (kept: %s)", method_name(chosen));
@@ -107,12 +106,12 @@ int main(void) {
     CHECK(qnt_calibrator_create(QNT_CALIB_MSE, QNT_DTYPE_I8, QNT_SCHEME_AFFINE,
                                 QNT_GRANULARITY_PER_TENSOR, 0, &right));
     for (b = 0; b < BATCHES; ++b) {
-      CHECK(qnt_calibrator_observe(one, batch[b]));
-      CHECK(qnt_calibrator_observe(b % 2 ? right : left, batch[b]));
+      CHECK(qnt_calibrator_observe(NULL, one, batch[b]));
+      CHECK(qnt_calibrator_observe(NULL, b % 2 ? right : left, batch[b]));
     }
     CHECK(qnt_calibrator_merge(left, right));
-    CHECK(qnt_calibrator_compute(one, &a));
-    CHECK(qnt_calibrator_compute(left, &m2));
+    CHECK(qnt_calibrator_compute(NULL, one, &a));
+    CHECK(qnt_calibrator_compute(NULL, left, &m2));
     CHECK(qnt_qparams_scales(a, &sa, 1));
     CHECK(qnt_qparams_scales(m2, &sm, 1));
     CHECK(qnt_qparams_zero_points(a, &za, 1));

@@ -87,9 +87,9 @@ static qweight quantize_weight(const float *w, int64_t rows, int64_t cols, qnt_d
   size_t payload = 0, count = 0;
   qweight out;
   if (dtype == QNT_DTYPE_NF4)
-    CHECK(qnt_calibrate_codebook(x, dtype, g, 1, block, &qp));
+    CHECK(qnt_calibrate_codebook(NULL, x, dtype, g, 1, block, &qp));
   else
-    CHECK(qnt_calibrate_minmax(x, dtype, QNT_SCHEME_SYMMETRIC, g,
+    CHECK(qnt_calibrate_minmax(NULL, x, dtype, QNT_SCHEME_SYMMETRIC, g,
                                g == QNT_GRANULARITY_PER_AXIS ? 0 : 1, block, &qp));
   CHECK(qnt_tensor_create(dtype, shape, 2, qp, &out.w));
   CHECK(qnt_quantize(NULL, x, out.w));
@@ -104,17 +104,27 @@ static qweight quantize_weight(const float *w, int64_t rows, int64_t cols, qnt_d
 
 typedef enum { DYNAMIC_PER_TENSOR, DYNAMIC_PER_ROW, WEIGHT_ONLY } path;
 
+/* One layer through a prepared operator: the weights are packed once (a real model keeps `op`
+ * for every batch it runs), then run on this batch. */
 static void layer(qnt_context *ctx, path p, const float *x, int64_t m, int64_t k, qweight w,
                   const float *b, int64_t n, float *y) {
   const int64_t yshape[2] = {m, n};
   qnt_tensor *tx = f32_tensor(x, m, k), *tb = vector_tensor(b, n), *ty = NULL;
+  qnt_op_desc *desc = NULL;
+  qnt_prepared *op = NULL;
   CHECK(qnt_tensor_create(QNT_DTYPE_F32, yshape, 2, NULL, &ty));
-  if (p == WEIGHT_ONLY)
-    CHECK(qnt_linear_weight_only(ctx, tx, w.w, tb, ty));
-  else
-    CHECK(qnt_linear_dynamic(ctx, tx, w.w, tb,
-                             p == DYNAMIC_PER_ROW ? QNT_ACT_PER_ROW : QNT_ACT_PER_TENSOR, ty));
+  if (p == WEIGHT_ONLY) {
+    CHECK(qnt_prepared_create_linear_weight_only(ctx, w.w, tb, NULL, &op));
+  } else {
+    CHECK(qnt_op_desc_create(&desc));
+    CHECK(qnt_op_desc_set(desc, QNT_OP_ACT_QUANT,
+                          p == DYNAMIC_PER_ROW ? QNT_ACT_PER_ROW : QNT_ACT_PER_TENSOR));
+    CHECK(qnt_prepared_create_linear_dynamic(ctx, w.w, tb, desc, &op));
+  }
+  CHECK(qnt_prepared_run(ctx, op, tx, ty));
   CHECK(qnt_tensor_copy_to(ty, y, sizeof(float) * (size_t)(m * n)));
+  qnt_prepared_destroy(op);
+  qnt_op_desc_destroy(desc);
   qnt_tensor_destroy(tx);
   qnt_tensor_destroy(tb);
   qnt_tensor_destroy(ty);

@@ -2,7 +2,7 @@
  * qnt — quantization for neural-network inference.
  *
  * This header is the whole public contract of the library (C99, also valid C++). Everything
- * behind it may change; nothing in it changes without an ABI decision (a new SONAME major).
+ * behind it may change; nothing in it changes without an ABI decision (see "Versioning").
  *
  * Conventions (they hold for every function below unless its comment says otherwise)
  *  - Every fallible function returns a qnt_status; QNT_OK (0) is success. On failure
@@ -11,8 +11,13 @@
  *  - Handles are opaque. qnt_<thing>_create...(..., out) makes one; the caller frees it with
  *    qnt_<thing>_destroy(), which accepts NULL and never fails. A handle that depends on another
  *    holds its own reference to it, so handles may be destroyed in any order.
- *  - Dimensions are int64_t, counts and byte sizes size_t, enums are int-sized with explicitly
- *    numbered values that are never reused. Strings are UTF-8 and owned by the library.
+ *  - Fixed-width types only: dimensions are int64_t, counts and byte sizes size_t, and every
+ *    enumeration is a typedef of int32_t (uint32_t or uint64_t for bit masks) with explicitly
+ *    numbered constants that are never reused. No C enum type, bool or long crosses the
+ *    boundary, so a caller compiled with -fshort-enums, or a binding that does not know a newer
+ *    constant, sees the same layout. Strings are UTF-8 and owned by the library.
+ *  - Parameter order: the context first on every call that computes, then a prepared operator
+ *    if any, the inputs, an optional descriptor of options, and the outputs last.
  *  - Tensors are dense and row-major. Sub-byte dtypes are packed flat over the row-major
  *    element order, element 0 in the lowest bits of byte 0 (see qnt_dtype).
  *
@@ -37,10 +42,25 @@
  *    D[axis] replaced by ceil(D[axis] / block_size); the last block may be short.
  *  Negative axes count from the end (-1 is the last axis).
  *
- * Thread safety: qnt_qparams are immutable and may be shared freely between threads. A
- * qnt_context may be used by several threads at once, but its setters must not race with its
- * use. A qnt_tensor may be read by several threads at once; a call that writes it (an op's
- * output) needs it to itself.
+ * Thread safety: qnt_qparams and qnt_prepared are immutable and may be shared freely between
+ * threads. A qnt_context may be used by several threads at once, but its setters must not race
+ * with its use. A qnt_tensor may be read by several threads at once; a call that writes it (an
+ * op's output) needs it to itself.
+ *
+ * Versioning
+ *  - QNT_VERSION_* is the release (MAJOR.MINOR.PATCH); QNT_ABI_VERSION is the binary interface.
+ *    The shared library's SONAME is libqnt.so.<QNT_ABI_VERSION> and its symbols carry the
+ *    version node QNT_<QNT_ABI_VERSION> (QNT_1 here), also while the release is 0.x.
+ *  - The ABI breaks, and QNT_ABI_VERSION, the SONAME and the node change, when a function is
+ *    removed or renamed, a parameter or return type changes, a constant changes value, a public
+ *    struct's existing fields change, or a documented result changes.
+ *  - These do not break it (the release's MINOR grows, the ABI stays): a new function, a new
+ *    constant or option key, a new field at the end of qnt_error_report (callers pass their
+ *    size), a new error case that returns an already documented status.
+ *  - Experimental: declarations marked EXPERIMENTAL below may change in any release, without an
+ *    ABI change. Bindings should not depend on them.
+ *  - A program checks at run time that the library it loaded speaks its ABI with
+ *    QNT_ABI_CHECK() (see qnt_abi_check).
  */
 #ifndef QNT_QNT_H
 #define QNT_QNT_H
@@ -53,10 +73,13 @@
 /* ------------------------------------------------------------------------------------------- */
 
 #define QNT_VERSION_MAJOR 0
-#define QNT_VERSION_MINOR 1
+#define QNT_VERSION_MINOR 2
 #define QNT_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH, as qnt_version() returns it. */
 #define QNT_VERSION_NUMBER (QNT_VERSION_MAJOR * 10000 + QNT_VERSION_MINOR * 100 + QNT_VERSION_PATCH)
+
+/* The binary interface; see "Versioning" at the top. */
+#define QNT_ABI_VERSION 1
 
 #if defined(_WIN32)
 #if defined(QNT_BUILDING_LIBRARY)
@@ -70,20 +93,25 @@
 #define QNT_API
 #endif
 
-/* Every enum is int32_t-sized. C++ sees the underlying type fixed, so that any value a C caller
- * passes is a valid value of the enum type there (qnt then rejects it with an error). */
-#if defined(__cplusplus)
-#define QNT_ENUM_BASE : int32_t
-#else
-#define QNT_ENUM_BASE
-#endif
-
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The result of every fallible call: QNT_OK (0) or one of the QNT_ERR_* values below. */
+typedef int32_t qnt_status;
+
 /* The version of the library loaded at run time, as QNT_VERSION_NUMBER. */
 QNT_API uint32_t qnt_version(void);
+
+/* The ABI version of the library loaded at run time (QNT_ABI_VERSION as it was built). */
+QNT_API uint32_t qnt_abi_version(void);
+
+/* QNT_OK when the library loaded at run time implements ABI `abi_version` (pass
+ * QNT_ABI_VERSION, or use QNT_ABI_CHECK()); otherwise QNT_ERR_UNSUPPORTED, with a message that
+ * names both ABI versions and the library's release. Programs that load qnt with dlopen, or that
+ * may meet another build of it, call this once before anything else. */
+QNT_API qnt_status qnt_abi_check(uint32_t abi_version);
+#define QNT_ABI_CHECK() qnt_abi_check(QNT_ABI_VERSION)
 
 /* The version of the library loaded at run time as "MAJOR.MINOR.PATCH". Static string. */
 QNT_API const char *qnt_version_string(void);
@@ -97,7 +125,7 @@ QNT_API const char *qnt_build_info(void);
 /* Status and errors                                                                            */
 /* ------------------------------------------------------------------------------------------- */
 
-typedef enum qnt_status QNT_ENUM_BASE {
+enum {
   QNT_OK = 0,
   QNT_ERR_INVALID_ARGUMENT = 1, /* a value is out of its domain (bad enum, negative size, ...) */
   QNT_ERR_NULL_POINTER = 2,     /* a required pointer or handle is NULL */
@@ -111,7 +139,7 @@ typedef enum qnt_status QNT_ENUM_BASE {
   QNT_ERR_NO_DEVICE = 10,       /* no CUDA device (or module, or driver) for this call */
   QNT_ERR_INTERNAL = 11,        /* a bug in qnt; please report it with the message */
   QNT_ERR_CORRUPT_DATA = 12 /* a serialized buffer is truncated, damaged or of another version */
-} qnt_status;
+};
 
 /* A static, human-readable name for a status ("QNT_ERR_SHAPE_MISMATCH: shapes disagree").
  * Unknown values give "unknown qnt_status". Never NULL. */
@@ -144,7 +172,8 @@ QNT_API const char *qnt_last_error_message(void);
  *    q = clamp(round(x / scale), -1, 1)). The pattern 0b10 is never written and reads as -2.
  *    qnt_calibrate_codebook sets scale = max(mean |x|, 1e-5) of each group (BitNet's absmean).
  */
-typedef enum qnt_dtype QNT_ENUM_BASE {
+typedef int32_t qnt_dtype;
+enum {
   QNT_DTYPE_F32 = 1,
   QNT_DTYPE_I32 = 2,
   QNT_DTYPE_I8 = 3,
@@ -156,7 +185,7 @@ typedef enum qnt_dtype QNT_ENUM_BASE {
   QNT_DTYPE_NF4 = 9,     /* 4-bit NormalFloat code, two per byte, element 0 in the low nibble */
   QNT_DTYPE_BINARY = 10, /* 1 bit, eight per byte, element 0 in bit 0 */
   QNT_DTYPE_TERNARY = 11 /* 2 bits, four per byte, element 0 in bits 0-1 */
-} qnt_dtype;
+};
 
 /* Bits per element of dtype (32, 8, 4, 2, 1, ...); 0 for a value that is not a qnt_dtype. */
 QNT_API int32_t qnt_dtype_bits(qnt_dtype dtype);
@@ -177,14 +206,25 @@ QNT_API qnt_status qnt_nf4_codebook(float *out, size_t capacity);
 /* Context: threads and what the machine can do                                                 */
 /* ------------------------------------------------------------------------------------------- */
 
-/* Thread safety: may be used by several threads at once; qnt_context_set_num_threads must not
- * run while another thread uses the context. */
+/* Thread safety: may be used by several threads at once; its setters must not run while
+ * another thread uses the context.
+ *
+ * Where the CUDA stream lives (decided for this ABI): in the context. A context is bound to at
+ * most one CUDA device and stream (qnt_context_set_cuda_stream); device work submitted through
+ * it is ordered on that stream and may complete after the call returns, and
+ * qnt_context_synchronize waits for it and returns the first asynchronous error. One context
+ * per stream, as cuBLAS handles and oneDNN streams do. Reasons: every run function keeps one
+ * signature for CPU and GPU (bindings wrap one call, not two); a prepared operator stays
+ * immutable and shareable because the stream is not part of it; and errors that surface only
+ * at synchronization have one place to be reported. The cost, a context per stream, is small:
+ * a context holds settings, not buffers. */
 typedef struct qnt_context qnt_context;
 
 /* CPU features, as bits of the mask that qnt_context_cpu_features() returns. Each bit is set
  * only where both the CPU and the operating system support the feature (the OS check: XCR0
  * state for AVX, AVX-512 and AMX tiles, and the Linux permission request for AMX). */
-typedef enum qnt_cpu_feature QNT_ENUM_BASE {
+typedef uint32_t qnt_cpu_feature;
+enum {
   QNT_CPU_SSE41 = 1 << 0,
   QNT_CPU_AVX2 = 1 << 1,
   QNT_CPU_FMA = 1 << 2,
@@ -197,18 +237,37 @@ typedef enum qnt_cpu_feature QNT_ENUM_BASE {
   QNT_CPU_NEON = 1 << 16,
   QNT_CPU_DOTPROD = 1 << 17,
   QNT_CPU_I8MM = 1 << 18
-} qnt_cpu_feature;
+};
 
 /* A static name for one feature bit ("avx512vnni"); "invalid" for anything else. */
 QNT_API const char *qnt_cpu_feature_name(qnt_cpu_feature feature);
 
-/* Creates a context: the number of threads ops may use (default: the number of logical CPUs
- * this process may run on) and the machine's features, detected once per process.
- * Caller destroys it with qnt_context_destroy(). Errors: QNT_ERR_NULL_POINTER,
- * QNT_ERR_OUT_OF_MEMORY. Ops accept a NULL context and then use the defaults. */
+/* Kernel sets, from the plainest up, for qnt_context_set_max_isa (as oneDNN's
+ * dnnl_set_max_cpu_isa). A context uses the best kernels that are at most its cap and that the
+ * machine runs; every set gives the bits of the reference kernels, so a cap changes speed only.
+ * The x86-64 values order as listed; the aarch64 ones order among themselves. */
+typedef int32_t qnt_isa;
+enum {
+  QNT_ISA_NATIVE = 0,       /* no cap: the best the machine runs (the default) */
+  QNT_ISA_REFERENCE = 1,    /* the scalar reference kernels only */
+  QNT_ISA_AVX2 = 2,         /* x86-64: AVX2 and FMA */
+  QNT_ISA_AVX512 = 3,       /* x86-64: AVX-512 F, BW, VL */
+  QNT_ISA_AVX512_VNNI = 4,  /* x86-64: AVX-512 with VNNI */
+  QNT_ISA_NEON = 16,        /* aarch64: Advanced SIMD */
+  QNT_ISA_NEON_DOTPROD = 17 /* aarch64: with sdot / udot */
+};
+
+/* A static name ("avx512_vnni"); "invalid" for a value that is not a qnt_isa. */
+QNT_API const char *qnt_isa_name(qnt_isa isa);
+
+/* Creates a context: the number of threads ops may use and the machine's features, detected
+ * once per process. Default threads: OpenMP's default (omp_get_max_threads(), which honours
+ * OMP_NUM_THREADS and otherwise counts the logical CPUs this process may run on). Caller
+ * destroys it with qnt_context_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_OUT_OF_MEMORY.
+ * Calls that compute accept a NULL context and then use the defaults. */
 QNT_API qnt_status qnt_context_create(qnt_context **out);
 
-/* Frees ctx; NULL is allowed. */
+/* Frees ctx; NULL is allowed. It does not wait for device work (see qnt_context_synchronize). */
 QNT_API void qnt_context_destroy(qnt_context *ctx);
 
 /* Sets the number of threads the ops may use: 1..1024, or 0 for the default. Without OpenMP
@@ -218,6 +277,16 @@ QNT_API qnt_status qnt_context_set_num_threads(qnt_context *ctx, int32_t n);
 
 /* The number of threads the ops will use (never 0). Errors: QNT_ERR_NULL_POINTER. */
 QNT_API qnt_status qnt_context_num_threads(const qnt_context *ctx, int32_t *out);
+
+/* Caps the kernels this context uses at `isa` (QNT_ISA_NATIVE removes the cap). A cap above what
+ * the machine runs is allowed (the machine's best is used). Prepared operators keep the kernels
+ * of the context they were created with. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT
+ * (not a qnt_isa, or one of another architecture). */
+QNT_API qnt_status qnt_context_set_max_isa(qnt_context *ctx, qnt_isa isa);
+
+/* The kernel set the context uses: its cap applied to what the machine runs (never
+ * QNT_ISA_NATIVE). Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_context_isa(const qnt_context *ctx, qnt_isa *out);
 
 /* The CPU features, as an OR of qnt_cpu_feature bits. Errors: QNT_ERR_NULL_POINTER. */
 QNT_API qnt_status qnt_context_cpu_features(const qnt_context *ctx, uint64_t *out);
@@ -233,7 +302,8 @@ QNT_API qnt_status qnt_context_cpu_count(const qnt_context *ctx, int32_t *logica
 QNT_API qnt_status qnt_context_cache_size(const qnt_context *ctx, int32_t level, size_t *out);
 
 /* The number of CUDA devices usable by qnt: 0 when the library was built without its CUDA
- * module, when the module or the CUDA driver cannot be loaded, or when there is no device.
+ * module, when the module or the CUDA driver cannot be loaded, or when there is no device. The
+ * CUDA module is looked for on the first call that asks about a device, never before.
  * Errors: QNT_ERR_NULL_POINTER. */
 QNT_API qnt_status qnt_context_cuda_device_count(const qnt_context *ctx, int32_t *out);
 
@@ -241,6 +311,17 @@ QNT_API qnt_status qnt_context_cuda_device_count(const qnt_context *ctx, int32_t
  * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_NO_DEVICE (device < 0 or >= the device count). */
 QNT_API qnt_status qnt_context_cuda_compute_capability(const qnt_context *ctx, int32_t device,
                                                        int32_t *major_out, int32_t *minor_out);
+
+/* EXPERIMENTAL (until the CUDA operators exist). Binds the context to CUDA device `device` and
+ * `stream` (a cudaStream_t; NULL is the device's default stream), which the caller owns and
+ * keeps alive while the context uses it. Errors: QNT_ERR_NULL_POINTER (ctx),
+ * QNT_ERR_NO_DEVICE (no such device, or no CUDA module or driver). */
+QNT_API qnt_status qnt_context_set_cuda_stream(qnt_context *ctx, int32_t device, void *stream);
+
+/* Waits for the device work submitted through ctx and returns the first asynchronous error it
+ * raised (then clears it); QNT_OK when there is none. A context that never ran device work
+ * returns QNT_OK at once. Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_context_synchronize(qnt_context *ctx);
 
 /* ------------------------------------------------------------------------------------------- */
 /* Quantization parameters                                                                      */
@@ -250,19 +331,21 @@ QNT_API qnt_status qnt_context_cuda_compute_capability(const qnt_context *ctx, i
  * threads. */
 typedef struct qnt_qparams qnt_qparams;
 
-typedef enum qnt_granularity QNT_ENUM_BASE {
+typedef int32_t qnt_granularity;
+enum {
   QNT_GRANULARITY_PER_TENSOR = 1,
   QNT_GRANULARITY_PER_AXIS = 2,
   QNT_GRANULARITY_PER_BLOCK = 3
-} qnt_granularity;
+};
 
 /* Symmetric: every zero point is the dtype's centre, 0 for signed dtypes and 2^(bits-1) for
  * unsigned ones (128 for u8, 32768 for u16, 8 for u4), as PyTorch does. Affine: any zero point
  * in the dtype's range. */
-typedef enum qnt_scheme QNT_ENUM_BASE {
+typedef int32_t qnt_scheme;
+enum {
   QNT_SCHEME_SYMMETRIC = 1,
   QNT_SCHEME_AFFINE = 2
-} qnt_scheme;
+};
 
 /*
  * Validation shared by the three constructors (all give QNT_ERR_INVALID_QPARAMS):
@@ -324,10 +407,23 @@ typedef struct qnt_tensor qnt_tensor;
 /* The largest rank a tensor may have. */
 #define QNT_MAX_RANK 8
 
+/* The largest dimension, and element count, a tensor may have: 2^61 - 1 (PTRDIFF_MAX / 4 on
+ * 64-bit machines), so that byte sizes and index arithmetic never overflow. */
+#define QNT_MAX_ELEMENTS ((int64_t)0x1FFFFFFFFFFFFFFF)
+
+/* Where a tensor's storage lives; the values are DLPack's DLDeviceType. */
+typedef int32_t qnt_device_type;
+enum {
+  QNT_DEVICE_CPU = 1, /* host memory (kDLCPU) */
+  QNT_DEVICE_CUDA = 2 /* CUDA device memory (kDLCUDA) */
+};
+
 /*
  * Shared rules of the three constructors:
  *  - shape has rank values, each >= 0 (rank 0 is a scalar of one element; shape may then be
- *    NULL); rank <= QNT_MAX_RANK.
+ *    NULL); rank <= QNT_MAX_RANK. Every dimension, and the product of the nonzero ones, is at
+ *    most QNT_MAX_ELEMENTS (QNT_ERR_OVERFLOW otherwise), also when another dimension is 0: an
+ *    empty tensor is still bounded, so no size computed from its shape can overflow.
  *  - qparams may be NULL. If given, its dtype must equal dtype (QNT_ERR_DTYPE_MISMATCH), dtype
  *    must not be f32 (QNT_ERR_INVALID_ARGUMENT), and its axis and counts must fit the shape
  *    (QNT_ERR_SHAPE_MISMATCH). The tensor keeps its own reference to qparams.
@@ -376,9 +472,62 @@ QNT_API qnt_status qnt_tensor_qparams(const qnt_tensor *t, qnt_qparams **out);
  * caller's pointer). May be NULL for a tensor of 0 bytes. */
 QNT_API qnt_status qnt_tensor_data(qnt_tensor *t, void **out);
 
+/* Where the tensor's storage lives: device type and device index (0 for the CPU). Every tensor
+ * this release creates is on the CPU. Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_tensor_device(const qnt_tensor *t, qnt_device_type *type_out,
+                                     int32_t *id_out);
+
+/* 1 when the tensor may not be written (imported from a read-only DLPack tensor), else 0. Ops
+ * refuse it as an output (QNT_ERR_INVALID_ARGUMENT). Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_tensor_is_read_only(const qnt_tensor *t, int32_t *out);
+
 /* Copies the tensor's byte size bytes of storage to dst, which holds dst_bytes.
  * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_BUFFER_TOO_SMALL (dst_bytes < byte size). */
 QNT_API qnt_status qnt_tensor_copy_to(const qnt_tensor *t, void *dst, size_t dst_bytes);
+
+/* Refills the tensor's storage (owned or wrapped) with the first byte-size bytes of src, which
+ * holds src_bytes; for garbage-collected callers that cannot lend memory. Packed dtypes: the
+ * unused bits of the last byte are written as 0. src must not overlap the storage.
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_BUFFER_TOO_SMALL (src_bytes < byte size),
+ * QNT_ERR_INVALID_ARGUMENT (read-only tensor, or src overlaps it); t is untouched then. */
+QNT_API qnt_status qnt_tensor_copy_from(qnt_tensor *t, const void *src, size_t src_bytes);
+
+/*
+ * DLPack (https://dmlc.github.io/dlpack): zero-copy exchange with NumPy, PyTorch, JAX, CuPy...
+ * Both forms are accepted, passed as void * so that this header does not depend on dlpack.h:
+ *  - the legacy DLManagedTensor (DLPack < 1.0; what NumPy 1.24 and PyTorch 1.13 exchange);
+ *  - DLManagedTensorVersioned (DLPack >= 1.0), major version 1.
+ * dtypes map to DLPack as: f32 {kDLFloat, 32}, i32 {kDLInt, 32}, i8 {kDLInt, 8}, u8 {kDLUInt, 8},
+ * i16 {kDLInt, 16}, u16 {kDLUInt, 16}, and the packed sub-byte integers i4 {kDLInt, 4},
+ * u4 {kDLUInt, 4}, ternary {kDLInt, 2}, all with one lane; packed sub-byte data follows qnt's
+ * packing (element 0 in the lowest bits). NF4 and binary have no DLPack type (their values are
+ * codebook entries, not integers) and are refused with QNT_ERR_UNSUPPORTED. Quantization
+ * parameters do not travel: attach them on import.
+ */
+
+/* Imports a DLPack tensor without copying. `managed` is a DLManagedTensor * (versioned == 0) or
+ * a DLManagedTensorVersioned * (versioned == 1). The tensor must be on the CPU (kDLCPU or
+ * kDLCUDAHost), compact and row-major (strides NULL, or the row-major strides; strides of
+ * dimensions of size 1 are ignored), of a dtype above, with data aligned to its element size.
+ * qparams as for qnt_tensor_create. On success qnt owns `managed`: it calls its deleter exactly
+ * once, when the returned tensor is destroyed and no other handle (a qnt_tensor_to_dlpack
+ * export) uses the memory. On failure `managed` is left alone and still the caller's.
+ * A versioned tensor flagged DLPACK_FLAG_BITMASK_READ_ONLY imports as a read-only tensor.
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (versioned not 0 or 1, a bad shape,
+ * strides that are not row-major, misaligned data), QNT_ERR_UNSUPPORTED (a dtype or device qnt
+ * does not take, a DLPack major version other than 1), QNT_ERR_DTYPE_MISMATCH,
+ * QNT_ERR_SHAPE_MISMATCH (qparams), QNT_ERR_OVERFLOW, QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_tensor_from_dlpack(void *managed, int32_t versioned,
+                                          const qnt_qparams *qparams, qnt_tensor **out);
+
+/* Exports t as a new DLManagedTensor (versioned == 0) or DLManagedTensorVersioned (versioned ==
+ * 1, version 1.0, flags 0, or READ_ONLY for a read-only tensor), without copying. Its shape is
+ * t's; strides are NULL (legacy) or the row-major strides (versioned); byte_offset is 0. The
+ * consumer calls its deleter once when done. The export keeps qnt's storage alive after t is
+ * destroyed; for a wrapped tensor (qnt_tensor_wrap) it points at the caller's memory, which
+ * must then outlive the export. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT
+ * (versioned not 0 or 1), QNT_ERR_UNSUPPORTED (NF4, binary), QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_tensor_to_dlpack(const qnt_tensor *t, int32_t versioned, void **out);
 
 /* ------------------------------------------------------------------------------------------- */
 /* Quantize, dequantize, requantize                                                             */
@@ -414,7 +563,7 @@ QNT_API qnt_status qnt_requantize(qnt_context *ctx, const qnt_tensor *src, qnt_t
 
 /*
  * Min-max calibration with PyTorch's MinMaxObserver / PerChannelMinMaxObserver formulas, over
- * the f32 tensor x, one group per parameter of the requested granularity (for per-axis, every
+ * the f32 tensor x (ctx may be NULL), one group per parameter of the requested granularity (for per-axis, every
  * element with the same index along axis; for per-block, each block). NaN and +-inf are
  * skipped. In float32 arithmetic, with [qmin, qmax] = the dtype's range:
  *   mn = min(min(group), 0), mx = max(max(group), 0)            (the range contains 0)
@@ -432,9 +581,9 @@ QNT_API qnt_status qnt_requantize(qnt_context *ctx, const qnt_tensor *src, qnt_t
  * (bad dtype, scheme, granularity, axis or block size; a range that overflows float32),
  * QNT_ERR_UNSUPPORTED (NF4, binary, ternary), QNT_ERR_OUT_OF_MEMORY.
  */
-QNT_API qnt_status qnt_calibrate_minmax(const qnt_tensor *x, qnt_dtype dtype, qnt_scheme scheme,
-                                        qnt_granularity granularity, int64_t axis,
-                                        int64_t block_size, qnt_qparams **out);
+QNT_API qnt_status qnt_calibrate_minmax(qnt_context *ctx, const qnt_tensor *x, qnt_dtype dtype,
+                                        qnt_scheme scheme, qnt_granularity granularity,
+                                        int64_t axis, int64_t block_size, qnt_qparams **out);
 
 /* As qnt_calibrate_minmax, with PyTorch's custom quant_min / quant_max in place of the dtype's
  * range. The range must lie in the dtype's range and contain 0 (qmin <= 0 < qmax), as PyTorch
@@ -444,9 +593,10 @@ QNT_API qnt_status qnt_calibrate_minmax(const qnt_tensor *x, qnt_dtype dtype, qn
  * keeps zero point 128, outside that range, where qnt gives 63. The result still saturates at
  * the dtype's limits when used.
  * Errors: as qnt_calibrate_minmax, and QNT_ERR_INVALID_ARGUMENT for a bad range. */
-QNT_API qnt_status qnt_calibrate_minmax_range(const qnt_tensor *x, qnt_dtype dtype,
-                                              qnt_scheme scheme, qnt_granularity granularity,
-                                              int64_t axis, int64_t block_size, int32_t quant_min,
+QNT_API qnt_status qnt_calibrate_minmax_range(qnt_context *ctx, const qnt_tensor *x,
+                                              qnt_dtype dtype, qnt_scheme scheme,
+                                              qnt_granularity granularity, int64_t axis,
+                                              int64_t block_size, int32_t quant_min,
                                               int32_t quant_max, qnt_qparams **out);
 
 /* Scales for the codebook dtypes by their own rules (see qnt_dtype), one per group of the
@@ -458,7 +608,7 @@ QNT_API qnt_status qnt_calibrate_minmax_range(const qnt_tensor *x, qnt_dtype dty
  * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH (x not f32), QNT_ERR_INVALID_ARGUMENT
  * (dtype not NF4, binary or ternary; bad granularity, axis or block size),
  * QNT_ERR_OUT_OF_MEMORY. */
-QNT_API qnt_status qnt_calibrate_codebook(const qnt_tensor *x, qnt_dtype dtype,
+QNT_API qnt_status qnt_calibrate_codebook(qnt_context *ctx, const qnt_tensor *x, qnt_dtype dtype,
                                           qnt_granularity granularity, int64_t axis,
                                           int64_t block_size, qnt_qparams **out);
 
@@ -492,7 +642,53 @@ QNT_API qnt_status qnt_calibrate_codebook(const qnt_tensor *x, qnt_dtype dtype,
  *    QNT_ERR_SHAPE_MISMATCH, QNT_ERR_INVALID_QPARAMS (missing or wrong granularity),
  *    QNT_ERR_INVALID_ARGUMENT, QNT_ERR_UNSUPPORTED (with what is unsupported),
  *    QNT_ERR_OUT_OF_MEMORY.
+ *  - An empty output (a zero dimension) is success with nothing computed or allocated; K = 0
+ *    gives acc = 0 (and then the bias) for every output.
  */
+
+/* Options of an operator, as enum keys with int64 values (the zstd ZSTD_CCtx_setParameter
+ * pattern): new options are new keys, never new parameters. An op reads the keys it takes and
+ * refuses a descriptor in which another key was set (QNT_ERR_INVALID_ARGUMENT), so an option is
+ * never silently ignored. A NULL descriptor means every default. Immutable while an op uses it;
+ * safe to share between threads for reading. */
+typedef struct qnt_op_desc qnt_op_desc;
+
+typedef int32_t qnt_op_option;
+enum {
+  /* qnt_qconv2d and its prepared form: */
+  QNT_OP_STRIDE_H = 1,    /* >= 1; default 1 */
+  QNT_OP_STRIDE_W = 2,    /* >= 1; default 1 */
+  QNT_OP_PAD_TOP = 3,     /* >= 0; default 0. Padded positions act as x's zero point (real 0) */
+  QNT_OP_PAD_LEFT = 4,    /* >= 0; default 0 */
+  QNT_OP_PAD_BOTTOM = 5,  /* >= 0; default 0 */
+  QNT_OP_PAD_RIGHT = 6,   /* >= 0; default 0 */
+  QNT_OP_DILATION_H = 7,  /* >= 1; default 1 */
+  QNT_OP_DILATION_W = 8,  /* >= 1; default 1 */
+  QNT_OP_GROUPS = 9,      /* >= 1; C and M multiples of it; groups == C == M is depthwise */
+  /* qnt_qadd: */
+  QNT_OP_FUSE_RELU = 10,  /* 0 or 1; default 0: y = max(y, zy) */
+  /* qnt_linear_dynamic and its prepared form: */
+  QNT_OP_ACT_QUANT = 11   /* a qnt_act_quant; default QNT_ACT_PER_TENSOR */
+};
+
+/* How qnt_linear_dynamic quantizes its activations at run time (QNT_OP_ACT_QUANT). */
+typedef int32_t qnt_act_quant;
+enum {
+  QNT_ACT_PER_TENSOR = 1, /* one DynamicQuantizeLinear over the whole input */
+  QNT_ACT_PER_ROW = 2     /* one per row of K values */
+};
+
+/* A descriptor with every option at its default. Caller destroys it with
+ * qnt_op_desc_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_op_desc_create(qnt_op_desc **out);
+/* Frees d; NULL is allowed. */
+QNT_API void qnt_op_desc_destroy(qnt_op_desc *d);
+/* Sets one option. Geometry values are at most 2^31. Errors: QNT_ERR_NULL_POINTER,
+ * QNT_ERR_INVALID_ARGUMENT (unknown key, or a value outside the key's range; d is unchanged). */
+QNT_API qnt_status qnt_op_desc_set(qnt_op_desc *d, qnt_op_option key, int64_t value);
+/* Reads one option (its default when it was not set). Errors: QNT_ERR_NULL_POINTER,
+ * QNT_ERR_INVALID_ARGUMENT (unknown key). */
+QNT_API qnt_status qnt_op_desc_get(const qnt_op_desc *d, qnt_op_option key, int64_t *out);
 
 /* Quantized matrix product, ONNX MatMulInteger and QLinearMatMul in one call; y's dtype picks
  * the mode.
@@ -519,22 +715,18 @@ QNT_API qnt_status qnt_qmatmul(qnt_context *ctx, const qnt_tensor *a, const qnt_
 QNT_API qnt_status qnt_dynamic_quantize_linear(qnt_context *ctx, const qnt_tensor *x,
                                                qnt_tensor **y_out);
 
-/* How qnt_linear_dynamic quantizes its activations at run time. */
-typedef enum qnt_act_quant QNT_ENUM_BASE {
-  QNT_ACT_PER_TENSOR = 1, /* one DynamicQuantizeLinear over the whole input */
-  QNT_ACT_PER_ROW = 2     /* one per row of K values */
-} qnt_act_quant;
-
 /* Dynamically quantized linear layer (PyTorch's quantized dynamic nn.Linear, ONNX Runtime's
  * DynamicQuantizeLinear + MatMulInteger pattern):
  *  x: f32 [..., K]; its rows are quantized to u8 by the DynamicQuantizeLinear rule (see
- *     qnt_dynamic_quantize_linear), per tensor or per row as mode says, giving sx, zx;
+ *     qnt_dynamic_quantize_linear), per tensor or per row as QNT_OP_ACT_QUANT says (desc may be
+ *     NULL: per tensor), giving sx, zx;
  *  w: i8 [N, K] (nn.Linear's layout) with qparams per-tensor or per-axis along axis 0 (one per
  *     output feature), symmetric or not;
  *  bias: NULL or f32 [N];
  *  y: f32 [..., N] = (float)acc * (sx * sw[n]) + bias[n], acc over (xq - zx) * (w - zw[n]). */
 QNT_API qnt_status qnt_linear_dynamic(qnt_context *ctx, const qnt_tensor *x, const qnt_tensor *w,
-                                      const qnt_tensor *bias, qnt_act_quant mode, qnt_tensor *y);
+                                      const qnt_tensor *bias, const qnt_op_desc *desc,
+                                      qnt_tensor *y);
 
 /* Weight-only quantized linear layer (the LLM decode path: GPTQ/AWQ/QLoRA-style weights):
  *  x: f32 [..., K];
@@ -547,34 +739,13 @@ QNT_API qnt_status qnt_linear_weight_only(qnt_context *ctx, const qnt_tensor *x,
                                           const qnt_tensor *w, const qnt_tensor *bias,
                                           qnt_tensor *y);
 
-/* The geometry of a 2-D convolution: strides, pads, dilations, groups. Immutable while an op
- * uses it; safe to share between threads for reading. */
-typedef struct qnt_conv2d_desc qnt_conv2d_desc;
-
-/* A descriptor with stride 1, no padding, dilation 1 and one group. Caller destroys it with
- * qnt_conv2d_desc_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_OUT_OF_MEMORY. */
-QNT_API qnt_status qnt_conv2d_desc_create(qnt_conv2d_desc **out);
-/* Frees d; NULL is allowed. */
-QNT_API void qnt_conv2d_desc_destroy(qnt_conv2d_desc *d);
-/* Strides >= 1 (QNT_ERR_INVALID_ARGUMENT otherwise). */
-QNT_API qnt_status qnt_conv2d_desc_set_strides(qnt_conv2d_desc *d, int64_t stride_h,
-                                               int64_t stride_w);
-/* Pads >= 0, in ONNX's order: top, left, bottom, right. Padded positions act as x's zero
- * point, that is, as real 0. */
-QNT_API qnt_status qnt_conv2d_desc_set_pads(qnt_conv2d_desc *d, int64_t top, int64_t left,
-                                            int64_t bottom, int64_t right);
-/* Dilations >= 1. */
-QNT_API qnt_status qnt_conv2d_desc_set_dilations(qnt_conv2d_desc *d, int64_t dilation_h,
-                                                 int64_t dilation_w);
-/* Groups >= 1; C and M (input and output channels) must be multiples of it. groups == C == M is
- * a depthwise convolution. */
-QNT_API qnt_status qnt_conv2d_desc_set_groups(qnt_conv2d_desc *d, int64_t groups);
-
-/* The output shape [N, M, OH, OW] of qnt_qconv2d for these x and w shapes, with
- * OH = (H + top + bottom - dilation_h * (KH - 1) - 1) / stride_h + 1 (floor), OW alike.
- * Errors: as qnt_qconv2d's shape checks. */
-QNT_API qnt_status qnt_conv2d_output_shape(const qnt_conv2d_desc *d, const qnt_tensor *x,
-                                           const qnt_tensor *w, int64_t shape_out[4]);
+/* The output shape [N, M, OH, OW] of qnt_qconv2d for these x and w shapes and options (desc may
+ * be NULL), with OH = (H + top + bottom - dilation_h * (KH - 1) - 1) / stride_h + 1 (floor), OW
+ * alike, written to shape_out, which holds capacity values. Errors: as qnt_qconv2d's shape
+ * checks, QNT_ERR_BUFFER_TOO_SMALL (capacity < 4). */
+QNT_API qnt_status qnt_conv2d_output_shape(const qnt_tensor *x, const qnt_tensor *w,
+                                           const qnt_op_desc *desc, int64_t *shape_out,
+                                           size_t capacity);
 
 /* Quantized 2-D convolution, ONNX QLinearConv and ConvInteger in one call (NCHW):
  *  x: i8 or u8 [N, C, H, W], qparams per-tensor (or none: zero point 0);
@@ -582,20 +753,22 @@ QNT_API qnt_status qnt_conv2d_output_shape(const qnt_conv2d_desc *d, const qnt_t
  *  bias: NULL or i32 [M] (scale sx * sw[m], zero point 0);
  *  y: [N, M, OH, OW] (see qnt_conv2d_output_shape), and i32 (ConvInteger: acc), i8 / u8 with
  *     per-tensor qparams (QLinearConv: requantized per output channel), or f32.
+ * desc: strides, pads, dilations and groups (QNT_OP_STRIDE_H ... QNT_OP_GROUPS); NULL for the
+ *     defaults (stride 1, no padding, dilation 1, one group).
  * The reference kernel lowers each group to im2col (padding with x's zero point) and a GEMM. */
-QNT_API qnt_status qnt_qconv2d(qnt_context *ctx, const qnt_conv2d_desc *desc, const qnt_tensor *x,
-                               const qnt_tensor *w, const qnt_tensor *bias, qnt_tensor *y);
+QNT_API qnt_status qnt_qconv2d(qnt_context *ctx, const qnt_tensor *x, const qnt_tensor *w,
+                               const qnt_tensor *bias, const qnt_op_desc *desc, qnt_tensor *y);
 
 /* Quantized addition: a, b and y are tensors of one shape and of integer dtypes (i8 and u8
  * above all; also i16, u16, i4, u4, i32, ternary), each with per-tensor qparams of its own
  * (dtypes may differ):
  *    s = (float)(a - za) * sa + (float)(b - zb) * sb       float32, three roundings
  *    y = saturate(round_half_to_even(s / sy) + zy)         (the quantize rule)
- * With fuse_relu != 0, y = max(y, zy) (the same as quantizing max(s, 0)). This is
- * DequantizeLinear, Add, (Relu,) QuantizeLinear in float32. Shapes must match exactly
- * (broadcasting is QNT_ERR_UNSUPPORTED). */
+ * With QNT_OP_FUSE_RELU set to 1 in desc (which may be NULL), y = max(y, zy) (the same as
+ * quantizing max(s, 0)). This is DequantizeLinear, Add, (Relu,) QuantizeLinear in float32.
+ * Shapes must match exactly (broadcasting is QNT_ERR_UNSUPPORTED). */
 QNT_API qnt_status qnt_qadd(qnt_context *ctx, const qnt_tensor *a, const qnt_tensor *b,
-                            int32_t fuse_relu, qnt_tensor *y);
+                            const qnt_op_desc *desc, qnt_tensor *y);
 
 /* Quantized ReLU: y = max(x, zero_point), element by element, exact. x has an integer dtype
  * (i8, u8 and the others as for qnt_qadd) and qparams of any granularity (each element against
@@ -610,6 +783,101 @@ QNT_API qnt_status qnt_qrelu_clamp(qnt_context *ctx, const qnt_tensor *x, float 
                                    qnt_tensor *y);
 
 /* ------------------------------------------------------------------------------------------- */
+/* Prepared operators                                                                           */
+/* ------------------------------------------------------------------------------------------- */
+
+/*
+ * An operator with constant weights, prepared once (oneDNN's reordered weights, FBGEMM's
+ * PackBMatrix, XNNPACK's create/setup/run, MLAS's MlasGemmPackB): the weights, bias and options
+ * are validated, copied and laid out for the best kernel of the context's machine (under its
+ * QNT_ISA cap), with what the kernels precompute from them (column sums of the zero-point-
+ * shifted weights, multipliers). The prepared operator does not reference the tensors it was
+ * made from, so they may be changed or destroyed at once.
+ * qnt_prepared_run then gives exactly the result of the matching one-shot call (which is a
+ * wrapper over it). A prepared operator is immutable: it may be run from many threads at once,
+ * each with its own output. Caller destroys it with qnt_prepared_destroy().
+ * Errors of the create functions: those of the matching one-shot call's checks on the weights,
+ * bias and options, and QNT_ERR_OUT_OF_MEMORY; *out is untouched on failure.
+ */
+typedef struct qnt_prepared qnt_prepared;
+
+typedef int32_t qnt_prepared_kind;
+enum {
+  QNT_PREPARED_MATMUL = 1,
+  QNT_PREPARED_LINEAR_DYNAMIC = 2,
+  QNT_PREPARED_LINEAR_STATIC = 3,
+  QNT_PREPARED_LINEAR_WEIGHT_ONLY = 4,
+  QNT_PREPARED_CONV2D = 5
+};
+
+/* qnt_qmatmul with a constant b (i8 or u8, [K, N] or [..., K, N], qparams per-tensor or per
+ * column) and bias (NULL, i32 or f32 [N]); run with a as x and y as in qnt_qmatmul. desc must be
+ * NULL or have no option set. */
+QNT_API qnt_status qnt_prepared_create_matmul(qnt_context *ctx, const qnt_tensor *b,
+                                              const qnt_tensor *bias, const qnt_op_desc *desc,
+                                              qnt_prepared **out);
+
+/* qnt_linear_dynamic with constant w and bias; desc may set QNT_OP_ACT_QUANT. Run with x (f32
+ * [..., K]) and y (f32 [..., N]). */
+QNT_API qnt_status qnt_prepared_create_linear_dynamic(qnt_context *ctx, const qnt_tensor *w,
+                                                      const qnt_tensor *bias,
+                                                      const qnt_op_desc *desc,
+                                                      qnt_prepared **out);
+
+/* Statically quantized linear layer (PyTorch's quantized nn.Linear, ONNX QLinearMatMul with
+ * w transposed):
+ *  w: i8 or u8 [N, K] with qparams per-tensor or per-axis along axis 0;
+ *  x_qparams: the input's per-tensor i8 or u8 parameters (sx, zx): the run's x must have that
+ *     dtype and carry equal qparams, or none;
+ *  y_qparams: NULL for an f32 output, or the output's per-tensor i8 or u8 parameters (sy, zy):
+ *     the run's y must have that dtype and carry equal qparams;
+ *  bias: NULL, or [N] i32 (scale sx * sw[n], added to acc) or f32;
+ *  acc[m, n] = sum over k of (x[m, k] - zx) * (w[n, k] - zw[n]) (exact, wrapped to int32), then
+ *   - i8 / u8 output, i32 or no bias: the requantization rule (multiplier (sx * sw[n]) / sy);
+ *   - i8 / u8 output, f32 bias: v = (float)acc * (sx * sw[n]) + bias[n] in float32, then
+ *     y = saturate(round_half_to_even(v / sy) + zy) (the quantize rule);
+ *   - f32 output: (float)acc * (sx * sw[n]) (+ f32 bias), as qnt_qmatmul's f32 mode.
+ * desc must be NULL or have no option set. Run with x ([..., K]) and y ([..., N]). */
+QNT_API qnt_status qnt_prepared_create_linear_static(qnt_context *ctx, const qnt_tensor *w,
+                                                     const qnt_tensor *bias,
+                                                     const qnt_qparams *x_qparams,
+                                                     const qnt_qparams *y_qparams,
+                                                     const qnt_op_desc *desc,
+                                                     qnt_prepared **out);
+
+/* qnt_linear_weight_only with constant w and bias; desc must be NULL or have no option set.
+ * Run with x (f32 [..., K]) and y (f32 [..., N]). */
+QNT_API qnt_status qnt_prepared_create_linear_weight_only(qnt_context *ctx, const qnt_tensor *w,
+                                                          const qnt_tensor *bias,
+                                                          const qnt_op_desc *desc,
+                                                          qnt_prepared **out);
+
+/* qnt_qconv2d with constant w and bias and the geometry of desc; run with x and y as in
+ * qnt_qconv2d. */
+QNT_API qnt_status qnt_prepared_create_conv2d(qnt_context *ctx, const qnt_tensor *w,
+                                              const qnt_tensor *bias, const qnt_op_desc *desc,
+                                              qnt_prepared **out);
+
+/* Frees op; NULL is allowed. */
+QNT_API void qnt_prepared_destroy(qnt_prepared *op);
+
+/* Runs the prepared operator on x, writing y (see each create function for their shapes and
+ * dtypes). ctx may be NULL; it sets the threads (results never depend on them). Errors: those of
+ * the matching one-shot call for x and y; y is untouched on failure. */
+QNT_API qnt_status qnt_prepared_run(qnt_context *ctx, const qnt_prepared *op, const qnt_tensor *x,
+                                    qnt_tensor *y);
+
+/* Which operator op is. Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_prepared_kind_of(const qnt_prepared *op, qnt_prepared_kind *out);
+
+/* The bytes op holds for its packed weights, bias and precomputed values. Errors:
+ * QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_prepared_packed_size(const qnt_prepared *op, size_t *out);
+
+/* The kernel set op was prepared for (see qnt_context_isa). Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_prepared_isa(const qnt_prepared *op, qnt_isa *out);
+
+/* ------------------------------------------------------------------------------------------- */
 /* Streaming calibration and error reports                                                      */
 /* ------------------------------------------------------------------------------------------- */
 
@@ -619,7 +887,8 @@ QNT_API qnt_status qnt_qrelu_clamp(qnt_context *ctx, const qnt_tensor *x, float 
  * use one calibrator per thread and merge. */
 typedef struct qnt_calibrator qnt_calibrator;
 
-typedef enum qnt_calib_method QNT_ENUM_BASE {
+typedef int32_t qnt_calib_method;
+enum {
   /* PyTorch MinMaxObserver / PerChannelMinMaxObserver (see qnt_calibrate_minmax). */
   QNT_CALIB_MINMAX = 1,
   /* PyTorch MovingAverage(PerChannel)MinMaxObserver: the first batch sets min and max, each
@@ -646,15 +915,16 @@ typedef enum qnt_calib_method QNT_ENUM_BASE {
   /* Computes min-max, percentile, entropy and MSE, and keeps the one with the smallest expected
    * squared error (the best SQNR) on the histogram; qnt_calibrator_chosen_method says which. */
   QNT_CALIB_ADAPTIVE = 6
-} qnt_calib_method;
+};
 
 /* Options of a calibrator, set with qnt_calibrator_set_option before the first observe. */
-typedef enum qnt_calib_option QNT_ENUM_BASE {
+typedef int32_t qnt_calib_option;
+enum {
   QNT_CALIB_OPT_AVERAGING = 1,  /* moving average's constant, in (0, 1]; default 0.01 */
   QNT_CALIB_OPT_PERCENTILE = 2, /* in (50, 100]; default 99.99 */
   QNT_CALIB_OPT_BINS = 3        /* histogram bins on each side of 0, a power of two in
                                    [128, 65536]; default 2048 */
-} qnt_calib_option;
+};
 
 /*
  * Histograms (percentile, entropy, MSE, adaptive) are exact counts over [-R, R) in 2 * bins
@@ -685,18 +955,20 @@ QNT_API void qnt_calibrator_destroy(qnt_calibrator *c);
 QNT_API qnt_status qnt_calibrator_set_option(qnt_calibrator *c, qnt_calib_option option,
                                              double value);
 
-/* Folds one f32 batch into the statistics. For per-axis, the batch must have the axis, of the
+/* Folds one f32 batch into the statistics (ctx may be NULL). For per-axis, the batch must have the axis, of the
  * same size in every batch (QNT_ERR_SHAPE_MISMATCH). On failure the statistics are unchanged.
  * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH,
  * QNT_ERR_OUT_OF_MEMORY. */
-QNT_API qnt_status qnt_calibrator_observe(qnt_calibrator *c, const qnt_tensor *x);
+QNT_API qnt_status qnt_calibrator_observe(qnt_context *ctx, qnt_calibrator *c,
+                                          const qnt_tensor *x);
 
 /* Computes qparams from everything observed; the caller destroys them with
  * qnt_qparams_destroy(). A calibrator (or channel) that has seen no finite value gives scale 1
  * and zero point 0, as PyTorch's observers do. Errors: QNT_ERR_NULL_POINTER,
- * QNT_ERR_INVALID_ARGUMENT (per-axis with nothing observed: the channel count is unknown),
- * QNT_ERR_OUT_OF_MEMORY. */
-QNT_API qnt_status qnt_calibrator_compute(const qnt_calibrator *c, qnt_qparams **out);
+ * QNT_ERR_INVALID_ARGUMENT (per-axis with nothing observed: the channel count is unknown; a
+ * range that overflows float32), QNT_ERR_OUT_OF_MEMORY. ctx may be NULL. */
+QNT_API qnt_status qnt_calibrator_compute(qnt_context *ctx, const qnt_calibrator *c,
+                                          qnt_qparams **out);
 
 /* For QNT_CALIB_ADAPTIVE after compute: the method whose result was kept (for per-axis, that of
  * channel 0); for the other methods, the method itself. Errors: QNT_ERR_NULL_POINTER. */
@@ -708,7 +980,8 @@ QNT_API qnt_status qnt_calibrator_reset(qnt_calibrator *c);
 /* Folds from's statistics into into; from is unchanged. Both must have the same method, dtype,
  * scheme, granularity, axis and options, and the same channel count once both have seen data.
  * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (different settings, or into == from),
- * QNT_ERR_SHAPE_MISMATCH, QNT_ERR_UNSUPPORTED (moving average), QNT_ERR_OUT_OF_MEMORY. */
+ * QNT_ERR_SHAPE_MISMATCH, QNT_ERR_UNSUPPORTED (moving average), QNT_ERR_OVERFLOW (a count would
+ * pass 2^64 - 1), QNT_ERR_OUT_OF_MEMORY; into is unchanged on failure. */
 QNT_API qnt_status qnt_calibrator_merge(qnt_calibrator *into, const qnt_calibrator *from);
 
 /* The number of finite values observed, and of NaN and +-inf values skipped, over all channels.
@@ -724,17 +997,20 @@ QNT_API qnt_status qnt_calibrator_serialize(const qnt_calibrator *c, void *buf, 
                                             size_t *size_out);
 
 /* Recreates a calibrator from qnt_calibrator_serialize's bytes. A truncated, damaged or foreign
- * buffer is QNT_ERR_CORRUPT_DATA, never a crash. Caller destroys the result with
+ * buffer is QNT_ERR_CORRUPT_DATA, never a crash; so is a crafted one with a valid checksum whose
+ * state breaks an invariant that compute relies on (counts that do not add up, a histogram that
+ * does not cover the stored extremes or has counts outside them, non-finite or out-of-range
+ * averages), so compute on a deserialized calibrator always ends with a documented status. Caller destroys the result with
  * qnt_calibrator_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_CORRUPT_DATA,
  * QNT_ERR_OUT_OF_MEMORY. */
 QNT_API qnt_status qnt_calibrator_deserialize(const void *buf, size_t size, qnt_calibrator **out);
 
-/* How well qparams represent a tensor: the result of quantizing x and dequantizing it back. A
- * struct the caller allocates: set it up with qnt_error_report_init(), which fills struct_size;
- * later versions only add fields at the end. */
+/* How well qparams represent a tensor: the result of quantizing x and dequantizing it back.
+ * A struct the caller allocates and passes with its size (sizeof as the caller compiled it):
+ * the library writes only the whole fields that fit in that size and leaves the rest alone, so
+ * a caller built against an older, shorter struct, or a newer, longer one, works with any
+ * release. Later releases only add fields at the end. */
 typedef struct qnt_error_report {
-  uint32_t struct_size;      /* sizeof(qnt_error_report) as the caller compiled it */
-  uint32_t reserved;         /* 0 */
   double mse;                /* mean of (x - dequantize(quantize(x)))^2 */
   double sqnr_db;            /* 10 log10(sum x^2 / sum error^2); +inf when the error is 0 */
   double max_abs_error;      /* largest |x - dequantize(quantize(x))| */
@@ -742,17 +1018,17 @@ typedef struct qnt_error_report {
   uint64_t count;            /* finite values measured (NaN and +-inf are left out) */
 } qnt_error_report;
 
-/* Sets report->struct_size and zeroes the rest. NULL is ignored. */
-QNT_API void qnt_error_report_init(qnt_error_report *report);
-
-/* Fills *report for x (f32) quantized with qp (any quantized dtype and granularity that fits x's
- * shape), in double precision over x's finite values, in index order. A value counts as
- * saturated when its quantization clipped: round_half_to_even(x / scale) + zero_point lies
- * outside the dtype's range (NF4: |x * (1 / scale)| > 1; binary: never).
- * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (struct_size smaller than the fields
- * this version writes), QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH, QNT_ERR_OUT_OF_MEMORY. */
-QNT_API qnt_status qnt_error_report_compute(const qnt_tensor *x, const qnt_qparams *qp,
-                                            qnt_error_report *report);
+/* Fills the first report_size bytes' worth of whole fields of *report for x (f32) quantized
+ * with qp (any quantized dtype and granularity that fits x's shape), in double precision over
+ * x's finite values, in index order; ctx may be NULL. A value counts as saturated when its
+ * quantization clipped: round_half_to_even(x / scale) + zero_point lies outside the dtype's
+ * range (NF4: |x * (1 / scale)| > 1; binary: never). Pass sizeof *report as report_size.
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (report_size < sizeof(double): not
+ * even the first field fits), QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH,
+ * QNT_ERR_OUT_OF_MEMORY; *report is untouched on failure. */
+QNT_API qnt_status qnt_error_report_compute(qnt_context *ctx, const qnt_tensor *x,
+                                            const qnt_qparams *qp, qnt_error_report *report,
+                                            size_t report_size);
 
 #ifdef __cplusplus
 } /* extern "C" */

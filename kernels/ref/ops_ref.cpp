@@ -16,11 +16,47 @@ void qgemm(int64_t M, int64_t N, int64_t K, const Int8Matrix &a, const int32_t *
            const Int8Matrix &b, const int32_t *zb, int32_t *c, int64_t ldc) {
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t n = 0; n < N; ++n) {
-      int64_t acc = 0;
+      // Each term is exact in int64; the sum is kept modulo 2^64 (unsigned, so a huge K cannot
+      // overflow), and its low 32 bits are what an int32 accumulator holds after wrapping.
+      uint64_t acc = 0;
       for (int64_t k = 0; k < K; ++k)
-        acc += static_cast<int64_t>(a.at(m, k) - za[m]) * static_cast<int64_t>(b.at(k, n) - zb[n]);
-      // The low 32 bits of the exact sum: what an int32 accumulator holds after wrapping.
-      c[m * ldc + n] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(acc)));
+        acc += static_cast<uint64_t>(static_cast<int64_t>(a.at(m, k) - za[m]) *
+                                     static_cast<int64_t>(b.at(k, n) - zb[n]));
+      c[m * ldc + n] = static_cast<int32_t>(static_cast<uint32_t>(acc));
+    }
+  }
+}
+
+void packed_sums(const uint8_t *data, bool is_signed, int64_t channels, int64_t K,
+                 const int32_t *zero_points, int32_t *sums) noexcept {
+  Int8Matrix w;
+  w.data = data;
+  w.is_signed = is_signed;
+  w.row_stride = K;
+  for (int64_t c = 0; c < channels; ++c) {
+    uint32_t s = 0;
+    for (int64_t k = 0; k < K; ++k) s += static_cast<uint32_t>(w.at(c, k) - zero_points[c]);
+    sums[c] = static_cast<int32_t>(s);
+  }
+}
+
+void qgemm_packed(int64_t rows, const Int8Matrix &act, const int32_t *zact, int64_t zstride,
+                  const PackedInt8 &w, int64_t c0, int64_t c1, int32_t *out, int64_t out_rs,
+                  int64_t out_cs) noexcept {
+  Int8Matrix wm;
+  wm.data = w.data;
+  wm.is_signed = w.is_signed;
+  wm.row_stride = w.K;
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto za = static_cast<uint32_t>(zact[r * zstride]);
+    for (int64_t c = c0; c < c1; ++c) {
+      const int32_t zw = w.zero_points[c];
+      // |act| <= 255 and |w - zw| <= 255: every product fits in int32; the sum is modulo 2^32.
+      uint32_t acc = 0;
+      for (int64_t k = 0; k < w.K; ++k)
+        acc += static_cast<uint32_t>(act.at(r, k) * (wm.at(c, k) - zw));
+      acc -= za * static_cast<uint32_t>(w.sums[c]);
+      out[r * out_rs + (c - c0) * out_cs] = static_cast<int32_t>(acc);
     }
   }
 }

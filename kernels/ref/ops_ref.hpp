@@ -30,6 +30,30 @@ int32_t wrap_add(int32_t a, int32_t b) noexcept;
 void qgemm(int64_t M, int64_t N, int64_t K, const Int8Matrix &a, const int32_t *za,
            const Int8Matrix &b, const int32_t *zb, int32_t *c, int64_t ldc);
 
+// A constant 8-bit operand prepared once: `channels` vectors of K values (channel c's values
+// contiguous at data + c * K), each with its zero point and the sum over k of (w - zw) wrapped
+// to int32, so that a product needs no per-element zero point of the other operand.
+struct PackedInt8 {
+  const uint8_t *data = nullptr;
+  bool is_signed = false;
+  int64_t K = 0;
+  const int32_t *zero_points = nullptr;  // per channel
+  const int32_t *sums = nullptr;         // per channel
+};
+
+// The sums of PackedInt8 for `channels` vectors.
+void packed_sums(const uint8_t *data, bool is_signed, int64_t channels, int64_t K,
+                 const int32_t *zero_points, int32_t *sums) noexcept;
+
+// For activation vectors r in [0, rows) (element k at act.at(r, k), zero point zact[r * zstride])
+// and channels c in [c0, c1):
+//   out[r * out_rs + (c - c0) * out_cs] = sum_k (act(r, k) - zact) * (w(c, k) - zw[c])
+// computed as sum_k act(r, k) * (w(c, k) - zw[c]) - zact * sums[c], modulo 2^32: the same bits
+// as qgemm.
+void qgemm_packed(int64_t rows, const Int8Matrix &act, const int32_t *zact, int64_t zstride,
+                  const PackedInt8 &w, int64_t c0, int64_t c1, int32_t *out, int64_t out_rs,
+                  int64_t out_cs) noexcept;
+
 // (sa * sb) / sy in float32: one product, one division.
 float requant_multiplier(float sa, float sb, float sy) noexcept;
 

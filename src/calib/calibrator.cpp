@@ -3,6 +3,7 @@
 #include "calib/kernels.hpp"
 #include "calib/search.hpp"
 #include "core/error.hpp"
+#include "ops/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -21,9 +22,9 @@ struct BatchStats {
   float max = -std::numeric_limits<float>::infinity();
 };
 
-void scan(const float *x, size_t n, BatchStats &s) {
+void scan(const CalibKernels &k, const float *x, size_t n, BatchStats &s) {
   ref::ScanResult r;
-  calib_kernels().scan(x, n, &r);
+  k.scan(x, n, &r);
   s.finite += r.finite;
   s.nan += r.nan;
   s.inf += n - r.finite - r.nan;
@@ -186,7 +187,14 @@ void Calibrator::set_option(qnt_calib_option option, double value) {
        " is not a qnt_calib_option");
 }
 
-void Calibrator::observe(const Tensor &x) {
+// a += b, or QNT_ERR_OVERFLOW (a count that would wrap would read as a small one).
+static void add_count(uint64_t &a, uint64_t b) {
+  if (b > UINT64_MAX - a) fail(QNT_ERR_OVERFLOW, "a value count passes 2^64 - 1");
+  a += b;
+}
+
+void Calibrator::observe(const Context &ctx, const Tensor &x) {
+  const CalibKernels &kern = calib_kernels(ctx.isa());
   if (x.info().rule != Rule::Float)
     fail(QNT_ERR_DTYPE_MISMATCH, "x must be f32, not ", x.info().name);
   // The batch as [outer, channels, inner].
@@ -210,8 +218,14 @@ void Calibrator::observe(const Tensor &x) {
   auto block = [&](int64_t o, size_t c) { return data + (static_cast<size_t>(o) * nch + c) * in; };
   std::vector<BatchStats> stats(nch);
   for (int64_t o = 0; o < outer; ++o)
-    for (size_t c = 0; c < nch; ++c) scan(block(o, c), in, stats[c]);
+    for (size_t c = 0; c < nch; ++c) scan(kern, block(o, c), in, stats[c]);
 
+  for (size_t c = 0; started_ && c < nch; ++c) {  // counts cannot wrap (crafted states)
+    uint64_t f = channels_[c].finite, n = channels_[c].nan, i = channels_[c].inf;
+    add_count(f, stats[c].finite);
+    add_count(n, stats[c].nan);
+    add_count(i, stats[c].inf);
+  }
   if (!started_) {
     std::vector<ChannelStats> fresh(nch);
     if (uses_histogram())
@@ -243,7 +257,7 @@ void Calibrator::observe(const Tensor &x) {
     }
     if (uses_histogram()) {
       ch.hist.cover(std::max(-static_cast<double>(b.min), static_cast<double>(b.max)));
-      for (int64_t o = 0; o < outer; ++o) ch.hist.add(block(o, c), in);
+      for (int64_t o = 0; o < outer; ++o) ch.hist.add(kern, block(o, c), in);
     }
   }
 }
@@ -294,17 +308,20 @@ ScaleZeroPoint Calibrator::channel_params(const ChannelStats &c) const {
   return best;
 }
 
-std::shared_ptr<const QParams> Calibrator::compute() const {
+std::shared_ptr<const QParams> Calibrator::compute(const Context &ctx) const {
   if (!started_ && granularity_ == QNT_GRANULARITY_PER_AXIS)
     fail(QNT_ERR_INVALID_ARGUMENT, "nothing observed yet: the channel count is unknown");
   const size_t n = started_ ? channels_.size() : 1;
   std::vector<float> scales(n, 1.0f);
   std::vector<int32_t> zps(n, 0);
-  for (size_t c = 0; c < channels_.size(); ++c) {
-    const ScaleZeroPoint p = channel_params(channels_[c]);
-    scales[c] = p.scale;
-    zps[c] = p.zero_point;
-  }
+  // Channels are independent: one per task.
+  ops::parallel_for(ctx.threads(), channels_.size(), 1, [&](size_t c0, size_t c1) {
+    for (size_t c = c0; c < c1; ++c) {
+      const ScaleZeroPoint p = channel_params(channels_[c]);
+      scales[c] = p.scale;
+      zps[c] = p.zero_point;
+    }
+  });
   return QParams::create(info_->id, granularity_, axis_, 0, scales.data(), zps.data(), n);
 }
 
@@ -334,12 +351,12 @@ void Calibrator::merge(const Calibrator &other) {
     for (size_t c = 0; c < merged.size(); ++c) {
       ChannelStats &m = merged[c];
       const ChannelStats &o = other.channels_[c];
-      m.nan += o.nan;
-      m.inf += o.inf;
+      add_count(m.nan, o.nan);
+      add_count(m.inf, o.inf);
       if (o.finite > 0) {
         m.min = m.finite == 0 ? o.min : std::min(m.min, o.min);
         m.max = m.finite == 0 ? o.max : std::max(m.max, o.max);
-        m.finite += o.finite;
+        add_count(m.finite, o.finite);
       }
       m.hist.merge(o.hist);
     }
@@ -436,8 +453,15 @@ std::unique_ptr<Calibrator> Calibrator::deserialize(const uint8_t *data, size_t 
     ch.avg_max = r.f32();
     if (ch.finite > 0 && !(std::isfinite(ch.min) && std::isfinite(ch.max) && ch.min <= ch.max))
       fail(QNT_ERR_CORRUPT_DATA, "a channel's extremes are not a finite range");
+    // A moving-average channel has averages exactly when it has seen a finite value (compute
+    // reads them then); other methods keep none.
+    const bool moving = c->method_ == QNT_CALIB_MOVING_AVERAGE;
+    if (ch.averaged != (moving && ch.finite > 0))
+      fail(QNT_ERR_CORRUPT_DATA, "a channel's moving-average flag does not fit its counts");
     if (ch.averaged && !(std::isfinite(ch.avg_min) && std::isfinite(ch.avg_max)))
       fail(QNT_ERR_CORRUPT_DATA, "a channel's moving average is not finite");
+    if (ch.nan > UINT64_MAX - ch.finite || ch.inf > UINT64_MAX - ch.finite - ch.nan)
+      fail(QNT_ERR_CORRUPT_DATA, "a channel's counts overflow");
     if (c->uses_histogram()) {
       const bool has_range = r.flag();
       const int32_t e = r.i32();
@@ -455,6 +479,9 @@ std::unique_ptr<Calibrator> Calibrator::deserialize(const uint8_t *data, size_t 
         fail(QNT_ERR_CORRUPT_DATA, "histogram counts do not add up to the values seen");
       ch.hist = Histogram(c->bins_);
       ch.hist.restore(has_range, e, std::move(counts));
+      if (ch.finite > 0 && !ch.hist.consistent_with(ch.min, ch.max))
+        fail(QNT_ERR_CORRUPT_DATA,
+             "a histogram does not match the channel's extremes (range or occupied bins)");
     }
   }
   if (r.left() != 0) fail(QNT_ERR_CORRUPT_DATA, r.left(), " unexpected bytes at the end");

@@ -4,6 +4,7 @@
 
 #include "calib/histogram.hpp"
 #include "calib/range.hpp"
+#include "core/context.hpp"
 #include "core/qparams.hpp"
 #include "core/tensor.hpp"
 
@@ -29,8 +30,8 @@ class Calibrator {
              qnt_granularity granularity, int64_t axis);
 
   void set_option(qnt_calib_option option, double value);
-  void observe(const Tensor &x);
-  std::shared_ptr<const QParams> compute() const;
+  void observe(const Context &ctx, const Tensor &x);
+  std::shared_ptr<const QParams> compute(const Context &ctx) const;
   qnt_calib_method chosen() const noexcept { return chosen_; }
   void reset() noexcept;
   void merge(const Calibrator &other);

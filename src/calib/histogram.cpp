@@ -52,13 +52,12 @@ void Histogram::cover(double amax) noexcept {
   while (exponent_ < want) double_range();
 }
 
-void Histogram::add(const float *x, size_t n) noexcept {
+void Histogram::add(const CalibKernels &k, const float *x, size_t n) noexcept {
   if (!has_range_) return;
   const double range = std::ldexp(1.0, exponent_);
   // 1 / width = bins / 2^e, a power of two: x * inv is exact in double for every float x, and
   // floor() of it is exact, so the bin of a value never depends on rounding or on the kernel.
   const double inv = static_cast<double>(bins_) / range;
-  const CalibKernels &k = calib_kernels();
   uint64_t *c = counts_.data();
   constexpr size_t kChunk = 1024;  // indices of a chunk first, then the increments
   int32_t idx[kChunk];
@@ -80,6 +79,21 @@ void Histogram::merge(const Histogram &other) {
   while (exponent_ < wider.exponent_) double_range();
   while (wider.exponent_ < exponent_) wider.double_range();
   for (size_t j = 0; j < counts_.size(); ++j) counts_[j] += wider.counts_[j];
+}
+
+bool Histogram::consistent_with(float min, float max) const noexcept {
+  if (!has_range_ || !(min <= max)) return false;
+  const double amax = std::max(-static_cast<double>(min), static_cast<double>(max));
+  if (exponent_ != exponent_for(amax)) return false;
+  const double inv = static_cast<double>(bins_) / std::ldexp(1.0, exponent_);  // exact (see add)
+  const auto bin = [&](double v) {
+    return static_cast<size_t>(static_cast<int64_t>(std::floor(v * inv)) + bins_);
+  };
+  const size_t lo = bin(min), hi = bin(max);
+  if (hi >= counts_.size() || counts_[lo] == 0 || counts_[hi] == 0) return false;
+  for (size_t j = 0; j < counts_.size(); ++j)
+    if ((j < lo || j > hi) && counts_[j] != 0) return false;
+  return true;
 }
 
 void Histogram::restore(bool has_range, int exponent, std::vector<uint64_t> counts) {

@@ -1,6 +1,8 @@
 // An exact, mergeable histogram over [-R, R) with R a power of two (see qnt.h, "Histograms").
 #pragma once
 
+#include "calib/kernels.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -28,9 +30,14 @@ class Histogram {
   void cover(double amax) noexcept;
   // Adds the values of x with |v| < R (call cover() with their max |v| first); the others
   // (NaN, +-inf) are skipped.
-  void add(const float *x, size_t n) noexcept;
+  void add(const CalibKernels &k, const float *x, size_t n) noexcept;
   // Adds other's counts, first bringing both to the wider range. Same bins per side.
   void merge(const Histogram &other);
+
+  // For deserialization: whether this histogram is the one the values with these exact extremes
+  // give (min <= max finite): the range is the smallest that covers them, the bins of min and
+  // max are not empty, and no bin outside them is. The searches rely on it.
+  bool consistent_with(float min, float max) const noexcept;
 
   // For deserialization: the raw state, validated by the caller.
   void restore(bool has_range, int exponent, std::vector<uint64_t> counts);

@@ -60,15 +60,19 @@ qnt_status qnt_calibrator_set_option(qnt_calibrator *c, qnt_calib_option option,
   return guard(__func__, [&] { calibrator_of(c, "c").set_option(option, value); });
 }
 
-qnt_status qnt_calibrator_observe(qnt_calibrator *c, const qnt_tensor *x) {
-  return guard(__func__, [&] { calibrator_of(c, "c").observe(tensor_of(x, "x")); });
+qnt_status qnt_calibrator_observe(qnt_context *ctx, qnt_calibrator *c, const qnt_tensor *x) {
+  return guard(__func__, [&] {
+    const Context &context = capi::context_of(ctx);
+    calibrator_of(c, "c").observe(context, tensor_of(x, "x"));
+  });
 }
 
-qnt_status qnt_calibrator_compute(const qnt_calibrator *c, qnt_qparams **out) {
+qnt_status qnt_calibrator_compute(qnt_context *ctx, const qnt_calibrator *c, qnt_qparams **out) {
   return guard(__func__, [&] {
+    const Context &context = capi::context_of(ctx);
     const calib::Calibrator &cal = calibrator_of(c, "c");
     require(out, "out");
-    *out = capi::new_qparams_handle(cal.compute());
+    *out = capi::new_qparams_handle(cal.compute(context));
   });
 }
 
@@ -124,24 +128,32 @@ qnt_status qnt_calibrator_deserialize(const void *buf, size_t size, qnt_calibrat
   });
 }
 
-void qnt_error_report_init(qnt_error_report *report) {
-  if (report == nullptr) return;
-  std::memset(report, 0, sizeof *report);
-  report->struct_size = sizeof *report;
-}
-
-qnt_status qnt_error_report_compute(const qnt_tensor *x, const qnt_qparams *qp,
-                                    qnt_error_report *report) {
+qnt_status qnt_error_report_compute(qnt_context *ctx, const qnt_tensor *x, const qnt_qparams *qp,
+                                    qnt_error_report *report, size_t report_size) {
   return guard(__func__, [&] {
+    (void)capi::context_of(ctx);
     const Tensor &t = tensor_of(x, "x");
     const auto &p = capi::qparams_of(qp, "qp");
     require(report, "report");
-    if (report->struct_size < sizeof(qnt_error_report))
-      fail(QNT_ERR_INVALID_ARGUMENT, "report->struct_size is ", report->struct_size,
-           "; call qnt_error_report_init first");
-    qnt_error_report r = *report;
+    if (report_size < sizeof(double))
+      fail(QNT_ERR_INVALID_ARGUMENT, "report_size is ", report_size,
+           "; pass sizeof *report (at least the first field)");
+    qnt_error_report r{};
     calib::error_report(t, *p, r);
-    *report = r;
+    // Only whole fields that fit in the caller's struct: an older, shorter struct is never
+    // overrun, and a newer, longer one keeps its later fields as the caller set them.
+    struct Field {
+      size_t offset, size;
+    };
+    static const Field fields[] = {{offsetof(qnt_error_report, mse), 8},
+                                   {offsetof(qnt_error_report, sqnr_db), 8},
+                                   {offsetof(qnt_error_report, max_abs_error), 8},
+                                   {offsetof(qnt_error_report, saturated_fraction), 8},
+                                   {offsetof(qnt_error_report, count), 8}};
+    for (const Field &f : fields)
+      if (f.offset + f.size <= report_size)
+        std::memcpy(reinterpret_cast<unsigned char *>(report) + f.offset,
+                    reinterpret_cast<const unsigned char *>(&r) + f.offset, f.size);
   });
 }
 

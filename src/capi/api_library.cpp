@@ -9,12 +9,36 @@ using namespace qnt;
 using qnt::capi::guard;
 using qnt::capi::require;
 
+namespace {
+
+void require_cuda_device(int32_t device) {
+  const auto &devices = hw::cuda_devices();
+  if (device < 0 || static_cast<size_t>(device) >= devices.size())
+    fail(QNT_ERR_NO_DEVICE, "no CUDA device ", device, " (", devices.size(),
+         devices.size() == 1 ? " device" : " devices", " usable)");
+}
+
+}  // namespace
+
 #define QNT_STR2(x) #x
 #define QNT_STR(x) QNT_STR2(x)
 
 extern "C" {
 
 uint32_t qnt_version(void) { return QNT_VERSION_NUMBER; }
+
+uint32_t qnt_abi_version(void) { return QNT_ABI_VERSION; }
+
+qnt_status qnt_abi_check(uint32_t abi_version) {
+  return guard(__func__, [&] {
+    if (abi_version != QNT_ABI_VERSION)
+      fail(QNT_ERR_UNSUPPORTED, "this program was built against qnt ABI ", abi_version,
+           ", but the library it loaded (qnt ", qnt_version_string(), ", libqnt.so.",
+           QNT_ABI_VERSION, ") implements ABI ", QNT_ABI_VERSION,
+           "; rebuild the program against this library's header, or load a library of ABI ",
+           abi_version);
+  });
+}
 
 const char *qnt_version_string(void) {
   return QNT_STR(QNT_VERSION_MAJOR) "." QNT_STR(QNT_VERSION_MINOR) "." QNT_STR(QNT_VERSION_PATCH);
@@ -37,6 +61,7 @@ const char *qnt_build_info(void) {
 #else
                          "arch=other\n"
 #endif
+                         "abi=" QNT_STR(QNT_ABI_VERSION) "\n"
 #if defined(QNT_WITH_X86_KERNELS)
                          // Reference kernels everywhere; AVX2 and AVX-512 for the calibrators'
                          // batch passes, chosen at run time.
@@ -152,6 +177,26 @@ const char *qnt_cpu_feature_name(qnt_cpu_feature feature) {
   return "invalid";
 }
 
+const char *qnt_isa_name(qnt_isa isa) {
+  switch (isa) {
+    case QNT_ISA_NATIVE:
+      return "native";
+    case QNT_ISA_REFERENCE:
+      return "reference";
+    case QNT_ISA_AVX2:
+      return "avx2";
+    case QNT_ISA_AVX512:
+      return "avx512";
+    case QNT_ISA_AVX512_VNNI:
+      return "avx512_vnni";
+    case QNT_ISA_NEON:
+      return "neon";
+    case QNT_ISA_NEON_DOTPROD:
+      return "neon_dotprod";
+  }
+  return "invalid";
+}
+
 qnt_status qnt_context_create(qnt_context **out) {
   return guard(__func__, [&] {
     require(out, "out");
@@ -172,6 +217,26 @@ qnt_status qnt_context_set_num_threads(qnt_context *ctx, int32_t n) {
     if (n < 0 || n > 1024)
       fail(QNT_ERR_INVALID_ARGUMENT, "n = ", n, " threads; expected 0 (default) to 1024");
     c.requested_threads = n;
+  });
+}
+
+qnt_status qnt_context_set_max_isa(qnt_context *ctx, qnt_isa isa) {
+  return guard(__func__, [&] {
+    Context &c = qnt::capi::context_of(ctx, "ctx");
+    if (std::strcmp(qnt_isa_name(isa), "invalid") == 0)
+      fail(QNT_ERR_INVALID_ARGUMENT, "isa = ", isa, " is not a qnt_isa");
+    if (!isa_of_this_arch(isa))
+      fail(QNT_ERR_INVALID_ARGUMENT, "isa ", qnt_isa_name(isa),
+           " belongs to another architecture than this machine's");
+    c.max_isa = isa;
+  });
+}
+
+qnt_status qnt_context_isa(const qnt_context *ctx, qnt_isa *out) {
+  return guard(__func__, [&] {
+    require(ctx, "ctx");
+    require(out, "out");
+    *out = qnt::capi::context_of(ctx).isa();
   });
 }
 
@@ -220,7 +285,7 @@ qnt_status qnt_context_cuda_device_count(const qnt_context *ctx, int32_t *out) {
     require(ctx, "ctx");
     require(out, "out");
     (void)qnt::capi::context_of(ctx);
-    *out = static_cast<int32_t>(hw::machine().cuda_devices.size());
+    *out = static_cast<int32_t>(hw::cuda_devices().size());
   });
 }
 
@@ -231,23 +296,26 @@ qnt_status qnt_context_cuda_compute_capability(const qnt_context *ctx, int32_t d
     require(major_out, "major_out");
     require(minor_out, "minor_out");
     (void)qnt::capi::context_of(ctx);
-    const auto &devices = hw::machine().cuda_devices;
-    if (device < 0 || static_cast<size_t>(device) >= devices.size())
-      fail(QNT_ERR_NO_DEVICE, "no CUDA device ", device, " (", devices.size(),
-           devices.size() == 1 ? " device" : " devices", " usable)");
+    const auto &devices = hw::cuda_devices();
+    require_cuda_device(device);
     *major_out = devices[static_cast<size_t>(device)].major;
     *minor_out = devices[static_cast<size_t>(device)].minor;
   });
 }
 
-}  // extern "C"
-
-namespace qnt {
-int32_t Context::threads() const noexcept {
-#if defined(QNT_WITH_OPENMP)
-  return requested_threads > 0 ? requested_threads : hw::machine().logical_cpus;
-#else
-  return 1;
-#endif
+qnt_status qnt_context_set_cuda_stream(qnt_context *ctx, int32_t device, void *stream) {
+  return guard(__func__, [&] {
+    Context &c = qnt::capi::context_of(ctx, "ctx");
+    require_cuda_device(device);
+    c.cuda_device = device;
+    c.cuda_stream = stream;
+  });
 }
-}  // namespace qnt
+
+qnt_status qnt_context_synchronize(qnt_context *ctx) {
+  // No operator submits device work in this release, so there is never anything to wait for
+  // nor an asynchronous error to report; the CUDA operators will synchronize ctx's stream here.
+  return guard(__func__, [&] { (void)qnt::capi::context_of(ctx, "ctx"); });
+}
+
+}  // extern "C"

@@ -1,30 +1,54 @@
-// Entry points: the quantized operators and the convolution descriptor.
+// Entry points: the quantized operators, their options, and the prepared operators.
 #include "capi/boundary.hpp"
+#include "ops/prepared.hpp"
 #include "ops/qops.hpp"
 
-#include <limits>
 #include <memory>
 
 using namespace qnt;
-using qnt::capi::conv_of;
+using qnt::capi::desc_of;
 using qnt::capi::guard;
 using qnt::capi::optional_tensor;
+using qnt::capi::prepared_of;
 using qnt::capi::require;
 using qnt::capi::tensor_of;
 
 namespace {
 
-// Geometry values are capped so that every size computed from them fits in int64.
-constexpr int64_t kGeometryMax = int64_t{1} << 31;
-
-void check_range(int64_t v, int64_t lo, const char *name) {
-  if (v < lo || v > kGeometryMax)
-    fail(QNT_ERR_INVALID_ARGUMENT, name, " = ", v, " is outside [", lo, ", 2^31]");
+qnt_prepared *new_prepared(std::unique_ptr<ops::Prepared> p) {
+  return new qnt_prepared{capi::kPreparedMagic, std::move(p)};
 }
 
 }  // namespace
 
 extern "C" {
+
+qnt_status qnt_op_desc_create(qnt_op_desc **out) {
+  return guard(__func__, [&] {
+    require(out, "out");
+    *out = new qnt_op_desc{capi::kDescMagic, ops::OpDesc{}};
+  });
+}
+
+void qnt_op_desc_destroy(qnt_op_desc *d) {
+  if (d == nullptr || d->magic != capi::kDescMagic) return;
+  d->magic = capi::kDeadMagic;
+  delete d;
+}
+
+qnt_status qnt_op_desc_set(qnt_op_desc *d, qnt_op_option key, int64_t value) {
+  return guard(__func__, [&] { desc_of(d, "d").set(key, value); });
+}
+
+qnt_status qnt_op_desc_get(const qnt_op_desc *d, qnt_op_option key, int64_t *out) {
+  return guard(__func__, [&] {
+    require(d, "d");
+    const ops::OpDesc &o = desc_of(d, "d");
+    require(out, "out");
+    ops::OpDesc::check_key(key);
+    *out = o.get(key);
+  });
+}
 
 qnt_status qnt_qmatmul(qnt_context *ctx, const qnt_tensor *a, const qnt_tensor *b,
                        const qnt_tensor *bias, qnt_tensor *y) {
@@ -44,10 +68,10 @@ qnt_status qnt_dynamic_quantize_linear(qnt_context *ctx, const qnt_tensor *x, qn
 }
 
 qnt_status qnt_linear_dynamic(qnt_context *ctx, const qnt_tensor *x, const qnt_tensor *w,
-                              const qnt_tensor *bias, qnt_act_quant mode, qnt_tensor *y) {
+                              const qnt_tensor *bias, const qnt_op_desc *desc, qnt_tensor *y) {
   return guard(__func__, [&] {
     ops::linear_dynamic(capi::context_of(ctx), tensor_of(x, "x"), tensor_of(w, "w"),
-                        optional_tensor(bias, "bias"), mode, tensor_of(y, "y"));
+                        optional_tensor(bias, "bias"), desc_of(desc, "desc"), tensor_of(y, "y"));
   });
 }
 
@@ -59,88 +83,34 @@ qnt_status qnt_linear_weight_only(qnt_context *ctx, const qnt_tensor *x, const q
   });
 }
 
-qnt_status qnt_conv2d_desc_create(qnt_conv2d_desc **out) {
+qnt_status qnt_conv2d_output_shape(const qnt_tensor *x, const qnt_tensor *w,
+                                   const qnt_op_desc *desc, int64_t *shape_out, size_t capacity) {
   return guard(__func__, [&] {
-    require(out, "out");
-    *out = new qnt_conv2d_desc{capi::kConvMagic, ops::Conv2dDesc{}};
-  });
-}
-
-void qnt_conv2d_desc_destroy(qnt_conv2d_desc *d) {
-  if (d == nullptr || d->magic != capi::kConvMagic) return;
-  d->magic = capi::kDeadMagic;
-  delete d;
-}
-
-qnt_status qnt_conv2d_desc_set_strides(qnt_conv2d_desc *d, int64_t stride_h, int64_t stride_w) {
-  return guard(__func__, [&] {
-    ops::Conv2dDesc &c = conv_of(d, "d");
-    check_range(stride_h, 1, "stride_h");
-    check_range(stride_w, 1, "stride_w");
-    c.stride_h = stride_h;
-    c.stride_w = stride_w;
-  });
-}
-
-qnt_status qnt_conv2d_desc_set_pads(qnt_conv2d_desc *d, int64_t top, int64_t left, int64_t bottom,
-                                    int64_t right) {
-  return guard(__func__, [&] {
-    ops::Conv2dDesc &c = conv_of(d, "d");
-    check_range(top, 0, "top");
-    check_range(left, 0, "left");
-    check_range(bottom, 0, "bottom");
-    check_range(right, 0, "right");
-    c.pad_top = top;
-    c.pad_left = left;
-    c.pad_bottom = bottom;
-    c.pad_right = right;
-  });
-}
-
-qnt_status qnt_conv2d_desc_set_dilations(qnt_conv2d_desc *d, int64_t dilation_h,
-                                         int64_t dilation_w) {
-  return guard(__func__, [&] {
-    ops::Conv2dDesc &c = conv_of(d, "d");
-    check_range(dilation_h, 1, "dilation_h");
-    check_range(dilation_w, 1, "dilation_w");
-    c.dilation_h = dilation_h;
-    c.dilation_w = dilation_w;
-  });
-}
-
-qnt_status qnt_conv2d_desc_set_groups(qnt_conv2d_desc *d, int64_t groups) {
-  return guard(__func__, [&] {
-    ops::Conv2dDesc &c = conv_of(d, "d");
-    check_range(groups, 1, "groups");
-    c.groups = groups;
-  });
-}
-
-qnt_status qnt_conv2d_output_shape(const qnt_conv2d_desc *d, const qnt_tensor *x,
-                                   const qnt_tensor *w, int64_t shape_out[4]) {
-  return guard(__func__, [&] {
-    const ops::Conv2dDesc &c = conv_of(d, "d");
     const Tensor &tx = tensor_of(x, "x");
     const Tensor &tw = tensor_of(w, "w");
+    const ops::OpDesc &d = desc_of(desc, "desc");
     require(shape_out, "shape_out");
-    const std::vector<int64_t> s = ops::conv2d_output_shape(c, tx, tw);
+    if (capacity < 4) fail(QNT_ERR_BUFFER_TOO_SMALL, "capacity ", capacity, " < 4");
+    const std::vector<int64_t> s = ops::conv2d_output_shape(d, tx, tw);
     for (size_t i = 0; i < 4; ++i) shape_out[i] = s[i];
   });
 }
 
-qnt_status qnt_qconv2d(qnt_context *ctx, const qnt_conv2d_desc *desc, const qnt_tensor *x,
-                       const qnt_tensor *w, const qnt_tensor *bias, qnt_tensor *y) {
+qnt_status qnt_qconv2d(qnt_context *ctx, const qnt_tensor *x, const qnt_tensor *w,
+                       const qnt_tensor *bias, const qnt_op_desc *desc, qnt_tensor *y) {
   return guard(__func__, [&] {
-    ops::qconv2d(capi::context_of(ctx), conv_of(desc, "desc"), tensor_of(x, "x"), tensor_of(w, "w"),
-                 optional_tensor(bias, "bias"), tensor_of(y, "y"));
+    ops::qconv2d(capi::context_of(ctx), desc_of(desc, "desc"), tensor_of(x, "x"),
+                 tensor_of(w, "w"), optional_tensor(bias, "bias"), tensor_of(y, "y"));
   });
 }
 
-qnt_status qnt_qadd(qnt_context *ctx, const qnt_tensor *a, const qnt_tensor *b, int32_t fuse_relu,
-                    qnt_tensor *y) {
+qnt_status qnt_qadd(qnt_context *ctx, const qnt_tensor *a, const qnt_tensor *b,
+                    const qnt_op_desc *desc, qnt_tensor *y) {
   return guard(__func__, [&] {
-    ops::qadd(capi::context_of(ctx), tensor_of(a, "a"), tensor_of(b, "b"), fuse_relu != 0,
-              tensor_of(y, "y"));
+    const ops::OpDesc &d = desc_of(desc, "desc");
+    d.require_only(ops::OpDesc::bit(QNT_OP_FUSE_RELU), "qnt_qadd");
+    ops::qadd(capi::context_of(ctx), tensor_of(a, "a"), tensor_of(b, "b"),
+              d.get(QNT_OP_FUSE_RELU) != 0, tensor_of(y, "y"));
   });
 }
 
@@ -153,6 +123,107 @@ qnt_status qnt_qrelu(qnt_context *ctx, const qnt_tensor *x, qnt_tensor *y) {
 qnt_status qnt_qrelu_clamp(qnt_context *ctx, const qnt_tensor *x, float upper, qnt_tensor *y) {
   return guard(__func__, [&] {
     ops::qrelu(capi::context_of(ctx), tensor_of(x, "x"), &upper, tensor_of(y, "y"));
+  });
+}
+
+qnt_status qnt_prepared_create_matmul(qnt_context *ctx, const qnt_tensor *b,
+                                      const qnt_tensor *bias, const qnt_op_desc *desc,
+                                      qnt_prepared **out) {
+  return guard(__func__, [&] {
+    const Tensor &tb = tensor_of(b, "b");
+    const Tensor *tbias = optional_tensor(bias, "bias");
+    const ops::OpDesc &d = desc_of(desc, "desc");
+    require(out, "out");
+    *out = new_prepared(ops::prepare_matmul(capi::context_of(ctx), tb, tbias, d));
+  });
+}
+
+qnt_status qnt_prepared_create_linear_dynamic(qnt_context *ctx, const qnt_tensor *w,
+                                              const qnt_tensor *bias, const qnt_op_desc *desc,
+                                              qnt_prepared **out) {
+  return guard(__func__, [&] {
+    const Tensor &tw = tensor_of(w, "w");
+    const Tensor *tbias = optional_tensor(bias, "bias");
+    const ops::OpDesc &d = desc_of(desc, "desc");
+    require(out, "out");
+    *out = new_prepared(ops::prepare_linear_dynamic(capi::context_of(ctx), tw, tbias, d));
+  });
+}
+
+qnt_status qnt_prepared_create_linear_static(qnt_context *ctx, const qnt_tensor *w,
+                                             const qnt_tensor *bias, const qnt_qparams *x_qparams,
+                                             const qnt_qparams *y_qparams,
+                                             const qnt_op_desc *desc, qnt_prepared **out) {
+  return guard(__func__, [&] {
+    const Tensor &tw = tensor_of(w, "w");
+    const Tensor *tbias = optional_tensor(bias, "bias");
+    const auto &xq = capi::qparams_of(x_qparams, "x_qparams");
+    std::shared_ptr<const QParams> yq;
+    if (y_qparams != nullptr) yq = capi::qparams_of(y_qparams, "y_qparams");
+    const ops::OpDesc &d = desc_of(desc, "desc");
+    require(out, "out");
+    *out = new_prepared(ops::prepare_linear_static(capi::context_of(ctx), tw, tbias, *xq, yq, d));
+  });
+}
+
+qnt_status qnt_prepared_create_linear_weight_only(qnt_context *ctx, const qnt_tensor *w,
+                                                  const qnt_tensor *bias,
+                                                  const qnt_op_desc *desc, qnt_prepared **out) {
+  return guard(__func__, [&] {
+    const Tensor &tw = tensor_of(w, "w");
+    const Tensor *tbias = optional_tensor(bias, "bias");
+    const ops::OpDesc &d = desc_of(desc, "desc");
+    require(out, "out");
+    *out = new_prepared(ops::prepare_linear_weight_only(capi::context_of(ctx), tw, tbias, d));
+  });
+}
+
+qnt_status qnt_prepared_create_conv2d(qnt_context *ctx, const qnt_tensor *w,
+                                      const qnt_tensor *bias, const qnt_op_desc *desc,
+                                      qnt_prepared **out) {
+  return guard(__func__, [&] {
+    const Tensor &tw = tensor_of(w, "w");
+    const Tensor *tbias = optional_tensor(bias, "bias");
+    const ops::OpDesc &d = desc_of(desc, "desc");
+    require(out, "out");
+    *out = new_prepared(ops::prepare_conv2d(capi::context_of(ctx), tw, tbias, d));
+  });
+}
+
+void qnt_prepared_destroy(qnt_prepared *op) {
+  if (op == nullptr || op->magic != capi::kPreparedMagic) return;
+  op->magic = capi::kDeadMagic;
+  delete op;
+}
+
+qnt_status qnt_prepared_run(qnt_context *ctx, const qnt_prepared *op, const qnt_tensor *x,
+                            qnt_tensor *y) {
+  return guard(__func__, [&] {
+    prepared_of(op, "op").run(capi::context_of(ctx), tensor_of(x, "x"), tensor_of(y, "y"));
+  });
+}
+
+qnt_status qnt_prepared_kind_of(const qnt_prepared *op, qnt_prepared_kind *out) {
+  return guard(__func__, [&] {
+    const ops::Prepared &p = prepared_of(op, "op");
+    require(out, "out");
+    *out = p.kind();
+  });
+}
+
+qnt_status qnt_prepared_packed_size(const qnt_prepared *op, size_t *out) {
+  return guard(__func__, [&] {
+    const ops::Prepared &p = prepared_of(op, "op");
+    require(out, "out");
+    *out = p.packed_size();
+  });
+}
+
+qnt_status qnt_prepared_isa(const qnt_prepared *op, qnt_isa *out) {
+  return guard(__func__, [&] {
+    const ops::Prepared &p = prepared_of(op, "op");
+    require(out, "out");
+    *out = p.isa();
   });
 }
 

@@ -1,6 +1,8 @@
 // Entry points: qparams, tensors, quantize / dequantize / requantize, calibration.
 #include "calib/calibrate.hpp"
 #include "capi/boundary.hpp"
+#include "io/dlpack.hpp"
+#include "ops/common.hpp"
 #include "ops/quantize.hpp"
 
 #include <cstring>
@@ -219,9 +221,73 @@ qnt_status qnt_tensor_qparams(const qnt_tensor *t, qnt_qparams **out) {
 
 qnt_status qnt_tensor_data(qnt_tensor *t, void **out) {
   return guard(__func__, [&] {
-    Tensor &x = tensor_of(t, "t");
+    const Tensor &x = tensor_of(static_cast<const qnt_tensor *>(t), "t");
     require(out, "out");
-    *out = x.data();
+    *out = const_cast<uint8_t *>(x.data());
+  });
+}
+
+qnt_status qnt_tensor_device(const qnt_tensor *t, qnt_device_type *type_out, int32_t *id_out) {
+  return guard(__func__, [&] {
+    (void)tensor_of(t, "t");
+    require(type_out, "type_out");
+    require(id_out, "id_out");
+    *type_out = QNT_DEVICE_CPU;  // this release makes host tensors only
+    *id_out = 0;
+  });
+}
+
+qnt_status qnt_tensor_is_read_only(const qnt_tensor *t, int32_t *out) {
+  return guard(__func__, [&] {
+    const Tensor &x = tensor_of(t, "t");
+    require(out, "out");
+    *out = x.read_only() ? 1 : 0;
+  });
+}
+
+qnt_status qnt_tensor_copy_from(qnt_tensor *t, const void *src, size_t src_bytes) {
+  return guard(__func__, [&] {
+    Tensor &x = tensor_of(t, "t");
+    ops::require_writable(x, "t");
+    if (x.byte_size() == 0) return;
+    require(src, "src");
+    if (src_bytes < x.byte_size())
+      fail(QNT_ERR_BUFFER_TOO_SMALL, "src holds ", src_bytes, " bytes, the tensor has ",
+           x.byte_size());
+    const auto s = reinterpret_cast<uintptr_t>(src), d = reinterpret_cast<uintptr_t>(x.data());
+    if (s < d + x.byte_size() && d < s + x.byte_size())
+      fail(QNT_ERR_INVALID_ARGUMENT, "src overlaps the tensor's storage");
+    std::memcpy(x.data(), src, x.byte_size());
+    ops::clear_tail_bits(x);
+  });
+}
+
+qnt_status qnt_tensor_from_dlpack(void *managed, int32_t versioned, const qnt_qparams *qparams,
+                                  qnt_tensor **out) {
+  return guard(__func__, [&] {
+    require(managed, "managed");
+    require(out, "out");
+    if (versioned != 0 && versioned != 1)
+      fail(QNT_ERR_INVALID_ARGUMENT, "versioned = ", versioned, " (expected 0 or 1)");
+    std::shared_ptr<const QParams> qp;
+    if (qparams != nullptr) qp = qparams_of(qparams, "qparams");
+    // The handle first: once the import succeeds nothing may fail, or `managed` would be both
+    // released by qnt and still owned by the caller.
+    auto h = std::make_unique<qnt_tensor>();
+    std::unique_ptr<Tensor> t = dlpack::import(managed, versioned == 1, std::move(qp));
+    h->t.emplace(std::move(*t));
+    h->magic = qnt::capi::kTensorMagic;
+    *out = h.release();
+  });
+}
+
+qnt_status qnt_tensor_to_dlpack(const qnt_tensor *t, int32_t versioned, void **out) {
+  return guard(__func__, [&] {
+    const Tensor &x = tensor_of(t, "t");
+    require(out, "out");
+    if (versioned != 0 && versioned != 1)
+      fail(QNT_ERR_INVALID_ARGUMENT, "versioned = ", versioned, " (expected 0 or 1)");
+    *out = dlpack::export_tensor(x, versioned == 1);
   });
 }
 
@@ -255,10 +321,11 @@ qnt_status qnt_requantize(qnt_context *ctx, const qnt_tensor *src, qnt_tensor *d
   });
 }
 
-qnt_status qnt_calibrate_minmax(const qnt_tensor *x, qnt_dtype dtype, qnt_scheme scheme,
-                                qnt_granularity granularity, int64_t axis, int64_t block_size,
-                                qnt_qparams **out) {
+qnt_status qnt_calibrate_minmax(qnt_context *ctx, const qnt_tensor *x, qnt_dtype dtype,
+                                qnt_scheme scheme, qnt_granularity granularity, int64_t axis,
+                                int64_t block_size, qnt_qparams **out) {
   return guard(__func__, [&] {
+    (void)qnt::capi::context_of(ctx);
     const Tensor &t = tensor_of(x, "x");
     require(out, "out");
     auto p = calib::minmax(t, dtype, scheme, granularity, axis, block_size, std::nullopt);
@@ -266,10 +333,12 @@ qnt_status qnt_calibrate_minmax(const qnt_tensor *x, qnt_dtype dtype, qnt_scheme
   });
 }
 
-qnt_status qnt_calibrate_minmax_range(const qnt_tensor *x, qnt_dtype dtype, qnt_scheme scheme,
-                                      qnt_granularity granularity, int64_t axis, int64_t block_size,
-                                      int32_t quant_min, int32_t quant_max, qnt_qparams **out) {
+qnt_status qnt_calibrate_minmax_range(qnt_context *ctx, const qnt_tensor *x, qnt_dtype dtype,
+                                      qnt_scheme scheme, qnt_granularity granularity, int64_t axis,
+                                      int64_t block_size, int32_t quant_min, int32_t quant_max,
+                                      qnt_qparams **out) {
   return guard(__func__, [&] {
+    (void)qnt::capi::context_of(ctx);
     const Tensor &t = tensor_of(x, "x");
     require(out, "out");
     auto p = calib::minmax(t, dtype, scheme, granularity, axis, block_size,
@@ -278,9 +347,11 @@ qnt_status qnt_calibrate_minmax_range(const qnt_tensor *x, qnt_dtype dtype, qnt_
   });
 }
 
-qnt_status qnt_calibrate_codebook(const qnt_tensor *x, qnt_dtype dtype, qnt_granularity granularity,
-                                  int64_t axis, int64_t block_size, qnt_qparams **out) {
+qnt_status qnt_calibrate_codebook(qnt_context *ctx, const qnt_tensor *x, qnt_dtype dtype,
+                                  qnt_granularity granularity, int64_t axis, int64_t block_size,
+                                  qnt_qparams **out) {
   return guard(__func__, [&] {
+    (void)qnt::capi::context_of(ctx);
     const Tensor &t = tensor_of(x, "x");
     require(out, "out");
     auto p = calib::codebook(t, dtype, granularity, axis, block_size);

@@ -52,15 +52,22 @@ Tensor &tensor_of(qnt_tensor *t, const char *name) {
   return const_cast<Tensor &>(tensor_of(static_cast<const qnt_tensor *>(t), name));
 }
 
-const ops::Conv2dDesc &conv_of(const qnt_conv2d_desc *d, const char *name) {
-  require(d, name);
-  if (d->magic != kConvMagic)
-    fail(QNT_ERR_INVALID_ARGUMENT, name, " is not a live qnt_conv2d_desc");
+const ops::OpDesc &desc_of(const qnt_op_desc *d, const char *name) {
+  if (d == nullptr) return ops::default_desc();
+  if (d->magic != kDescMagic) fail(QNT_ERR_INVALID_ARGUMENT, name, " is not a live qnt_op_desc");
   return d->d;
 }
 
-ops::Conv2dDesc &conv_of(qnt_conv2d_desc *d, const char *name) {
-  return const_cast<ops::Conv2dDesc &>(conv_of(static_cast<const qnt_conv2d_desc *>(d), name));
+ops::OpDesc &desc_of(qnt_op_desc *d, const char *name) {
+  require(d, name);
+  return const_cast<ops::OpDesc &>(desc_of(static_cast<const qnt_op_desc *>(d), name));
+}
+
+const ops::Prepared &prepared_of(const qnt_prepared *p, const char *name) {
+  require(p, name);
+  if (p->magic != kPreparedMagic || !p->p)
+    fail(QNT_ERR_INVALID_ARGUMENT, name, " is not a live qnt_prepared");
+  return *p->p;
 }
 
 const Tensor *optional_tensor(const qnt_tensor *t, const char *name) {

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/qparams.hpp"
 #include "core/tensor.hpp"
+#include "ops/prepared.hpp"
 #include "ops/qops.hpp"
 
 #include <qnt/qnt.h>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <stdexcept>
 
 // A magic number per handle type catches a handle of the wrong type or one already destroyed
 // (as far as freed memory allows) with an error instead of a crash.
@@ -29,9 +31,13 @@ struct qnt_tensor {
   uint32_t magic;
   std::optional<qnt::Tensor> t;
 };
-struct qnt_conv2d_desc {
+struct qnt_op_desc {
   uint32_t magic;
-  qnt::ops::Conv2dDesc d;
+  qnt::ops::OpDesc d;
+};
+struct qnt_prepared {
+  uint32_t magic;
+  std::unique_ptr<const qnt::ops::Prepared> p;
 };
 
 namespace qnt::capi {
@@ -39,7 +45,8 @@ namespace qnt::capi {
 constexpr uint32_t kContextMagic = 0x71437478;  // "qCtx"
 constexpr uint32_t kQParamsMagic = 0x71507273;  // "qPrs"
 constexpr uint32_t kTensorMagic = 0x7154656e;   // "qTen"
-constexpr uint32_t kConvMagic = 0x71436f6e;     // "qCon"
+constexpr uint32_t kDescMagic = 0x71446573;     // "qDes"
+constexpr uint32_t kPreparedMagic = 0x71507265;  // "qPre"
 constexpr uint32_t kDeadMagic = 0xdeadbeef;
 
 // Records "function: message" as this thread's last error.
@@ -57,6 +64,9 @@ qnt_status guard(const char *function, Body &&body) noexcept {
     return e.status();
   } catch (const std::bad_alloc &) {
     set_last_error(function, "out of memory");
+    return QNT_ERR_OUT_OF_MEMORY;
+  } catch (const std::length_error &) {  // a size above what an allocator can even ask for
+    set_last_error(function, "out of memory (a buffer larger than the address space)");
     return QNT_ERR_OUT_OF_MEMORY;
   } catch (const std::exception &e) {
     set_last_error(function, e.what());
@@ -78,8 +88,10 @@ const std::shared_ptr<const QParams> &qparams_of(const qnt_qparams *qp, const ch
 const Tensor &tensor_of(const qnt_tensor *t, const char *name);
 Tensor &tensor_of(qnt_tensor *t, const char *name);
 
-const ops::Conv2dDesc &conv_of(const qnt_conv2d_desc *d, const char *name);
-ops::Conv2dDesc &conv_of(qnt_conv2d_desc *d, const char *name);
+// NULL gives the defaults (every option unset).
+const ops::OpDesc &desc_of(const qnt_op_desc *d, const char *name);
+ops::OpDesc &desc_of(qnt_op_desc *d, const char *name);
+const ops::Prepared &prepared_of(const qnt_prepared *p, const char *name);
 // NULL stays NULL (an optional tensor argument).
 const Tensor *optional_tensor(const qnt_tensor *t, const char *name);
 // Wraps a tensor made by the library in a handle.

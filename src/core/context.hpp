@@ -1,13 +1,26 @@
 // Settings shared by the ops of one qnt_context.
 #pragma once
 
+#include <qnt/qnt.h>
+
 #include <cstdint>
 
 namespace qnt {
 
 struct Context {
-  int32_t requested_threads = 0;  // 0: the default (every CPU this process may use)
-  int32_t threads() const noexcept;
+  int32_t requested_threads = 0;     // 0: the default (OpenMP's, which honours OMP_NUM_THREADS)
+  qnt_isa max_isa = QNT_ISA_NATIVE;  // the cap set by qnt_context_set_max_isa
+  int32_t cuda_device = -1;          // -1: not bound to a device
+  void *cuda_stream = nullptr;
+
+  // The number of threads ops use (>= 1). May detect the machine on first use, so it can throw.
+  int32_t threads() const;
+  // The kernel set: the cap applied to what the machine runs (never QNT_ISA_NATIVE).
+  qnt_isa isa() const;
 };
+
+// The best kernel set this machine runs, and whether `isa` names a set of this architecture.
+qnt_isa machine_isa();
+bool isa_of_this_arch(qnt_isa isa) noexcept;
 
 }  // namespace qnt

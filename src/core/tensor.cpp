@@ -14,23 +14,27 @@ size_t checked_element_count(const int64_t *shape, size_t rank) {
   if (rank > QNT_MAX_RANK)
     fail(QNT_ERR_UNSUPPORTED, "rank ", rank, " is above QNT_MAX_RANK (", QNT_MAX_RANK, ")");
   if (rank > 0 && shape == nullptr) fail(QNT_ERR_NULL_POINTER, "shape is NULL but rank is ", rank);
-  // Every size in the library stays below PTRDIFF_MAX / 4 elements, so that byte sizes and
-  // the signed index arithmetic of the kernels can never overflow.
-  const auto limit = static_cast<size_t>(std::numeric_limits<ptrdiff_t>::max() / 4);
+  // Every dimension, and the product of the nonzero ones, stays at or below QNT_MAX_ELEMENTS
+  // (PTRDIFF_MAX / 4), even when another dimension is 0. So byte sizes, the signed index
+  // arithmetic of the kernels, and any product of one tensor's dimensions never overflow.
+  static_assert(QNT_MAX_ELEMENTS <= std::numeric_limits<ptrdiff_t>::max() / 4, "limit");
+  const auto limit = static_cast<uint64_t>(QNT_MAX_ELEMENTS);
   for (size_t i = 0; i < rank; ++i)
     if (shape[i] < 0) fail(QNT_ERR_INVALID_ARGUMENT, "dimension ", i, " is ", shape[i], " < 0");
-  size_t n = 1;
+  uint64_t nonzero = 1;
   bool empty = false;
-  for (size_t i = 0; i < rank; ++i) empty = empty || shape[i] == 0;
-  if (empty) return 0;
   for (size_t i = 0; i < rank; ++i) {
     const auto d = static_cast<uint64_t>(shape[i]);
-    if (d > limit || n > limit / d)
-      fail(QNT_ERR_OVERFLOW, "the element count of the shape overflows (dimension ", i, " = ",
-           shape[i], ")");
-    n *= static_cast<size_t>(d);
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (d > limit || nonzero > limit / d)
+      fail(QNT_ERR_OVERFLOW, "the shape's element count overflows (dimension ", i, " = ", shape[i],
+           "; every dimension and the product of the nonzero ones must be <= 2^61 - 1)");
+    nonzero *= d;
   }
-  return n;
+  return empty ? 0 : static_cast<size_t>(nonzero);
 }
 
 size_t checked_byte_size(const DTypeInfo &info, size_t n) {
@@ -42,12 +46,10 @@ size_t checked_byte_size(const DTypeInfo &info, size_t n) {
   return bits >= 8 ? n * (bits / 8) : n / (8 / bits) + (n % (8 / bits) != 0 ? 1 : 0);
 }
 
-void Tensor::AlignedFree::operator()(uint8_t *p) const noexcept { std::free(p); }
-
 Tensor::Tensor(qnt_dtype dtype, const int64_t *shape, size_t rank,
                std::shared_ptr<const QParams> qparams, Storage storage, void *data,
-               size_t data_bytes)
-    : info_(&dtype_info(dtype)) {
+               size_t data_bytes, std::shared_ptr<void> keeper, bool read_only)
+    : info_(&dtype_info(dtype)), read_only_(read_only) {
   count_ = checked_element_count(shape, rank);
   bytes_ = checked_byte_size(*info_, count_);
   if (rank > 0) shape_.assign(shape, shape + rank);
@@ -61,7 +63,7 @@ Tensor::Tensor(qnt_dtype dtype, const int64_t *shape, size_t rank,
     qparams_ = std::move(qparams);
   }
 
-  if (storage == Storage::Borrow) {
+  if (storage == Storage::Borrow || storage == Storage::Adopt) {
     if (data == nullptr && bytes_ > 0) fail(QNT_ERR_NULL_POINTER, "data is NULL");
     if (data_bytes < bytes_)
       fail(QNT_ERR_BUFFER_TOO_SMALL, "the buffer holds ", data_bytes, " bytes, the tensor needs ",
@@ -70,6 +72,7 @@ Tensor::Tensor(qnt_dtype dtype, const int64_t *shape, size_t rank,
     if (reinterpret_cast<uintptr_t>(data) % align != 0)
       fail(QNT_ERR_INVALID_ARGUMENT, "data is not aligned to ", align, " bytes for ", info_->name);
     data_ = static_cast<uint8_t *>(data);
+    if (storage == Storage::Adopt) keeper_ = std::move(keeper);
     return;
   }
   if (storage == Storage::Copy) {
@@ -82,8 +85,13 @@ Tensor::Tensor(qnt_dtype dtype, const int64_t *shape, size_t rank,
     const size_t rounded = (bytes_ + 63) / 64 * 64;
     void *p = std::aligned_alloc(64, rounded);
     if (p == nullptr) throw std::bad_alloc();
-    owned_.reset(static_cast<uint8_t *>(p));
-    data_ = owned_.get();
+    try {
+      keeper_ = std::shared_ptr<void>(p, [](void *q) { std::free(q); });
+    } catch (...) {
+      std::free(p);
+      throw;
+    }
+    data_ = static_cast<uint8_t *>(p);
     if (storage == Storage::Copy) {
       std::memcpy(data_, data, bytes_);
       std::memset(data_ + bytes_, 0, rounded - bytes_);

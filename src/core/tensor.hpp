@@ -15,7 +15,8 @@
 namespace qnt {
 
 // The element count of a shape; throws QNT_ERR_INVALID_ARGUMENT (negative dimension),
-// QNT_ERR_UNSUPPORTED (rank > QNT_MAX_RANK) or QNT_ERR_OVERFLOW.
+// QNT_ERR_UNSUPPORTED (rank > QNT_MAX_RANK) or QNT_ERR_OVERFLOW (a dimension, or the product of
+// the nonzero ones, above QNT_MAX_ELEMENTS: empty shapes are bounded too).
 size_t checked_element_count(const int64_t *shape, size_t rank);
 
 // ceil(n * bits / 8); throws QNT_ERR_OVERFLOW when it does not fit in ptrdiff_t.
@@ -23,11 +24,14 @@ size_t checked_byte_size(const DTypeInfo &info, size_t n);
 
 class Tensor {
  public:
-  enum class Storage { Zeroed, Copy, Borrow };
+  // Zeroed and Copy allocate; Borrow uses the caller's memory; Adopt uses memory kept alive by
+  // `keeper` (a DLPack import: its deleter runs when the last reference goes).
+  enum class Storage { Zeroed, Copy, Borrow, Adopt };
 
   // Validates everything named at qnt_tensor_create and friends in qnt.h.
   Tensor(qnt_dtype dtype, const int64_t *shape, size_t rank, std::shared_ptr<const QParams> qparams,
-         Storage storage, void *data, size_t data_bytes);
+         Storage storage, void *data, size_t data_bytes, std::shared_ptr<void> keeper = {},
+         bool read_only = false);
 
   qnt_dtype dtype() const noexcept { return info_->id; }
   const DTypeInfo &info() const noexcept { return *info_; }
@@ -39,18 +43,21 @@ class Tensor {
   const std::shared_ptr<const QParams> &qparams() const noexcept { return qparams_; }
   uint8_t *data() noexcept { return data_; }
   const uint8_t *data() const noexcept { return data_; }
+  bool read_only() const noexcept { return read_only_; }
+  // What keeps the storage alive (null for borrowed memory); an export holds a copy.
+  const std::shared_ptr<void> &keeper() const noexcept { return keeper_; }
+  // For Adopt storage, once the tensor is valid: what keeps the memory alive from now on.
+  void set_keeper(std::shared_ptr<void> k) noexcept { keeper_ = std::move(k); }
 
  private:
-  struct AlignedFree {
-    void operator()(uint8_t *p) const noexcept;
-  };
   const DTypeInfo *info_;
   std::vector<int64_t> shape_;
   size_t count_ = 0;
   size_t bytes_ = 0;
   std::shared_ptr<const QParams> qparams_;
-  std::unique_ptr<uint8_t, AlignedFree> owned_;
+  std::shared_ptr<void> keeper_;
   uint8_t *data_ = nullptr;
+  bool read_only_ = false;
 };
 
 }  // namespace qnt

@@ -189,10 +189,14 @@ const MachineInfo &machine() {
     m.cpu_features = detect_cpu_features();
     detect_cpus(m.logical_cpus, m.physical_cores);
     detect_caches(m.cache_bytes);
-    m.cuda_devices = detect_cuda_devices();
     return m;
   }();
   return info;
+}
+
+const std::vector<CudaDevice> &cuda_devices() {
+  static const std::vector<CudaDevice> devices = detect_cuda_devices();
+  return devices;
 }
 
 }  // namespace qnt::hw

@@ -18,11 +18,14 @@ struct MachineInfo {
   int32_t logical_cpus = 1;
   int32_t physical_cores = 0;
   size_t cache_bytes[4] = {0, 0, 0, 0};  // [1] L1 data, [2] L2, [3] L3; 0 when unknown
-  std::vector<CudaDevice> cuda_devices;
 };
 
-// The machine, detected on first use (thread-safe).
+// The machine's CPUs, detected on first use (thread-safe). Never touches CUDA.
 const MachineInfo &machine();
+
+// The CUDA devices, found on first use (thread-safe): the only place that looks for the CUDA
+// module, so that CPU-only work never searches for it.
+const std::vector<CudaDevice> &cuda_devices();
 
 // Parts of the detection, exposed for the tests.
 uint64_t detect_cpu_features();

@@ -2,6 +2,8 @@
 
 #include "core/error.hpp"
 
+#include <algorithm>
+
 namespace qnt::ops {
 
 std::string shape_string(const std::vector<int64_t> &dims) {
@@ -63,36 +65,60 @@ ref::QuantSpec quantized_spec(const Tensor &t, const char *role) {
   return s;
 }
 
-ChannelParams channel_params(const Tensor &t, const char *role, int64_t axis, int64_t count,
-                             bool per_axis_allowed, bool need_scales) {
-  ChannelParams p;
-  const auto n = static_cast<size_t>(count);
-  const auto &qp = t.qparams();
+void check_channel_qparams(const std::shared_ptr<const QParams> &qp, size_t rank,
+                           const char *role, int64_t axis, bool per_axis_allowed,
+                           bool need_scales) {
   if (!qp) {
     if (need_scales)
       fail(QNT_ERR_INVALID_QPARAMS, role, " needs qparams (scale and zero point) for this output");
-    p.zero_points.assign(n, 0);
-    return p;
+    return;
   }
   switch (qp->granularity()) {
     case QNT_GRANULARITY_PER_TENSOR:
-      p.scales.assign(n, qp->scales()[0]);
-      p.zero_points.assign(n, qp->zero_points()[0]);
-      return p;
+      return;
     case QNT_GRANULARITY_PER_AXIS: {
-      const auto r = static_cast<int64_t>(t.rank());
+      const auto r = static_cast<int64_t>(rank);
       const int64_t a = qp->axis() < 0 ? qp->axis() + r : qp->axis();
       if (!per_axis_allowed) fail(QNT_ERR_INVALID_QPARAMS, role, " must have per-tensor qparams");
       if (a != axis)
         fail(QNT_ERR_INVALID_QPARAMS, role, "'s qparams are per axis ", qp->axis(),
              "; this op needs them per axis ", axis);
-      p.scales.assign(qp->scales(), qp->scales() + n);
-      p.zero_points.assign(qp->zero_points(), qp->zero_points() + n);
-      return p;
+      return;
     }
     default:
       fail(QNT_ERR_UNSUPPORTED, role, " has per-block qparams, which this op does not take");
   }
+}
+
+ChannelParams channel_params(const Tensor &t, const char *role, int64_t axis, int64_t count,
+                             bool per_axis_allowed, bool need_scales) {
+  check_channel_qparams(t.qparams(), t.rank(), role, axis, per_axis_allowed, need_scales);
+  ChannelParams p;
+  const auto n = static_cast<size_t>(count);
+  const auto &qp = t.qparams();
+  if (!qp) {
+    p.zero_points.assign(n, 0);
+  } else if (qp->granularity() == QNT_GRANULARITY_PER_TENSOR) {
+    p.scales.assign(n, qp->scales()[0]);
+    p.zero_points.assign(n, qp->zero_points()[0]);
+  } else {
+    p.scales.assign(qp->scales(), qp->scales() + n);
+    p.zero_points.assign(qp->zero_points(), qp->zero_points() + n);
+  }
+  return p;
+}
+
+bool same_qparams(const QParams &a, const QParams &b) {
+  if (&a == &b) return true;
+  return a.dtype() == b.dtype() && a.granularity() == b.granularity() && a.axis() == b.axis() &&
+         a.block_size() == b.block_size() && a.count() == b.count() &&
+         std::equal(a.scales(), a.scales() + a.count(), b.scales()) &&
+         std::equal(a.zero_points(), a.zero_points() + a.count(), b.zero_points());
+}
+
+void require_writable(const Tensor &y, const char *role) {
+  if (y.read_only())
+    fail(QNT_ERR_INVALID_ARGUMENT, role, " is read-only (an imported read-only DLPack tensor)");
 }
 
 void clear_tail_bits(Tensor &t) {

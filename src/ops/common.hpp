@@ -5,6 +5,7 @@
 #include "kernels/ref/quantize_ref.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,16 @@ struct ChannelParams {
 };
 ChannelParams channel_params(const Tensor &t, const char *role, int64_t axis, int64_t count,
                              bool per_axis_allowed, bool need_scales);
+// The checks of channel_params alone, allocating nothing (for empty ops).
+void check_channel_qparams(const std::shared_ptr<const QParams> &qp, size_t rank,
+                           const char *role, int64_t axis, bool per_axis_allowed,
+                           bool need_scales);
+
+// Equal dtype, granularity, axis, block size and values.
+bool same_qparams(const QParams &a, const QParams &b);
+
+// QNT_ERR_INVALID_ARGUMENT when an op is given a read-only tensor as its output.
+void require_writable(const Tensor &y, const char *role);
 
 // Packed outputs: the bits past the last element of the last byte are written as 0.
 void clear_tail_bits(Tensor &t);

@@ -25,14 +25,6 @@ void require_per_tensor(const Tensor &t, const char *role) {
     fail(QNT_ERR_UNSUPPORTED, role, " needs per-tensor qparams for this op");
 }
 
-bool same_qparams(const QParams &a, const QParams &b) {
-  if (&a == &b) return true;
-  return a.dtype() == b.dtype() && a.granularity() == b.granularity() && a.axis() == b.axis() &&
-         a.block_size() == b.block_size() && a.count() == b.count() &&
-         std::equal(a.scales(), a.scales() + a.count(), b.scales()) &&
-         std::equal(a.zero_points(), a.zero_points() + a.count(), b.zero_points());
-}
-
 }  // namespace
 
 void qadd(const Context &ctx, const Tensor &a, const Tensor &b, bool fuse_relu, Tensor &y) {
@@ -45,6 +37,7 @@ void qadd(const Context &ctx, const Tensor &a, const Tensor &b, bool fuse_relu, 
   if (a.dims() != b.dims() || a.dims() != y.dims())
     fail(QNT_ERR_UNSUPPORTED, "qnt_qadd needs equal shapes (no broadcasting): a ",
          shape_string(a.dims()), ", b ", shape_string(b.dims()), ", y ", shape_string(y.dims()));
+  require_writable(y, "y");
   require_disjoint(y, a, "y", "a");
   require_disjoint(y, b, "y", "b");
   parallel_for(ctx.threads(), y.element_count(), kGrain, [&](size_t i0, size_t i1) {
@@ -71,7 +64,9 @@ void qrelu(const Context &ctx, const Tensor &x, const float *upper, Tensor &y) {
     fail(QNT_ERR_INVALID_QPARAMS, "y must carry the same qparams as x");
   if (upper != nullptr && !(std::isfinite(*upper) && *upper >= 0.0f))
     fail(QNT_ERR_INVALID_ARGUMENT, "upper = ", *upper, " must be finite and >= 0");
+  require_writable(y, "y");
   require_disjoint(y, x, "y", "x");
+  if (x.element_count() == 0) return;
   std::vector<int32_t> top(sx.layout.groups, sx.qmax);
   if (upper != nullptr)
     for (size_t g = 0; g < top.size(); ++g)

@@ -17,6 +17,7 @@ void quantize(const Context &ctx, const Tensor &x, Tensor &y) {
   require_float(x, "x");
   const ref::QuantSpec spec = quantized_spec(y, "y");
   require_same_shape(x, "x", y, "y");
+  require_writable(y, "y");
   require_disjoint(y, x, "y", "x");
   const auto *in = reinterpret_cast<const float *>(x.data());
   uint8_t *out = y.data();
@@ -29,6 +30,7 @@ void dequantize(const Context &ctx, const Tensor &q, Tensor &y) {
   const ref::QuantSpec spec = quantized_spec(q, "q");
   require_float(y, "y");
   require_same_shape(q, "q", y, "y");
+  require_writable(y, "y");
   require_disjoint(y, q, "y", "q");
   const uint8_t *in = q.data();
   auto *out = reinterpret_cast<float *>(y.data());
@@ -40,6 +42,7 @@ void requantize(const Context &ctx, const Tensor &src, Tensor &dst) {
   const ref::QuantSpec from = quantized_spec(src, "src");
   const ref::QuantSpec to = quantized_spec(dst, "dst");
   require_same_shape(src, "src", dst, "dst");
+  require_writable(dst, "dst");
   require_disjoint(dst, src, "dst", "src");
   const uint8_t *in = src.data();
   uint8_t *out = dst.data();

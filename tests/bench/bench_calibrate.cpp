@@ -73,7 +73,7 @@ void BM_Observe(benchmark::State &state) {
   const double read_rate = read_floats_per_second();
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    if (qnt_calibrator_observe(c, x) != QNT_OK) state.SkipWithError(qnt_last_error_message());
+    if (qnt_calibrator_observe(nullptr, c, x) != QNT_OK) state.SkipWithError(qnt_last_error_message());
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -99,10 +99,10 @@ void BM_Compute(benchmark::State &state) {
   qnt_calibrator *c = nullptr;
   qnt_calibrator_create(method, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_TENSOR, 0,
                         &c);
-  qnt_calibrator_observe(c, x);
+  qnt_calibrator_observe(nullptr, c, x);
   for (auto _ : state) {
     qnt_qparams *qp = nullptr;
-    qnt_calibrator_compute(c, &qp);
+    qnt_calibrator_compute(nullptr, c, &qp);
     qnt_qparams_destroy(qp);
   }
   qnt_calibrator_destroy(c);

@@ -10,6 +10,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The conv geometry through the keyed options of a qnt_op_desc. */
+static qnt_status desc_strides(qnt_op_desc *d, int64_t h, int64_t w) {
+  qnt_status s = qnt_op_desc_set(d, QNT_OP_STRIDE_H, h);
+  return s != QNT_OK ? s : qnt_op_desc_set(d, QNT_OP_STRIDE_W, w);
+}
+static qnt_status desc_pads(qnt_op_desc *d, int64_t t, int64_t l, int64_t b, int64_t r) {
+  qnt_status s = qnt_op_desc_set(d, QNT_OP_PAD_TOP, t);
+  if (s == QNT_OK) s = qnt_op_desc_set(d, QNT_OP_PAD_LEFT, l);
+  if (s == QNT_OK) s = qnt_op_desc_set(d, QNT_OP_PAD_BOTTOM, b);
+  return s != QNT_OK ? s : qnt_op_desc_set(d, QNT_OP_PAD_RIGHT, r);
+}
+static qnt_status desc_dilations(qnt_op_desc *d, int64_t h, int64_t w) {
+  qnt_status s = qnt_op_desc_set(d, QNT_OP_DILATION_H, h);
+  return s != QNT_OK ? s : qnt_op_desc_set(d, QNT_OP_DILATION_W, w);
+}
+static qnt_status desc_groups(qnt_op_desc *d, int64_t g) { return qnt_op_desc_set(d, QNT_OP_GROUPS, g); }
+
 /* The call fails with `want`, says something, and names the function. */
 #define EXPECT_FAIL(call, want)                                                    \
   do {                                                                             \
@@ -71,6 +88,37 @@ Test(status, enum_values_are_pinned) {
   cr_expect_eq(QNT_CALIB_ADAPTIVE, 6);
   cr_expect_eq(QNT_CALIB_OPT_BINS, 3);
   cr_expect_eq(QNT_ACT_PER_ROW, 2);
+  cr_expect_eq(QNT_ABI_VERSION, 1);
+  cr_expect_eq(QNT_ISA_NATIVE, 0);
+  cr_expect_eq(QNT_ISA_REFERENCE, 1);
+  cr_expect_eq(QNT_ISA_AVX2, 2);
+  cr_expect_eq(QNT_ISA_AVX512, 3);
+  cr_expect_eq(QNT_ISA_AVX512_VNNI, 4);
+  cr_expect_eq(QNT_ISA_NEON, 16);
+  cr_expect_eq(QNT_ISA_NEON_DOTPROD, 17);
+  cr_expect_eq(QNT_DEVICE_CPU, 1);
+  cr_expect_eq(QNT_DEVICE_CUDA, 2);
+  cr_expect_eq(QNT_OP_STRIDE_H, 1);
+  cr_expect_eq(QNT_OP_STRIDE_W, 2);
+  cr_expect_eq(QNT_OP_PAD_TOP, 3);
+  cr_expect_eq(QNT_OP_PAD_LEFT, 4);
+  cr_expect_eq(QNT_OP_PAD_BOTTOM, 5);
+  cr_expect_eq(QNT_OP_PAD_RIGHT, 6);
+  cr_expect_eq(QNT_OP_DILATION_H, 7);
+  cr_expect_eq(QNT_OP_DILATION_W, 8);
+  cr_expect_eq(QNT_OP_GROUPS, 9);
+  cr_expect_eq(QNT_OP_FUSE_RELU, 10);
+  cr_expect_eq(QNT_OP_ACT_QUANT, 11);
+  cr_expect_eq(QNT_PREPARED_MATMUL, 1);
+  cr_expect_eq(QNT_PREPARED_LINEAR_DYNAMIC, 2);
+  cr_expect_eq(QNT_PREPARED_LINEAR_STATIC, 3);
+  cr_expect_eq(QNT_PREPARED_LINEAR_WEIGHT_ONLY, 4);
+  cr_expect_eq(QNT_PREPARED_CONV2D, 5);
+  /* every type at the boundary is 32 bits wide, whatever the compiler does with enums */
+  cr_expect_eq(sizeof(qnt_status), 4);
+  cr_expect_eq(sizeof(qnt_dtype), 4);
+  cr_expect_eq(sizeof(qnt_isa), 4);
+  cr_expect_eq(sizeof(qnt_op_option), 4);
   cr_expect_eq(QNT_DTYPE_F32, 1);
   cr_expect_eq(QNT_DTYPE_I32, 2);
   cr_expect_eq(QNT_DTYPE_I8, 3);
@@ -452,33 +500,33 @@ Test(calibrate, bad_input) {
   qnt_tensor *tx = NULL;
   qnt_qparams *qp = NULL;
   EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_F32, shape4, 1, NULL, x, sizeof x, &tx));
-  EXPECT_FAIL(qnt_calibrate_minmax(NULL, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
+  EXPECT_FAIL(qnt_calibrate_minmax(NULL, NULL, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
                                    QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
               QNT_ERR_NULL_POINTER);
-  EXPECT_FAIL(qnt_calibrate_minmax(tx, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
+  EXPECT_FAIL(qnt_calibrate_minmax(NULL, tx, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
                                    QNT_GRANULARITY_PER_TENSOR, 0, 0, NULL),
               QNT_ERR_NULL_POINTER);
-  EXPECT_FAIL(qnt_calibrate_minmax(tx, QNT_DTYPE_BINARY, QNT_SCHEME_SYMMETRIC,
+  EXPECT_FAIL(qnt_calibrate_minmax(NULL, tx, QNT_DTYPE_BINARY, QNT_SCHEME_SYMMETRIC,
                                    QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
               QNT_ERR_UNSUPPORTED);
   EXPECT_FAIL(
-      qnt_calibrate_minmax(tx, QNT_DTYPE_I8, (qnt_scheme)7, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
+      qnt_calibrate_minmax(NULL, tx, QNT_DTYPE_I8, (qnt_scheme)7, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
       QNT_ERR_INVALID_ARGUMENT);
   EXPECT_FAIL(
-      qnt_calibrate_minmax(tx, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, (qnt_granularity)0, 0, 0, &qp),
+      qnt_calibrate_minmax(NULL, tx, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, (qnt_granularity)0, 0, 0, &qp),
       QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_FAIL(qnt_calibrate_minmax(tx, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 1,
+  EXPECT_FAIL(qnt_calibrate_minmax(NULL, tx, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 1,
                                    0, &qp),
               QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_FAIL(qnt_calibrate_minmax_range(tx, QNT_DTYPE_U8, QNT_SCHEME_AFFINE,
+  EXPECT_FAIL(qnt_calibrate_minmax_range(NULL, tx, QNT_DTYPE_U8, QNT_SCHEME_AFFINE,
                                          QNT_GRANULARITY_PER_TENSOR, 0, 0, 10, 5, &qp),
               QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_FAIL(qnt_calibrate_codebook(tx, QNT_DTYPE_U8, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
+  EXPECT_FAIL(qnt_calibrate_codebook(NULL, tx, QNT_DTYPE_U8, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
               QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_FAIL(qnt_calibrate_codebook(tx, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 0, -4, &qp),
+  EXPECT_FAIL(qnt_calibrate_codebook(NULL, tx, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 0, -4, &qp),
               QNT_ERR_INVALID_ARGUMENT);
   cr_expect_null(qp);
-  EXPECT_OK(qnt_calibrate_codebook(tx, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 0, 3, &qp));
+  EXPECT_OK(qnt_calibrate_codebook(NULL, tx, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 0, 3, &qp));
   qnt_qparams_destroy(qp);
   qnt_tensor_destroy(tx);
 }
@@ -566,13 +614,22 @@ Test(ops, linear_layers_reject_bad_input) {
   EXPECT_OK(qnt_tensor_create(QNT_DTYPE_F32, sy, 2, NULL, &y));
   EXPECT_OK(qnt_tensor_create(QNT_DTYPE_F32, sbad, 2, NULL, &ybad));
   EXPECT_OK(qnt_tensor_create(QNT_DTYPE_F32, sbias, 1, NULL, &bias));
-  EXPECT_OK(qnt_linear_dynamic(NULL, x, w, bias, QNT_ACT_PER_TENSOR, y));
-  EXPECT_OK(qnt_linear_dynamic(NULL, x, w, NULL, QNT_ACT_PER_ROW, y));
-  EXPECT_FAIL(qnt_linear_dynamic(NULL, x, w, bias, (qnt_act_quant)9, y), QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_FAIL(qnt_linear_dynamic(NULL, x, w, bias, QNT_ACT_PER_ROW, ybad), QNT_ERR_SHAPE_MISMATCH);
-  EXPECT_FAIL(qnt_linear_dynamic(NULL, x, w4, bias, QNT_ACT_PER_ROW, y), QNT_ERR_UNSUPPORTED);
-  EXPECT_FAIL(qnt_linear_dynamic(NULL, w, w, bias, QNT_ACT_PER_ROW, y), QNT_ERR_DTYPE_MISMATCH);
-  EXPECT_FAIL(qnt_linear_dynamic(NULL, x, w, x, QNT_ACT_PER_ROW, y), QNT_ERR_SHAPE_MISMATCH);
+  qnt_op_desc *row = NULL, *relu = NULL;
+  EXPECT_OK(qnt_op_desc_create(&row));
+  EXPECT_OK(qnt_op_desc_create(&relu));
+  EXPECT_OK(qnt_op_desc_set(row, QNT_OP_ACT_QUANT, QNT_ACT_PER_ROW));
+  EXPECT_OK(qnt_op_desc_set(relu, QNT_OP_FUSE_RELU, 1));
+  EXPECT_FAIL(qnt_op_desc_set(row, QNT_OP_ACT_QUANT, 9), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_OK(qnt_linear_dynamic(NULL, x, w, bias, NULL, y));
+  EXPECT_OK(qnt_linear_dynamic(NULL, x, w, NULL, row, y));
+  /* an option the op does not take is refused, never ignored */
+  EXPECT_FAIL(qnt_linear_dynamic(NULL, x, w, bias, relu, y), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_linear_dynamic(NULL, x, w, bias, row, ybad), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_linear_dynamic(NULL, x, w4, bias, row, y), QNT_ERR_UNSUPPORTED);
+  EXPECT_FAIL(qnt_linear_dynamic(NULL, w, w, bias, row, y), QNT_ERR_DTYPE_MISMATCH);
+  EXPECT_FAIL(qnt_linear_dynamic(NULL, x, w, x, row, y), QNT_ERR_SHAPE_MISMATCH);
+  qnt_op_desc_destroy(row);
+  qnt_op_desc_destroy(relu);
   EXPECT_OK(qnt_linear_weight_only(NULL, x, w4, bias, y));
   EXPECT_OK(qnt_linear_weight_only(NULL, x, w, NULL, y));
   EXPECT_FAIL(qnt_linear_weight_only(NULL, x, w32, bias, y), QNT_ERR_UNSUPPORTED);
@@ -595,29 +652,42 @@ Test(ops, conv2d_descriptor_and_errors) {
   const int64_t sx[4] = {1, 2, 5, 5}, sw[4] = {4, 1, 3, 3}, sy[4] = {1, 4, 3, 3};
   const int64_t sbad[4] = {1, 4, 5, 5};
   int64_t out[4] = {0, 0, 0, 0};
-  qnt_conv2d_desc *d = NULL;
+  qnt_op_desc *d = NULL;
   qnt_tensor *x = NULL, *w = NULL, *y = NULL, *ybad = NULL;
-  qnt_conv2d_desc_destroy(NULL);
-  EXPECT_FAIL(qnt_conv2d_desc_create(NULL), QNT_ERR_NULL_POINTER);
-  EXPECT_OK(qnt_conv2d_desc_create(&d));
-  EXPECT_FAIL(qnt_conv2d_desc_set_groups(NULL, 2), QNT_ERR_NULL_POINTER);
-  EXPECT_FAIL(qnt_conv2d_desc_set_strides(d, 1, -2), QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_FAIL(qnt_conv2d_desc_set_pads(d, 0, 0, INT64_MAX, 0), QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_OK(qnt_conv2d_desc_set_groups(d, 2));
+  qnt_op_desc_destroy(NULL);
+  EXPECT_FAIL(qnt_op_desc_create(NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_op_desc_create(&d));
+  EXPECT_FAIL(desc_groups(NULL, 2), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(desc_strides(d, 1, -2), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(desc_dilations(d, 0, 1), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(desc_pads(d, 0, 0, INT64_MAX, 0), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_OK(desc_groups(d, 2));
   EXPECT_OK(qnt_tensor_create(QNT_DTYPE_U8, sx, 4, NULL, &x));
   EXPECT_OK(qnt_tensor_create(QNT_DTYPE_I8, sw, 4, NULL, &w));
   EXPECT_OK(qnt_tensor_create(QNT_DTYPE_I32, sy, 4, NULL, &y));
   EXPECT_OK(qnt_tensor_create(QNT_DTYPE_I32, sbad, 4, NULL, &ybad));
-  EXPECT_OK(qnt_conv2d_output_shape(d, x, w, out));
+  EXPECT_OK(qnt_conv2d_output_shape(x, w, d, out, 4));
   cr_expect(out[0] == 1 && out[1] == 4 && out[2] == 3 && out[3] == 3);
-  EXPECT_OK(qnt_qconv2d(NULL, d, x, w, NULL, y));
-  EXPECT_FAIL(qnt_qconv2d(NULL, d, x, w, NULL, ybad), QNT_ERR_SHAPE_MISMATCH);
-  EXPECT_FAIL(qnt_qconv2d(NULL, NULL, x, w, NULL, y), QNT_ERR_NULL_POINTER);
-  EXPECT_FAIL(qnt_qconv2d(NULL, d, w, x, NULL, y), QNT_ERR_SHAPE_MISMATCH);
-  EXPECT_FAIL(qnt_conv2d_output_shape(d, x, w, NULL), QNT_ERR_NULL_POINTER);
-  EXPECT_OK(qnt_conv2d_desc_set_groups(d, 3)); /* 2 channels do not split into 3 groups */
-  EXPECT_FAIL(qnt_qconv2d(NULL, d, x, w, NULL, y), QNT_ERR_SHAPE_MISMATCH);
-  qnt_conv2d_desc_destroy(d);
+  EXPECT_OK(qnt_qconv2d(NULL, x, w, NULL, d, y));
+  EXPECT_FAIL(qnt_qconv2d(NULL, x, w, NULL, d, ybad), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_qconv2d(NULL, x, w, NULL, NULL, y), QNT_ERR_SHAPE_MISMATCH); /* 1 group */
+  EXPECT_FAIL(qnt_qconv2d(NULL, NULL, w, NULL, d, y), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_conv2d_output_shape(x, w, d, out, 3), QNT_ERR_BUFFER_TOO_SMALL);
+  EXPECT_FAIL(qnt_op_desc_set(d, 99, 1), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_op_desc_set(d, QNT_OP_FUSE_RELU, 2), QNT_ERR_INVALID_ARGUMENT);
+  {
+    int64_t v = 0;
+    EXPECT_OK(qnt_op_desc_get(d, QNT_OP_GROUPS, &v));
+    cr_expect_eq(v, 2);
+    EXPECT_OK(qnt_op_desc_get(d, QNT_OP_STRIDE_W, &v));
+    cr_expect_eq(v, 1);
+    EXPECT_FAIL(qnt_op_desc_get(d, 0, &v), QNT_ERR_INVALID_ARGUMENT);
+  }
+  EXPECT_FAIL(qnt_qconv2d(NULL, w, x, NULL, d, y), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_conv2d_output_shape(x, w, d, NULL, 4), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(desc_groups(d, 3)); /* 2 channels do not split into 3 groups */
+  EXPECT_FAIL(qnt_qconv2d(NULL, x, w, NULL, d, y), QNT_ERR_SHAPE_MISMATCH);
+  qnt_op_desc_destroy(d);
   qnt_tensor_destroy(x);
   qnt_tensor_destroy(w);
   qnt_tensor_destroy(y);
@@ -629,11 +699,19 @@ Test(ops, add_and_relu_errors) {
   qnt_qparams *qa = per_tensor(QNT_DTYPE_U8, 0.1f, 3), *qb = per_tensor(QNT_DTYPE_U8, 0.2f, 3);
   qnt_tensor *a = tensor_u8(s3, 1, qa), *b = tensor_u8(s3, 1, qb), *c = tensor_u8(s4, 1, qa);
   qnt_tensor *y = tensor_u8(s3, 1, qa), *raw = tensor_u8(s3, 1, NULL);
-  EXPECT_OK(qnt_qadd(NULL, a, b, 0, y));
-  EXPECT_OK(qnt_qadd(NULL, a, b, 1, y));
-  EXPECT_FAIL(qnt_qadd(NULL, a, c, 0, y), QNT_ERR_UNSUPPORTED);
-  EXPECT_FAIL(qnt_qadd(NULL, a, raw, 0, y), QNT_ERR_INVALID_QPARAMS);
-  EXPECT_FAIL(qnt_qadd(NULL, a, b, 0, a), QNT_ERR_INVALID_ARGUMENT); /* y shares a's storage */
+  qnt_op_desc *relu = NULL, *stride = NULL;
+  EXPECT_OK(qnt_op_desc_create(&relu));
+  EXPECT_OK(qnt_op_desc_create(&stride));
+  EXPECT_OK(qnt_op_desc_set(relu, QNT_OP_FUSE_RELU, 1));
+  EXPECT_OK(qnt_op_desc_set(stride, QNT_OP_STRIDE_H, 2));
+  EXPECT_OK(qnt_qadd(NULL, a, b, NULL, y));
+  EXPECT_OK(qnt_qadd(NULL, a, b, relu, y));
+  EXPECT_FAIL(qnt_qadd(NULL, a, b, stride, y), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_qadd(NULL, a, c, NULL, y), QNT_ERR_UNSUPPORTED);
+  EXPECT_FAIL(qnt_qadd(NULL, a, raw, NULL, y), QNT_ERR_INVALID_QPARAMS);
+  EXPECT_FAIL(qnt_qadd(NULL, a, b, NULL, a), QNT_ERR_INVALID_ARGUMENT); /* y shares a's storage */
+  qnt_op_desc_destroy(relu);
+  qnt_op_desc_destroy(stride);
   EXPECT_OK(qnt_qrelu(NULL, a, y));
   EXPECT_FAIL(qnt_qrelu(NULL, a, b), QNT_ERR_INVALID_QPARAMS); /* different qparams */
   EXPECT_FAIL(qnt_qrelu(NULL, a, c), QNT_ERR_SHAPE_MISMATCH);
@@ -670,14 +748,14 @@ Test(calibrator, lifecycle_and_bad_input) {
   EXPECT_OK(qnt_calibrator_create(QNT_CALIB_ADAPTIVE, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
                                   QNT_GRANULARITY_PER_TENSOR, 0, &c));
   EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_F32, s6, 1, NULL, x, sizeof x, &t));
-  EXPECT_FAIL(qnt_calibrator_observe(NULL, t), QNT_ERR_NULL_POINTER);
-  EXPECT_FAIL(qnt_calibrator_observe(c, NULL), QNT_ERR_NULL_POINTER);
-  EXPECT_OK(qnt_calibrator_observe(c, t));
+  EXPECT_FAIL(qnt_calibrator_observe(NULL, NULL, t), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_calibrator_observe(NULL, c, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_calibrator_observe(NULL, c, t));
   EXPECT_OK(qnt_calibrator_counts(c, &finite, &nan, &inf));
   cr_expect(finite == 4 && nan == 1 && inf == 1);
   EXPECT_FAIL(qnt_calibrator_counts(c, NULL, &nan, &inf), QNT_ERR_NULL_POINTER);
-  EXPECT_OK(qnt_calibrator_compute(c, &qp));
-  EXPECT_FAIL(qnt_calibrator_compute(c, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_OK(qnt_calibrator_compute(NULL, c, &qp));
+  EXPECT_FAIL(qnt_calibrator_compute(NULL, c, NULL), QNT_ERR_NULL_POINTER);
   EXPECT_OK(qnt_calibrator_chosen_method(c, &chosen));
   cr_expect(chosen >= QNT_CALIB_MINMAX && chosen <= QNT_CALIB_MSE);
   EXPECT_FAIL(qnt_calibrator_serialize(c, NULL, 0, NULL), QNT_ERR_NULL_POINTER);
@@ -712,15 +790,14 @@ Test(error_report, init_and_compute) {
   qnt_tensor *t = NULL;
   qnt_qparams *qp = per_tensor(QNT_DTYPE_I8, 0.25f, 0), *other = NULL;
   const float s2[2] = {1, 1};
-  qnt_error_report_init(NULL);
-  qnt_error_report_init(&r);
-  cr_expect_eq(r.struct_size, sizeof r);
+  memset(&r, 0, sizeof r);
   EXPECT_OK(qnt_tensor_create_from_data(QNT_DTYPE_F32, s4, 1, NULL, x, sizeof x, &t));
-  EXPECT_OK(qnt_error_report_compute(t, qp, &r));
+  EXPECT_OK(qnt_error_report_compute(NULL, t, qp, &r, sizeof r));
   cr_expect(r.mse == 0.0 && r.count == 4 && isinf(r.sqnr_db));
-  EXPECT_FAIL(qnt_error_report_compute(t, qp, NULL), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_error_report_compute(NULL, t, qp, NULL, sizeof r), QNT_ERR_NULL_POINTER);
+  EXPECT_FAIL(qnt_error_report_compute(NULL, t, qp, &r, 7), QNT_ERR_INVALID_ARGUMENT);
   EXPECT_OK(qnt_qparams_create_per_axis(QNT_DTYPE_I8, 0, 2, s2, NULL, &other));
-  EXPECT_FAIL(qnt_error_report_compute(t, other, &r), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_FAIL(qnt_error_report_compute(NULL, t, other, &r, sizeof r), QNT_ERR_SHAPE_MISMATCH);
   qnt_qparams_destroy(other);
   qnt_qparams_destroy(qp);
   qnt_tensor_destroy(t);
@@ -759,7 +836,7 @@ Test(robustness, random_calls_never_crash) {
     const qnt_dtype da = (qnt_dtype)fuzz_pick(dtypes, 13), db = (qnt_dtype)fuzz_pick(dtypes, 13);
     qnt_qparams *qa = NULL, *qb = NULL;
     qnt_tensor *a = NULL, *b = NULL, *y = NULL, *x = NULL;
-    qnt_conv2d_desc *d = NULL;
+    qnt_op_desc *d = NULL;
     qnt_calibrator *c = NULL;
     size_t k;
     float sv[64];
@@ -784,33 +861,38 @@ Test(robustness, random_calls_never_crash) {
     FUZZ_STATUS_OK(qnt_dequantize(NULL, b, x));
     FUZZ_STATUS_OK(qnt_requantize(NULL, a, b));
     FUZZ_STATUS_OK(qnt_qmatmul(NULL, a, b, fuzz_next() % 3 ? NULL : y, y));
-    FUZZ_STATUS_OK(qnt_linear_dynamic(NULL, x, a, NULL, (qnt_act_quant)(fuzz_next() % 4), y));
+    if (qnt_op_desc_create(&d) == QNT_OK) {
+      FUZZ_STATUS_OK(qnt_op_desc_set(d, (qnt_op_option)(fuzz_next() % 13), fuzz_pick(dims, 11)));
+      FUZZ_STATUS_OK(qnt_linear_dynamic(NULL, x, a, NULL, d, y));
+      FUZZ_STATUS_OK(qnt_qadd(NULL, a, b, d, y));
+      qnt_op_desc_destroy(d);
+      d = NULL;
+    }
     FUZZ_STATUS_OK(qnt_linear_weight_only(NULL, x, b, NULL, y));
-    FUZZ_STATUS_OK(qnt_qadd(NULL, a, b, (int32_t)(fuzz_next() % 2), y));
     FUZZ_STATUS_OK(qnt_qrelu(NULL, a, y));
     FUZZ_STATUS_OK(qnt_qrelu_clamp(NULL, b, sv[1], y));
     {
       qnt_qparams *calibrated = NULL;
-      FUZZ_STATUS_OK(qnt_calibrate_minmax(x, da, (qnt_scheme)(fuzz_next() % 4),
+      FUZZ_STATUS_OK(qnt_calibrate_minmax(NULL, x, da, (qnt_scheme)(fuzz_next() % 4),
                                           (qnt_granularity)(fuzz_next() % 5), fuzz_pick(axes, 7),
                                           fuzz_pick(dims, 11), &calibrated));
       qnt_qparams_destroy(calibrated);
     }
-    if (qnt_conv2d_desc_create(&d) == QNT_OK) {
-      FUZZ_STATUS_OK(qnt_conv2d_desc_set_strides(d, fuzz_pick(dims, 11), fuzz_pick(dims, 11)));
-      FUZZ_STATUS_OK(qnt_conv2d_desc_set_pads(d, fuzz_pick(dims, 11), fuzz_pick(dims, 11),
+    if (qnt_op_desc_create(&d) == QNT_OK) {
+      FUZZ_STATUS_OK(desc_strides(d, fuzz_pick(dims, 11), fuzz_pick(dims, 11)));
+      FUZZ_STATUS_OK(desc_pads(d, fuzz_pick(dims, 11), fuzz_pick(dims, 11),
                                               fuzz_pick(dims, 11), fuzz_pick(dims, 11)));
-      FUZZ_STATUS_OK(qnt_conv2d_desc_set_groups(d, fuzz_pick(dims, 11)));
-      FUZZ_STATUS_OK(qnt_qconv2d(NULL, d, a, b, NULL, y));
-      qnt_conv2d_desc_destroy(d);
+      FUZZ_STATUS_OK(desc_groups(d, fuzz_pick(dims, 11)));
+      FUZZ_STATUS_OK(qnt_qconv2d(NULL, a, b, NULL, d, y));
+      qnt_op_desc_destroy(d);
     }
     if (qnt_calibrator_create((qnt_calib_method)(fuzz_next() % 8), da, QNT_SCHEME_AFFINE,
                               (qnt_granularity)(fuzz_next() % 4), fuzz_pick(axes, 7),
                               &c) == QNT_OK) {
       qnt_qparams *out = NULL;
-      FUZZ_STATUS_OK(qnt_calibrator_observe(c, x));
-      FUZZ_STATUS_OK(qnt_calibrator_observe(c, a));
-      FUZZ_STATUS_OK(qnt_calibrator_compute(c, &out));
+      FUZZ_STATUS_OK(qnt_calibrator_observe(NULL, c, x));
+      FUZZ_STATUS_OK(qnt_calibrator_observe(NULL, c, a));
+      FUZZ_STATUS_OK(qnt_calibrator_compute(NULL, c, &out));
       qnt_qparams_destroy(out);
       qnt_calibrator_destroy(c);
     }

@@ -33,7 +33,7 @@ Result minmax(const std::vector<float> &xs, qnt_dtype d, qnt_scheme sc) {
   T x;
   make_f32(x, {static_cast<int64_t>(xs.size())}, xs);
   QP qp;
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, d, sc, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp.p), QNT_OK)
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, d, sc, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp.p), QNT_OK)
       << qnt_last_error_message();
   return params(qp.p);
 }
@@ -110,29 +110,29 @@ TEST(MinMax, CustomRangeLikePyTorchQuantMinMax) {
   T x;
   make_f32(x, {4}, {-1.0f, 0.5f, 2.0f, 0.3f});
   QP a, b, c;
-  ASSERT_EQ(qnt_calibrate_minmax_range(x.t, QNT_DTYPE_U8, QNT_SCHEME_AFFINE,
+  ASSERT_EQ(qnt_calibrate_minmax_range(nullptr, x.t, QNT_DTYPE_U8, QNT_SCHEME_AFFINE,
                                        QNT_GRANULARITY_PER_TENSOR, 0, 0, 0, 127, &a.p),
             QNT_OK);
   Result r = params(a.p);
   EXPECT_EQ(r.s[0], 3.0f / 127.0f);  // PyTorch reduce_range: 0.023622047...
   EXPECT_EQ(r.z[0], 42);
-  ASSERT_EQ(qnt_calibrate_minmax_range(x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE,
+  ASSERT_EQ(qnt_calibrate_minmax_range(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE,
                                        QNT_GRANULARITY_PER_TENSOR, 0, 0, -64, 63, &b.p),
             QNT_OK);
   r = params(b.p);
   EXPECT_EQ(r.s[0], 3.0f / 127.0f);
   EXPECT_EQ(r.z[0], -22);
-  ASSERT_EQ(qnt_calibrate_minmax_range(x.t, QNT_DTYPE_U8, QNT_SCHEME_SYMMETRIC,
+  ASSERT_EQ(qnt_calibrate_minmax_range(nullptr, x.t, QNT_DTYPE_U8, QNT_SCHEME_SYMMETRIC,
                                        QNT_GRANULARITY_PER_TENSOR, 0, 0, 0, 127, &c.p),
             QNT_OK);
   r = params(c.p);
   EXPECT_EQ(r.s[0], 2.0f / 63.5f);  // 0.031496062...
   EXPECT_EQ(r.z[0], 63);
   qnt_qparams *bad = nullptr;
-  EXPECT_EQ(qnt_calibrate_minmax_range(x.t, QNT_DTYPE_U8, QNT_SCHEME_AFFINE,
+  EXPECT_EQ(qnt_calibrate_minmax_range(nullptr, x.t, QNT_DTYPE_U8, QNT_SCHEME_AFFINE,
                                        QNT_GRANULARITY_PER_TENSOR, 0, 0, 1, 127, &bad),
             QNT_ERR_INVALID_ARGUMENT);  // must contain 0
-  EXPECT_EQ(qnt_calibrate_minmax_range(x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE,
+  EXPECT_EQ(qnt_calibrate_minmax_range(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE,
                                        QNT_GRANULARITY_PER_TENSOR, 0, 0, -200, 10, &bad),
             QNT_ERR_INVALID_ARGUMENT);  // outside the dtype
   EXPECT_EQ(bad, nullptr);
@@ -142,7 +142,7 @@ TEST(MinMax, PerChannelLikePyTorch) {
   T x;
   make_f32(x, {2, 3}, {1.0f, -2.0f, 0.5f, 0.1f, 0.2f, 0.3f});
   QP a;
-  ASSERT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_AXIS,
+  ASSERT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_AXIS,
                                  0, 0, &a.p),
             QNT_OK);
   Result r = params(a.p);
@@ -157,7 +157,7 @@ TEST(MinMax, PerChannelLikePyTorch) {
   T y;
   make_f32(y, {2, 3}, {1.0f, -2.0f, 0.5f, 0.1f, 0.2f, -0.3f});
   QP b;
-  ASSERT_EQ(qnt_calibrate_minmax(y.t, QNT_DTYPE_U8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 1,
+  ASSERT_EQ(qnt_calibrate_minmax(nullptr, y.t, QNT_DTYPE_U8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 1,
                                  0, &b.p),
             QNT_OK);
   r = params(b.p);
@@ -175,7 +175,7 @@ TEST(MinMax, PerBlock) {
   T x;
   make_f32(x, {1, 5}, {-1.0f, 1.0f, 4.0f, -2.0f, 0.5f});
   QP a;
-  ASSERT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I4, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_BLOCK,
+  ASSERT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I4, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_BLOCK,
                                  1, 2, &a.p),
             QNT_OK);
   Result r = params(a.p);
@@ -194,33 +194,33 @@ TEST(MinMax, Errors) {
   const int64_t s[1] = {3};
   ASSERT_EQ(qnt_tensor_create(QNT_DTYPE_I8, s, 1, nullptr, &q.t), QNT_OK);
   qnt_qparams *out = nullptr;
-  EXPECT_EQ(qnt_calibrate_minmax(q.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, q.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
                                  0, 0, &out),
             QNT_ERR_DTYPE_MISMATCH);
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_NF4, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_NF4, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
                                  0, 0, &out),
             QNT_ERR_UNSUPPORTED);
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_TERNARY, QNT_SCHEME_AFFINE,
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_TERNARY, QNT_SCHEME_AFFINE,
                                  QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
             QNT_ERR_UNSUPPORTED);
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_F32, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_F32, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
                                  0, 0, &out),
             QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I8, static_cast<qnt_scheme>(0),
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, static_cast<qnt_scheme>(0),
                                  QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
             QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 2,
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 2,
                                  0, &out),
             QNT_ERR_INVALID_ARGUMENT);  // no axis 2
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 1,
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 1,
                                  0, &out),
             QNT_ERR_INVALID_ARGUMENT);  // axis of size 0
-  EXPECT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_BLOCK, 0,
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_BLOCK, 0,
                                  0, &out),
             QNT_ERR_INVALID_ARGUMENT);  // block size 0
   EXPECT_EQ(out, nullptr);
   // An empty tensor per tensor: nothing seen, PyTorch's (1.0, 0).
-  ASSERT_EQ(qnt_calibrate_minmax(x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
+  ASSERT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
                                  0, 0, &out),
             QNT_OK);
   Result r = params(out);
@@ -232,21 +232,21 @@ TEST(Codebook, ScaleRules) {
   T x;
   make_f32(x, {2, 4}, {0.5f, -3.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f});
   QP nf4, bin, ter;
-  ASSERT_EQ(qnt_calibrate_codebook(x.t, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_AXIS, 0, 0, &nf4.p),
+  ASSERT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_AXIS, 0, 0, &nf4.p),
             QNT_OK);
   Result r = params(nf4.p);
   EXPECT_EQ(r.s, (std::vector<float>{3.0f, 1.0f}));  // absmax; an all-zero group gets 1
-  ASSERT_EQ(qnt_calibrate_codebook(x.t, QNT_DTYPE_BINARY, QNT_GRANULARITY_PER_AXIS, 0, 0, &bin.p),
+  ASSERT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_BINARY, QNT_GRANULARITY_PER_AXIS, 0, 0, &bin.p),
             QNT_OK);
   r = params(bin.p);
   EXPECT_EQ(r.s, (std::vector<float>{1.125f, 1.0f}));  // mean |x| = 4.5 / 4
-  ASSERT_EQ(qnt_calibrate_codebook(x.t, QNT_DTYPE_TERNARY, QNT_GRANULARITY_PER_AXIS, 0, 0, &ter.p),
+  ASSERT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_TERNARY, QNT_GRANULARITY_PER_AXIS, 0, 0, &ter.p),
             QNT_OK);
   r = params(ter.p);
   EXPECT_EQ(r.s, (std::vector<float>{1.125f, 1e-5f}));  // BitNet's clamp at 1e-5
   EXPECT_EQ(r.z, (std::vector<int32_t>{0, 0}));
   qnt_qparams *out = nullptr;
-  EXPECT_EQ(qnt_calibrate_codebook(x.t, QNT_DTYPE_I8, QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
+  EXPECT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_I8, QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
             QNT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(out, nullptr);
 }

@@ -2,6 +2,7 @@
 // merge invariance, serialization and corrupted buffers, NaN/inf, empty calibrators, the SIMD
 // batch kernels against the reference, and error reports.
 #include "calib/histogram.hpp"
+#include "core/context.hpp"
 #include "calib/kernels.hpp"
 #include "helpers.hpp"
 
@@ -34,7 +35,7 @@ struct Cal {
 void observe(qnt_calibrator *c, const std::vector<int64_t> &shape, const std::vector<float> &v) {
   T t;
   make_f32(t, shape, v);
-  ASSERT_EQ(qnt_calibrator_observe(c, t.t), QNT_OK) << qnt_last_error_message();
+  ASSERT_EQ(qnt_calibrator_observe(nullptr, c, t.t), QNT_OK) << qnt_last_error_message();
 }
 
 struct Params {
@@ -48,7 +49,7 @@ struct Params {
 
 Params compute(const qnt_calibrator *c) {
   QP qp;
-  EXPECT_EQ(qnt_calibrator_compute(c, &qp.p), QNT_OK) << qnt_last_error_message();
+  EXPECT_EQ(qnt_calibrator_compute(nullptr, c, &qp.p), QNT_OK) << qnt_last_error_message();
   Params p;
   size_t n = 0;
   if (qp.p == nullptr) return p;
@@ -132,9 +133,8 @@ double sqnr(const std::vector<float> &v, qnt_dtype d, float s, int32_t z) {
   make_f32(t, {static_cast<int64_t>(v.size())}, v);
   QP qp;
   per_tensor(qp, d, s, z);
-  qnt_error_report r;
-  qnt_error_report_init(&r);
-  EXPECT_EQ(qnt_error_report_compute(t.t, qp.p, &r), QNT_OK);
+  qnt_error_report r{};
+  EXPECT_EQ(qnt_error_report_compute(nullptr, t.t, qp.p, &r, sizeof r), QNT_OK);
   return r.sqnr_db;
 }
 
@@ -239,7 +239,7 @@ TEST(Calibrator, PerChannelEqualsOneCalibratorPerChannel) {
   observe(pc.c, {3, 2}, {1, 2, 3, 4, 5, 6});
   T wrong;
   make_f32(wrong, {4, 2}, std::vector<float>(8, 1.0f));
-  EXPECT_EQ(qnt_calibrator_observe(pc.c, wrong.t), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_EQ(qnt_calibrator_observe(nullptr, pc.c, wrong.t), QNT_ERR_SHAPE_MISMATCH);
 }
 
 TEST(Calibrator, SerializationRoundTripAndCorruption) {
@@ -350,7 +350,7 @@ TEST(Calibrator, EmptyAndReset) {
   }
   Cal pc(QNT_CALIB_MINMAX, QNT_DTYPE_U8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 0);
   qnt_qparams *qp = nullptr;
-  EXPECT_EQ(qnt_calibrator_compute(pc.c, &qp), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(qnt_calibrator_compute(nullptr, pc.c, &qp), QNT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(qp, nullptr);
 }
 
@@ -388,7 +388,7 @@ TEST(Calibrator, BadArguments) {
   EXPECT_EQ(qnt_calibrator_merge(a.c, a.c), QNT_ERR_INVALID_ARGUMENT);
   T q;
   make_q(q, QNT_DTYPE_I8, {2}, nullptr);
-  EXPECT_EQ(qnt_calibrator_observe(a.c, q.t), QNT_ERR_DTYPE_MISMATCH);
+  EXPECT_EQ(qnt_calibrator_observe(nullptr, a.c, q.t), QNT_ERR_DTYPE_MISMATCH);
 }
 
 // --- the SIMD batch kernels against the reference -----------------------------------------
@@ -443,10 +443,10 @@ TEST(Histogram, DoublingEqualsBinningAtTheWiderRange) {
   x[2] = -std::numeric_limits<float>::denorm_min();
   qnt::calib::Histogram narrow(128), wide(128);
   narrow.cover(5.0);
-  narrow.add(x.data(), x.size());
+  narrow.add(qnt::calib::calib_kernels(QNT_ISA_REFERENCE), x.data(), x.size());
   narrow.cover(1000.0);  // doubles 8 times
   wide.cover(1000.0);
-  wide.add(x.data(), x.size());
+  wide.add(qnt::calib::calib_kernels(qnt::machine_isa()), x.data(), x.size());
   EXPECT_EQ(narrow.exponent(), wide.exponent());
   EXPECT_EQ(narrow.counts(), wide.counts());
   EXPECT_EQ(narrow.total(), x.size());
@@ -460,25 +460,21 @@ TEST(ErrorReport, HandComputed) {
   QP exact, coarse;
   per_tensor(exact, QNT_DTYPE_I8, 0.25f, 0);
   per_tensor(coarse, QNT_DTYPE_I8, 0.05f, 0);
-  qnt_error_report r;
-  qnt_error_report_init(&r);
-  ASSERT_EQ(qnt_error_report_compute(x.t, exact.p, &r), QNT_OK);
+  qnt_error_report r{};
+  ASSERT_EQ(qnt_error_report_compute(nullptr, x.t, exact.p, &r, sizeof r), QNT_OK);
   EXPECT_EQ(r.mse, 0.0);
   EXPECT_TRUE(std::isinf(r.sqnr_db));
   EXPECT_EQ(r.saturated_fraction, 0.0);
   EXPECT_EQ(r.count, 4u);
-  ASSERT_EQ(qnt_error_report_compute(x.t, coarse.p, &r), QNT_OK);
+  ASSERT_EQ(qnt_error_report_compute(nullptr, x.t, coarse.p, &r, sizeof r), QNT_OK);
   // 10 / 0.05 = 200 saturates at 127: 6.35, an error of 3.65; the others are exact.
   EXPECT_NEAR(r.max_abs_error, 3.65, 1e-6);
   EXPECT_NEAR(r.mse, 3.65 * 3.65 / 4, 1e-5);
   EXPECT_EQ(r.saturated_fraction, 0.25);
   const double signal = 0.25 + 1 + 100 + 0.0625;
   EXPECT_NEAR(r.sqnr_db, 10 * std::log10(signal / (3.65 * 3.65)), 1e-4);
-  qnt_error_report small;
-  qnt_error_report_init(&small);
-  small.struct_size = 8;
-  EXPECT_EQ(qnt_error_report_compute(x.t, exact.p, &small), QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(qnt_error_report_compute(x.t, nullptr, &r), QNT_ERR_NULL_POINTER);
+  EXPECT_EQ(qnt_error_report_compute(nullptr, x.t, exact.p, &r, 4), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(qnt_error_report_compute(nullptr, x.t, nullptr, &r, sizeof r), QNT_ERR_NULL_POINTER);
 }
 
 }  // namespace

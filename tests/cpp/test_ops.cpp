@@ -13,6 +13,23 @@
 #include <random>
 #include <vector>
 
+/* The conv geometry through the keyed options of a qnt_op_desc. */
+[[maybe_unused]] static qnt_status desc_strides(qnt_op_desc *d, int64_t h, int64_t w) {
+  qnt_status s = qnt_op_desc_set(d, QNT_OP_STRIDE_H, h);
+  return s != QNT_OK ? s : qnt_op_desc_set(d, QNT_OP_STRIDE_W, w);
+}
+[[maybe_unused]] static qnt_status desc_pads(qnt_op_desc *d, int64_t t, int64_t l, int64_t b, int64_t r) {
+  qnt_status s = qnt_op_desc_set(d, QNT_OP_PAD_TOP, t);
+  if (s == QNT_OK) s = qnt_op_desc_set(d, QNT_OP_PAD_LEFT, l);
+  if (s == QNT_OK) s = qnt_op_desc_set(d, QNT_OP_PAD_BOTTOM, b);
+  return s != QNT_OK ? s : qnt_op_desc_set(d, QNT_OP_PAD_RIGHT, r);
+}
+[[maybe_unused]] static qnt_status desc_dilations(qnt_op_desc *d, int64_t h, int64_t w) {
+  qnt_status s = qnt_op_desc_set(d, QNT_OP_DILATION_H, h);
+  return s != QNT_OK ? s : qnt_op_desc_set(d, QNT_OP_DILATION_W, w);
+}
+[[maybe_unused]] static qnt_status desc_groups(qnt_op_desc *d, int64_t g) { return qnt_op_desc_set(d, QNT_OP_GROUPS, g); }
+
 using namespace qnt_test;
 
 namespace {
@@ -123,11 +140,11 @@ TEST(OnnxBackend, ConvIntegerWithoutPadding) {
   make_raw(tx, QNT_DTYPE_U8, {1, 1, 3, 3}, qx.p, kConvX, 9);
   make_raw(tw, QNT_DTYPE_U8, {1, 1, 2, 2}, nullptr, w, 4);
   make_q(ty, QNT_DTYPE_I32, {1, 1, 2, 2}, nullptr);
-  qnt_conv2d_desc *d = nullptr;
-  ASSERT_EQ(qnt_conv2d_desc_create(&d), QNT_OK);
-  ASSERT_EQ(qnt_qconv2d(nullptr, d, tx.t, tw.t, nullptr, ty.t), QNT_OK) << qnt_last_error_message();
+  qnt_op_desc *d = nullptr;
+  ASSERT_EQ(qnt_op_desc_create(&d), QNT_OK);
+  ASSERT_EQ(qnt_qconv2d(nullptr, tx.t, tw.t, nullptr, d, ty.t), QNT_OK) << qnt_last_error_message();
   EXPECT_EQ(values_of<int32_t>(ty.t), (std::vector<int32_t>{12, 16, 24, 28}));
-  qnt_conv2d_desc_destroy(d);
+  qnt_op_desc_destroy(d);
 }
 
 TEST(OnnxBackend, ConvIntegerWithPadding) {
@@ -138,16 +155,16 @@ TEST(OnnxBackend, ConvIntegerWithPadding) {
   make_raw(tx, QNT_DTYPE_U8, {1, 1, 3, 3}, qx.p, kConvX, 9);
   make_raw(tw, QNT_DTYPE_U8, {1, 1, 2, 2}, nullptr, w, 4);
   make_q(ty, QNT_DTYPE_I32, {1, 1, 4, 4}, nullptr);
-  qnt_conv2d_desc *d = nullptr;
-  ASSERT_EQ(qnt_conv2d_desc_create(&d), QNT_OK);
-  ASSERT_EQ(qnt_conv2d_desc_set_pads(d, 1, 1, 1, 1), QNT_OK);
+  qnt_op_desc *d = nullptr;
+  ASSERT_EQ(qnt_op_desc_create(&d), QNT_OK);
+  ASSERT_EQ(desc_pads(d, 1, 1, 1, 1), QNT_OK);
   int64_t shape[4];
-  ASSERT_EQ(qnt_conv2d_output_shape(d, tx.t, tw.t, shape), QNT_OK);
+  ASSERT_EQ(qnt_conv2d_output_shape(tx.t, tw.t, d, shape, 4), QNT_OK);
   EXPECT_EQ(std::vector<int64_t>(shape, shape + 4), (std::vector<int64_t>{1, 1, 4, 4}));
-  ASSERT_EQ(qnt_qconv2d(nullptr, d, tx.t, tw.t, nullptr, ty.t), QNT_OK) << qnt_last_error_message();
+  ASSERT_EQ(qnt_qconv2d(nullptr, tx.t, tw.t, nullptr, d, ty.t), QNT_OK) << qnt_last_error_message();
   EXPECT_EQ(values_of<int32_t>(ty.t),
             (std::vector<int32_t>{1, 3, 5, 3, 5, 12, 16, 9, 11, 24, 28, 15, 7, 15, 17, 9}));
-  qnt_conv2d_desc_destroy(d);
+  qnt_op_desc_destroy(d);
 }
 
 TEST(OnnxBackend, QLinearConv) {
@@ -168,11 +185,11 @@ TEST(OnnxBackend, QLinearConv) {
   make_raw(tx, QNT_DTYPE_U8, {1, 1, 7, 7}, qx.p, x, 49);
   make_raw(tw, QNT_DTYPE_U8, {1, 1, 1, 1}, qw.p, w, 1);
   make_q(ty, QNT_DTYPE_U8, {1, 1, 7, 7}, qy.p);
-  qnt_conv2d_desc *d = nullptr;
-  ASSERT_EQ(qnt_conv2d_desc_create(&d), QNT_OK);
-  ASSERT_EQ(qnt_qconv2d(nullptr, d, tx.t, tw.t, nullptr, ty.t), QNT_OK) << qnt_last_error_message();
+  qnt_op_desc *d = nullptr;
+  ASSERT_EQ(qnt_op_desc_create(&d), QNT_OK);
+  ASSERT_EQ(qnt_qconv2d(nullptr, tx.t, tw.t, nullptr, d, ty.t), QNT_OK) << qnt_last_error_message();
   EXPECT_EQ(bytes_of(ty.t), want);
-  qnt_conv2d_desc_destroy(d);
+  qnt_op_desc_destroy(d);
 }
 
 // --- qmatmul against a naive int64 product -----------------------------------------------
@@ -390,23 +407,23 @@ TEST(QConv2d, MatchesDirectConvolution) {
               QNT_OK);
     const bool quantized_y = c.dy == QNT_DTYPE_U8 || c.dy == QNT_DTYPE_I8;
     if (quantized_y) per_tensor(qy, c.dy, sy, zy);
-    qnt_conv2d_desc *d = nullptr;
-    ASSERT_EQ(qnt_conv2d_desc_create(&d), QNT_OK);
-    ASSERT_EQ(qnt_conv2d_desc_set_strides(d, c.sh, c.sw), QNT_OK);
-    ASSERT_EQ(qnt_conv2d_desc_set_pads(d, c.pt, c.pl, c.pb, c.pr), QNT_OK);
-    ASSERT_EQ(qnt_conv2d_desc_set_dilations(d, c.dh, c.dw), QNT_OK);
-    ASSERT_EQ(qnt_conv2d_desc_set_groups(d, c.groups), QNT_OK);
+    qnt_op_desc *d = nullptr;
+    ASSERT_EQ(qnt_op_desc_create(&d), QNT_OK);
+    ASSERT_EQ(desc_strides(d, c.sh, c.sw), QNT_OK);
+    ASSERT_EQ(desc_pads(d, c.pt, c.pl, c.pb, c.pr), QNT_OK);
+    ASSERT_EQ(desc_dilations(d, c.dh, c.dw), QNT_OK);
+    ASSERT_EQ(desc_groups(d, c.groups), QNT_OK);
     T tx, tw, ty, tb;
     make_raw(tx, c.dx, {c.N, c.C, c.H, c.W}, qx.p, x.data(), x.size());
     make_raw(tw, c.dwt, {c.M, Cg, c.KH, c.KW}, qw.p, w.data(), w.size());
     make_raw(tb, QNT_DTYPE_I32, {c.M}, nullptr, bias.data(), bias.size() * 4);
     int64_t os[4];
-    ASSERT_EQ(qnt_conv2d_output_shape(d, tx.t, tw.t, os), QNT_OK) << qnt_last_error_message();
+    ASSERT_EQ(qnt_conv2d_output_shape(tx.t, tw.t, d, os, 4), QNT_OK) << qnt_last_error_message();
     const int64_t OH = os[2], OW = os[3];
     EXPECT_EQ(OH, (c.H + c.pt + c.pb - c.dh * (c.KH - 1) - 1) / c.sh + 1);
     make_q(ty, c.dy, {c.N, c.M, OH, OW}, quantized_y ? qy.p : nullptr);
-    ASSERT_EQ(qnt_qconv2d(nullptr, d, tx.t, tw.t, tb.t, ty.t), QNT_OK) << qnt_last_error_message();
-    qnt_conv2d_desc_destroy(d);
+    ASSERT_EQ(qnt_qconv2d(nullptr, tx.t, tw.t, tb.t, d, ty.t), QNT_OK) << qnt_last_error_message();
+    qnt_op_desc_destroy(d);
 
     const std::vector<uint8_t> got = bytes_of(ty.t);
     int32_t qmin = 0, qmax = 0;
@@ -483,10 +500,10 @@ TEST(LinearWeightOnly, Int4Uint4NF4PerBlock) {
   for (const Variant &v : variants) {
     QP qp;
     if (v.d == QNT_DTYPE_NF4)
-      ASSERT_EQ(qnt_calibrate_codebook(tw.t, v.d, QNT_GRANULARITY_PER_BLOCK, 1, v.block, &qp.p),
+      ASSERT_EQ(qnt_calibrate_codebook(nullptr, tw.t, v.d, QNT_GRANULARITY_PER_BLOCK, 1, v.block, &qp.p),
                 QNT_OK);
     else
-      ASSERT_EQ(qnt_calibrate_minmax(tw.t, v.d,
+      ASSERT_EQ(qnt_calibrate_minmax(nullptr, tw.t, v.d,
                                      v.d == QNT_DTYPE_U4 ? QNT_SCHEME_AFFINE : QNT_SCHEME_SYMMETRIC,
                                      QNT_GRANULARITY_PER_BLOCK, 1, v.block, &qp.p),
                 QNT_OK);
@@ -530,7 +547,7 @@ TEST(LinearDynamic, PerTensorAndPerRowMatchTheirDefinition) {
   make_f32(tw, {N, K}, w);
   make_f32(tbias, {N}, bias);
   QP qw;
-  ASSERT_EQ(qnt_calibrate_minmax(tw.t, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_AXIS,
+  ASSERT_EQ(qnt_calibrate_minmax(nullptr, tw.t, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_AXIS,
                                  0, 0, &qw.p),
             QNT_OK);
   std::vector<float> sw(N);
@@ -543,8 +560,12 @@ TEST(LinearDynamic, PerTensorAndPerRowMatchTheirDefinition) {
   for (qnt_act_quant mode : {QNT_ACT_PER_TENSOR, QNT_ACT_PER_ROW}) {
     T ty;
     make_q(ty, QNT_DTYPE_F32, {M, N}, nullptr);
-    ASSERT_EQ(qnt_linear_dynamic(nullptr, tx.t, wq.t, tbias.t, mode, ty.t), QNT_OK)
+    qnt_op_desc *d = nullptr;
+    ASSERT_EQ(qnt_op_desc_create(&d), QNT_OK);
+    ASSERT_EQ(qnt_op_desc_set(d, QNT_OP_ACT_QUANT, mode), QNT_OK);
+    ASSERT_EQ(qnt_linear_dynamic(nullptr, tx.t, wq.t, tbias.t, d, ty.t), QNT_OK)
         << qnt_last_error_message();
+    qnt_op_desc_destroy(d);
     const std::vector<float> y = floats_of(ty.t);
     double err = 0, ref_scale = 0;
     for (int64_t m = 0; m < M; ++m) {
@@ -601,10 +622,14 @@ TEST(QAdd, HandWorked) {
   make_raw(tb, QNT_DTYPE_I8, {5}, qb.p, b, 5);
   make_q(ty, QNT_DTYPE_U8, {5}, qy.p);
   make_q(tr, QNT_DTYPE_U8, {5}, qy.p);
-  ASSERT_EQ(qnt_qadd(nullptr, ta.t, tb.t, 0, ty.t), QNT_OK) << qnt_last_error_message();
+  ASSERT_EQ(qnt_qadd(nullptr, ta.t, tb.t, nullptr, ty.t), QNT_OK) << qnt_last_error_message();
   // sums 0.5 -> 0 (tie to even), 0.5 -> 0, -32.25 -> -32, 95.25 -> 95, -4.25 -> -4; then + 10
   EXPECT_EQ(bytes_of(ty.t), (std::vector<uint8_t>{10, 10, 0, 105, 6}));
-  ASSERT_EQ(qnt_qadd(nullptr, ta.t, tb.t, 1, tr.t), QNT_OK);
+  qnt_op_desc *relu = nullptr;
+  ASSERT_EQ(qnt_op_desc_create(&relu), QNT_OK);
+  ASSERT_EQ(qnt_op_desc_set(relu, QNT_OP_FUSE_RELU, 1), QNT_OK);
+  ASSERT_EQ(qnt_qadd(nullptr, ta.t, tb.t, relu, tr.t), QNT_OK);
+  qnt_op_desc_destroy(relu);
   EXPECT_EQ(bytes_of(tr.t), (std::vector<uint8_t>{10, 10, 10, 105, 10}));
 }
 
@@ -669,21 +694,21 @@ TEST(OpErrors, ShapesDtypesAndQParams) {
   make_q(b_rows, QNT_DTYPE_I8, {3, 4}, rows.p);
   EXPECT_EQ(qnt_qmatmul(nullptr, a.t, b_rows.t, nullptr, y.t), QNT_ERR_INVALID_QPARAMS);
   // conv: channels that do not split into groups, kernels larger than the input
-  qnt_conv2d_desc *d = nullptr;
-  ASSERT_EQ(qnt_conv2d_desc_create(&d), QNT_OK);
-  EXPECT_EQ(qnt_conv2d_desc_set_strides(d, 0, 1), QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(qnt_conv2d_desc_set_pads(d, -1, 0, 0, 0), QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(qnt_conv2d_desc_set_dilations(d, 1, 0), QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(qnt_conv2d_desc_set_groups(d, 0), QNT_ERR_INVALID_ARGUMENT);
-  ASSERT_EQ(qnt_conv2d_desc_set_groups(d, 2), QNT_OK);
+  qnt_op_desc *d = nullptr;
+  ASSERT_EQ(qnt_op_desc_create(&d), QNT_OK);
+  EXPECT_EQ(desc_strides(d, 0, 1), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(desc_pads(d, -1, 0, 0, 0), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(desc_dilations(d, 1, 0), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(desc_groups(d, 0), QNT_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(desc_groups(d, 2), QNT_OK);
   T cx, cw, cy;
   make_q(cx, QNT_DTYPE_U8, {1, 3, 4, 4}, qu.p);
   make_q(cw, QNT_DTYPE_I8, {2, 1, 5, 5}, q8.p);
   make_q(cy, QNT_DTYPE_I32, {1, 2, 1, 1}, nullptr);
-  EXPECT_EQ(qnt_qconv2d(nullptr, d, cx.t, cw.t, nullptr, cy.t), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_EQ(qnt_qconv2d(nullptr, cx.t, cw.t, nullptr, d, cy.t), QNT_ERR_SHAPE_MISMATCH);
   int64_t os[4];
-  EXPECT_EQ(qnt_conv2d_output_shape(d, cx.t, cw.t, os), QNT_ERR_SHAPE_MISMATCH);
-  qnt_conv2d_desc_destroy(d);
+  EXPECT_EQ(qnt_conv2d_output_shape(cx.t, cw.t, d, os, 4), QNT_ERR_SHAPE_MISMATCH);
+  qnt_op_desc_destroy(d);
 }
 
 }  // namespace

@@ -179,9 +179,21 @@ TEST(Tensor, OverflowAndBadShapes) {
               qnt::checked_element_count(s, 9);
             }),
             QNT_ERR_UNSUPPORTED);
-  // A zero dimension makes an empty tensor even when the others are huge.
-  const int64_t empty[2] = {0, INT64_MAX};
+  // A zero dimension makes an empty tensor, but the other dimensions stay bounded: each, and
+  // their product, at most QNT_MAX_ELEMENTS (an empty [0, 2^62] used to be accepted, and then
+  // overflowed the size arithmetic of the ops).
+  const int64_t empty[2] = {0, QNT_MAX_ELEMENTS};
   EXPECT_EQ(qnt::checked_element_count(empty, 2), 0u);
+  EXPECT_EQ(status_of([] {
+              const int64_t s[2] = {0, int64_t{1} << 62};
+              qnt::checked_element_count(s, 2);
+            }),
+            QNT_ERR_OVERFLOW);
+  EXPECT_EQ(status_of([] {
+              const int64_t s[3] = {int64_t{1} << 40, int64_t{1} << 40, 0};
+              qnt::checked_element_count(s, 3);
+            }),
+            QNT_ERR_OVERFLOW);
   // PTRDIFF_MAX / 4 elements of f32 would need PTRDIFF_MAX bytes: refused as overflow.
   EXPECT_EQ(status_of([] {
               const int64_t s[1] = {INT64_MAX / 4};

@@ -1,0 +1,647 @@
+// qmatmul (MatMulInteger / QLinearMatMul), DynamicQuantizeLinear, and the linear layers, each as
+// a prepared operator; the one-shot calls check, return at once for an empty output, then
+// prepare and run.
+#include "core/error.hpp"
+#include "kernels/ref/ops_ref.hpp"
+#include "kernels/ref/quantize_ref.hpp"
+#include "ops/common.hpp"
+#include "ops/parallel.hpp"
+#include "ops/prepared.hpp"
+#include "ops/qops.hpp"
+#include "ops/quantize.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace qnt::ops {
+namespace {
+
+// Rows per task: enough work per task to pay for a thread's start, at least one row.
+size_t row_grain(int64_t n, int64_t k) {
+  const int64_t work = std::max<int64_t>(1, n) * std::max<int64_t>(1, k);
+  return static_cast<size_t>(std::max<int64_t>(1, (int64_t{1} << 16) / work));
+}
+
+int64_t product(const std::vector<int64_t> &dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// For each index of the broadcast batch shape `out`, the flat index into batch shape `in`
+// (numpy broadcasting: shapes aligned at the right, size-1 dimensions repeat).
+std::vector<int64_t> broadcast_index(const std::vector<int64_t> &in,
+                                     const std::vector<int64_t> &out) {
+  const int64_t count = product(out);
+  std::vector<int64_t> idx(static_cast<size_t>(count));
+  const size_t shift = out.size() - in.size();
+  for (int64_t flat = 0; flat < count; ++flat) {
+    int64_t rest = flat, offset = 0, stride = 1;
+    for (size_t d = out.size(); d-- > 0;) {
+      const int64_t i = rest % out[d];
+      rest /= out[d];
+      if (d >= shift) {
+        const int64_t size = in[d - shift];
+        offset += (size == 1 ? 0 : i) * stride;
+        stride *= size;
+      }
+    }
+    idx[static_cast<size_t>(flat)] = offset;
+  }
+  return idx;
+}
+
+std::vector<int64_t> broadcast_shapes(const std::vector<int64_t> &a,
+                                      const std::vector<int64_t> &b) {
+  std::vector<int64_t> out(std::max(a.size(), b.size()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t da = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
+    const int64_t db = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail(QNT_ERR_SHAPE_MISMATCH, "batch dimensions ", shape_string(a), " and ", shape_string(b),
+           " do not broadcast");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// A constant 8-bit operand laid out for the kernels (see ref::PackedInt8), with its scales.
+struct PackedWeights {
+  int64_t channels = 0, K = 0;
+  bool is_signed = false;
+  std::vector<uint8_t> data;
+  std::vector<int32_t> zero_points, sums;
+  std::vector<float> scales;  // empty when the weights have no qparams
+
+  ref::PackedInt8 view() const noexcept {
+    ref::PackedInt8 v;
+    v.data = data.data();
+    v.is_signed = is_signed;
+    v.K = K;
+    v.zero_points = zero_points.data();
+    v.sums = sums.data();
+    return v;
+  }
+  size_t bytes() const noexcept {
+    return data.size() + 4 * (zero_points.size() + sums.size() + scales.size());
+  }
+  void finish() {
+    sums.resize(static_cast<size_t>(channels));
+    ref::packed_sums(data.data(), is_signed, channels, K, zero_points.data(), sums.data());
+  }
+};
+
+// A bias, copied.
+struct Bias {
+  bool present = false;
+  qnt_dtype dtype = QNT_DTYPE_I32;
+  std::vector<int32_t> i32;
+  std::vector<float> f32;
+
+  explicit Bias(const Tensor *t) {
+    if (t == nullptr) return;
+    present = true;
+    dtype = t->dtype();
+    const auto n = t->element_count();
+    if (dtype == QNT_DTYPE_I32) {
+      i32.resize(n);
+      if (n) std::memcpy(i32.data(), t->data(), 4 * n);
+    } else {
+      f32.resize(n);
+      if (n) std::memcpy(f32.data(), t->data(), 4 * n);
+    }
+  }
+  const int32_t *i32_or_null() const noexcept { return i32.empty() ? nullptr : i32.data(); }
+  const float *f32_or_null() const noexcept { return f32.empty() ? nullptr : f32.data(); }
+  size_t bytes() const noexcept { return 4 * (i32.size() + f32.size()); }
+};
+
+// How a row of accumulators becomes y, for output channels n.
+struct Epilogue {
+  enum class Mode { Int32, Requantize, Float, FloatQuantize } mode = Mode::Int32;
+  const int32_t *bias_i32 = nullptr;
+  const float *bias_f32 = nullptr;
+  // Requantize: (sa * sb[n]) / sy; Float and FloatQuantize: sa * sb[n].
+  std::vector<float> multiplier;
+  float sy = 1.0f;
+  int32_t zy = 0, qmin = 0, qmax = 0;
+
+  void row(const int32_t *acc, int64_t n_count, uint8_t *y_row) const {
+    for (int64_t n = 0; n < n_count; ++n) {
+      const auto c = static_cast<size_t>(n);
+      const int32_t a = bias_i32 != nullptr ? ref::wrap_add(acc[n], bias_i32[n]) : acc[n];
+      switch (mode) {
+        case Mode::Int32:
+          std::memcpy(y_row + 4 * n, &a, 4);
+          break;
+        case Mode::Requantize:
+          ref::store_element(y_row, c, 8, ref::requantize(a, multiplier[c], zy, qmin, qmax));
+          break;
+        case Mode::Float: {
+          const float v =
+              ref::acc_to_float(a, multiplier[c], bias_f32 != nullptr ? bias_f32[n] : 0.0f);
+          std::memcpy(y_row + 4 * n, &v, 4);
+          break;
+        }
+        case Mode::FloatQuantize: {
+          const float v = ref::acc_to_float(a, multiplier[c], bias_f32[n]);
+          ref::store_element(y_row, c, 8, ref::quantize_integer(v, sy, zy, qmin, qmax));
+          break;
+        }
+      }
+    }
+  }
+};
+
+// The epilogue for output y (mode from its dtype) with input scale sa and weight scales sb.
+Epilogue make_epilogue(OutputMode mode, const QParams *yq, const Bias &bias, float sa,
+                       const std::vector<float> &sb) {
+  Epilogue e;
+  e.bias_i32 = bias.i32_or_null();
+  e.bias_f32 = bias.f32_or_null();
+  switch (mode) {
+    case OutputMode::Int32:
+      e.mode = Epilogue::Mode::Int32;
+      return e;
+    case OutputMode::Float:
+      e.mode = Epilogue::Mode::Float;
+      for (float s : sb) e.multiplier.push_back(sa * s);
+      return e;
+    case OutputMode::Requantize:
+      break;
+  }
+  e.sy = yq->scales()[0];
+  e.zy = yq->zero_points()[0];
+  e.qmin = yq->info().qmin;
+  e.qmax = yq->info().qmax;
+  if (e.bias_f32 != nullptr) {
+    e.mode = Epilogue::Mode::FloatQuantize;
+    for (float s : sb) e.multiplier.push_back(sa * s);
+  } else {
+    e.mode = Epilogue::Mode::Requantize;
+    for (float s : sb) e.multiplier.push_back(ref::requant_multiplier(sa, s, e.sy));
+  }
+  return e;
+}
+
+ref::Int8Matrix row_view(const uint8_t *data, bool is_signed) {
+  ref::Int8Matrix m;
+  m.data = data;
+  m.is_signed = is_signed;
+  m.row_stride = 0;
+  m.col_stride = 1;
+  return m;
+}
+
+// x [..., K] as rows of K: the row count, checking y is [..., N].
+int64_t linear_rows(const Tensor &x, int64_t K, int64_t N, const Tensor &y) {
+  if (x.rank() < 1) fail(QNT_ERR_SHAPE_MISMATCH, "x must have at least one dimension");
+  if (x.dims().back() != K)
+    fail(QNT_ERR_SHAPE_MISMATCH, "x ", shape_string(x.dims()), " does not end in K = ", K,
+         " of the weights");
+  std::vector<int64_t> want = x.dims();
+  want.back() = N;
+  if (y.dims() != want)
+    fail(QNT_ERR_SHAPE_MISMATCH, "y has shape ", shape_string(y.dims()), ", expected ",
+         shape_string(want));
+  return K == 0 ? static_cast<int64_t>(y.element_count()) / std::max<int64_t>(N, 1)
+                : static_cast<int64_t>(x.element_count()) / K;
+}
+
+// The weight checks of the linear layers: w is [N, K]; bias f32 (or also i32) [N].
+void check_linear_weights(const Tensor &w, const Tensor *bias, bool i32_bias_allowed) {
+  if (w.rank() != 2) fail(QNT_ERR_SHAPE_MISMATCH, "w must be [N, K], not ", shape_string(w.dims()));
+  check_bias(bias, w.dims()[0], true);
+  if (!i32_bias_allowed && bias != nullptr && bias->dtype() != QNT_DTYPE_F32)
+    fail(QNT_ERR_DTYPE_MISMATCH, "bias must be f32 here, not ", bias->info().name);
+}
+
+// --- matmul with a constant b -----------------------------------------------------------------
+
+void check_matmul_b(const Tensor &b, const Tensor *bias) {
+  require_int8(b, "b");
+  if (b.rank() < 2)
+    fail(QNT_ERR_SHAPE_MISMATCH, "b needs at least two dimensions, got ", shape_string(b.dims()));
+  check_channel_qparams(b.qparams(), b.rank(), "b", static_cast<int64_t>(b.rank()) - 1, true,
+                        false);
+  check_bias(bias, b.dims().back(), true);
+}
+
+struct MatmulRun {
+  std::vector<int64_t> a_batch, b_batch, batch;
+  int64_t M = 0;
+  OutputMode mode = OutputMode::Int32;
+};
+
+// The checks on a and y against b's shape and qparams and the bias; allocation-free.
+MatmulRun check_matmul_run(const Tensor &a, const std::vector<int64_t> &bd,
+                           const std::shared_ptr<const QParams> &bq, const Bias &bias,
+                           const Tensor &y) {
+  require_int8(a, "a");
+  if (a.rank() < 2)
+    fail(QNT_ERR_SHAPE_MISMATCH, "a needs at least two dimensions, got ", shape_string(a.dims()));
+  MatmulRun r;
+  r.mode = output_mode(y);
+  const auto &ad = a.dims();
+  const int64_t K = ad.back(), N = bd.back();
+  r.M = ad[ad.size() - 2];
+  if (bd[bd.size() - 2] != K)
+    fail(QNT_ERR_SHAPE_MISMATCH, "a ", shape_string(ad), " and b ", shape_string(bd),
+         " disagree on K");
+  r.a_batch.assign(ad.begin(), ad.end() - 2);
+  r.b_batch.assign(bd.begin(), bd.end() - 2);
+  r.batch = broadcast_shapes(r.a_batch, r.b_batch);
+  std::vector<int64_t> want = r.batch;
+  want.push_back(r.M);
+  want.push_back(N);
+  if (y.dims() != want)
+    fail(QNT_ERR_SHAPE_MISMATCH, "y has shape ", shape_string(y.dims()), ", expected ",
+         shape_string(want));
+  const bool scales = r.mode != OutputMode::Int32;
+  check_channel_qparams(a.qparams(), a.rank(), "a", 0, false, scales);
+  check_channel_qparams(bq, bd.size(), "b", static_cast<int64_t>(bd.size()) - 1, true, scales);
+  if (bias.present && bias.dtype == QNT_DTYPE_F32 && r.mode != OutputMode::Float)
+    fail(QNT_ERR_DTYPE_MISMATCH, "an f32 bias needs an f32 y here (use an i32 bias)");
+  require_writable(y, "y");
+  require_disjoint(y, a, "y", "a");
+  return r;
+}
+
+class PreparedMatmul final : public Prepared {
+ public:
+  PreparedMatmul(const Context &ctx, const Tensor &b, const Tensor *bias)
+      : Prepared(QNT_PREPARED_MATMUL, ctx.isa()), dims_(b.dims()), bq_(b.qparams()), bias_(bias) {
+    const int64_t K = dims_[dims_.size() - 2], N = dims_.back();
+    const int64_t batches = static_cast<int64_t>(b.element_count()) / std::max<int64_t>(1, K * N);
+    const ChannelParams pb = channel_params(b, "b", static_cast<int64_t>(b.rank()) - 1, N, true,
+                                            false);
+    w_.channels = batches * N;
+    w_.K = K;
+    w_.is_signed = b.info().is_signed;
+    w_.scales = pb.scales;
+    // Channel (batch i, column n) holds b[i][:, n]: the transpose, so the K values are contiguous.
+    w_.data.resize(b.element_count());
+    for (int64_t i = 0; i < batches; ++i)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n)
+          w_.data[static_cast<size_t>((i * N + n) * K + k)] = b.data()[(i * K + k) * N + n];
+    w_.zero_points.resize(static_cast<size_t>(w_.channels));
+    for (int64_t c = 0; c < w_.channels; ++c)
+      w_.zero_points[static_cast<size_t>(c)] = pb.zero_points[static_cast<size_t>(c % N)];
+    w_.finish();
+  }
+
+  size_t packed_size() const noexcept override { return w_.bytes() + bias_.bytes(); }
+
+  void run(const Context &ctx, const Tensor &a, Tensor &y) const override {
+    const MatmulRun r = check_matmul_run(a, dims_, bq_, bias_, y);
+    if (y.element_count() == 0) return;
+    const int64_t M = r.M, K = w_.K, N = dims_.back();
+    const bool scales = r.mode != OutputMode::Int32;
+    const float sa = scales ? a.qparams()->scales()[0] : 0.0f;
+    const int32_t za = a.qparams() ? a.qparams()->zero_points()[0] : 0;
+    const Epilogue epi = make_epilogue(r.mode, y.qparams().get(), bias_, sa,
+                                       scales ? w_.scales : std::vector<float>());
+    const std::vector<int64_t> a_index = broadcast_index(r.a_batch, r.batch);
+    const std::vector<int64_t> b_index = broadcast_index(r.b_batch, r.batch);
+    const size_t y_elem = static_cast<size_t>(y.info().bits / 8);
+    const auto rows = static_cast<size_t>(static_cast<int64_t>(a_index.size()) * M);
+    const size_t grain = row_grain(N, K);
+    std::vector<std::vector<int32_t>> acc(parallel_workers(ctx.threads(), rows, grain),
+                                          std::vector<int32_t>(static_cast<size_t>(N)));
+    const ref::PackedInt8 w = w_.view();
+    parallel_for_workers(ctx.threads(), rows, grain, [&](size_t r0, size_t r1, size_t t) {
+      int32_t *out = acc[t].data();
+      for (size_t row = r0; row < r1; ++row) {
+        const auto bi = static_cast<size_t>(static_cast<int64_t>(row) / M);
+        const int64_t m = static_cast<int64_t>(row) % M;
+        const ref::Int8Matrix am =
+            row_view(a.data() + (a_index[bi] * M + m) * K, a.info().is_signed);
+        const int64_t c0 = b_index[bi] * N;
+        ref::qgemm_packed(1, am, &za, 0, w, c0, c0 + N, out, 0, 1);
+        epi.row(out, N, y.data() + row * static_cast<size_t>(N) * y_elem);
+      }
+    });
+  }
+
+ private:
+  std::vector<int64_t> dims_;
+  std::shared_ptr<const QParams> bq_;
+  Bias bias_;
+  PackedWeights w_;
+};
+
+// --- the linear layers ------------------------------------------------------------------------
+
+PackedWeights pack_linear(const Tensor &w, bool need_scales) {
+  const int64_t N = w.dims()[0], K = w.dims()[1];
+  const ChannelParams pw = channel_params(w, "w", 0, N, true, need_scales);
+  PackedWeights p;
+  p.channels = N;
+  p.K = K;
+  p.is_signed = w.info().is_signed;
+  p.data.assign(w.data(), w.data() + w.byte_size());
+  p.zero_points = pw.zero_points;
+  p.scales = pw.scales;
+  p.finish();
+  return p;
+}
+
+class PreparedLinearDynamic final : public Prepared {
+ public:
+  PreparedLinearDynamic(const Context &ctx, const Tensor &w, const Tensor *bias,
+                        qnt_act_quant mode)
+      : Prepared(QNT_PREPARED_LINEAR_DYNAMIC, ctx.isa()),
+        mode_(mode),
+        w_(pack_linear(w, true)),
+        bias_(bias) {}
+
+  size_t packed_size() const noexcept override { return w_.bytes() + bias_.bytes(); }
+
+  void run(const Context &ctx, const Tensor &x, Tensor &y) const override {
+    require_float(x, "x");
+    require_float(y, "y");
+    const int64_t K = w_.K, N = w_.channels;
+    const int64_t R = linear_rows(x, K, N, y);
+    require_writable(y, "y");
+    require_disjoint(y, x, "y", "x");
+    if (y.element_count() == 0) return;
+    const auto *xs = reinterpret_cast<const float *>(x.data());
+    const auto rows = static_cast<size_t>(R);
+    std::vector<float> sx(rows, 1.0f);
+    std::vector<int32_t> zx(rows, 0);
+    if (mode_ == QNT_ACT_PER_TENSOR) {
+      if (!ref::dynamic_qparams(xs, x.element_count(), &sx[0], &zx[0]))
+        fail(QNT_ERR_INVALID_ARGUMENT, "x holds an infinity or a range too wide for float32");
+      std::fill(sx.begin(), sx.end(), sx[0]);
+      std::fill(zx.begin(), zx.end(), zx[0]);
+    } else {
+      for (size_t r = 0; r < rows; ++r)
+        if (!ref::dynamic_qparams(xs + r * static_cast<size_t>(K), static_cast<size_t>(K), &sx[r],
+                                  &zx[r]))
+          fail(QNT_ERR_INVALID_ARGUMENT, "row ", r, " of x holds an infinity or too wide a range");
+    }
+    const float *bf = bias_.f32_or_null();
+    auto *out = reinterpret_cast<float *>(y.data());
+    const size_t grain = row_grain(N, K);
+    const size_t workers = parallel_workers(ctx.threads(), rows, grain);
+    std::vector<std::vector<uint8_t>> xq(workers, std::vector<uint8_t>(static_cast<size_t>(K)));
+    std::vector<std::vector<int32_t>> acc(workers, std::vector<int32_t>(static_cast<size_t>(N)));
+    const ref::PackedInt8 w = w_.view();
+    parallel_for_workers(ctx.threads(), rows, grain, [&](size_t r0, size_t r1, size_t t) {
+      uint8_t *q = xq[t].data();
+      int32_t *a = acc[t].data();
+      for (size_t r = r0; r < r1; ++r) {
+        for (int64_t k = 0; k < K; ++k)
+          q[k] = static_cast<uint8_t>(ref::quantize_integer(
+              xs[r * static_cast<size_t>(K) + static_cast<size_t>(k)], sx[r], zx[r], 0, 255));
+        ref::qgemm_packed(1, row_view(q, false), &zx[r], 0, w, 0, N, a, 0, 1);
+        for (int64_t n = 0; n < N; ++n) {
+          const float scale = sx[r] * w_.scales[static_cast<size_t>(n)];
+          out[r * static_cast<size_t>(N) + static_cast<size_t>(n)] =
+              ref::acc_to_float(a[n], scale, bf != nullptr ? bf[n] : 0.0f);
+        }
+      }
+    });
+  }
+
+ private:
+  qnt_act_quant mode_;
+  PackedWeights w_;
+  Bias bias_;
+};
+
+void require_per_tensor_int8(const QParams &qp, const char *role) {
+  if (qp.dtype() != QNT_DTYPE_I8 && qp.dtype() != QNT_DTYPE_U8)
+    fail(QNT_ERR_DTYPE_MISMATCH, role, " must be i8 or u8, not ", qp.info().name);
+  if (qp.granularity() != QNT_GRANULARITY_PER_TENSOR)
+    fail(QNT_ERR_UNSUPPORTED, role, " must be per tensor");
+}
+
+class PreparedLinearStatic final : public Prepared {
+ public:
+  PreparedLinearStatic(const Context &ctx, const Tensor &w, const Tensor *bias,
+                       const QParams &x_qp, const std::shared_ptr<const QParams> &y_qp)
+      : Prepared(QNT_PREPARED_LINEAR_STATIC, ctx.isa()),
+        x_dtype_(x_qp.dtype()),
+        sx_(x_qp.scales()[0]),
+        zx_(x_qp.zero_points()[0]),
+        yq_(y_qp),
+        w_(pack_linear(w, true)),
+        bias_(bias) {
+    epi_ = make_epilogue(yq_ ? OutputMode::Requantize : OutputMode::Float, yq_.get(), bias_, sx_,
+                         w_.scales);
+  }
+
+  size_t packed_size() const noexcept override {
+    return w_.bytes() + bias_.bytes() + 4 * epi_.multiplier.size();
+  }
+
+  void run(const Context &ctx, const Tensor &x, Tensor &y) const override {
+    if (x.dtype() != x_dtype_)
+      fail(QNT_ERR_DTYPE_MISMATCH, "x must be ", dtype_info(x_dtype_).name, " as prepared, not ",
+           x.info().name);
+    if (x.qparams()) {
+      const QParams &q = *x.qparams();
+      if (q.granularity() != QNT_GRANULARITY_PER_TENSOR || q.scales()[0] != sx_ ||
+          q.zero_points()[0] != zx_)
+        fail(QNT_ERR_INVALID_QPARAMS, "x's qparams differ from those the layer was prepared for");
+    }
+    if (yq_) {
+      if (y.dtype() != yq_->dtype())
+        fail(QNT_ERR_DTYPE_MISMATCH, "y must be ", yq_->info().name, " as prepared, not ",
+             y.info().name);
+      if (!y.qparams() || !same_qparams(*y.qparams(), *yq_))
+        fail(QNT_ERR_INVALID_QPARAMS, "y must carry the qparams the layer was prepared for");
+    } else {
+      require_float(y, "y");
+    }
+    const int64_t K = w_.K, N = w_.channels;
+    const int64_t R = linear_rows(x, K, N, y);
+    require_writable(y, "y");
+    require_disjoint(y, x, "y", "x");
+    if (y.element_count() == 0) return;
+    const auto rows = static_cast<size_t>(R);
+    const size_t y_elem = static_cast<size_t>(y.info().bits / 8);
+    const size_t grain = row_grain(N, K);
+    std::vector<std::vector<int32_t>> acc(parallel_workers(ctx.threads(), rows, grain),
+                                          std::vector<int32_t>(static_cast<size_t>(N)));
+    const ref::PackedInt8 w = w_.view();
+    parallel_for_workers(ctx.threads(), rows, grain, [&](size_t r0, size_t r1, size_t t) {
+      int32_t *a = acc[t].data();
+      for (size_t r = r0; r < r1; ++r) {
+        const ref::Int8Matrix xm =
+            row_view(x.data() + r * static_cast<size_t>(K), x.info().is_signed);
+        ref::qgemm_packed(1, xm, &zx_, 0, w, 0, N, a, 0, 1);
+        epi_.row(a, N, y.data() + r * static_cast<size_t>(N) * y_elem);
+      }
+    });
+  }
+
+ private:
+  qnt_dtype x_dtype_;
+  float sx_;
+  int32_t zx_;
+  std::shared_ptr<const QParams> yq_;
+  PackedWeights w_;
+  Bias bias_;
+  Epilogue epi_;
+};
+
+class PreparedWeightOnly final : public Prepared {
+ public:
+  PreparedWeightOnly(const Context &ctx, const Tensor &w, const Tensor *bias)
+      : Prepared(QNT_PREPARED_LINEAR_WEIGHT_ONLY, ctx.isa()),
+        w_(w.dtype(), w.shape(), w.rank(), w.qparams(), Tensor::Storage::Copy,
+           const_cast<uint8_t *>(w.data()), w.byte_size()),
+        spec_(quantized_spec(w_, "w")),
+        bias_(bias) {}
+
+  size_t packed_size() const noexcept override {
+    return w_.byte_size() + 8 * w_.qparams()->count() + bias_.bytes();
+  }
+
+  void run(const Context &ctx, const Tensor &x, Tensor &y) const override {
+    require_float(x, "x");
+    require_float(y, "y");
+    const int64_t N = w_.dims()[0], K = w_.dims()[1];
+    const int64_t R = linear_rows(x, K, N, y);
+    require_writable(y, "y");
+    require_disjoint(y, x, "y", "x");
+    if (y.element_count() == 0) return;
+    const auto *xs = reinterpret_cast<const float *>(x.data());
+    const float *bf = bias_.f32_or_null();
+    auto *out = reinterpret_cast<float *>(y.data());
+    const auto k = static_cast<size_t>(K), n_count = static_cast<size_t>(N);
+    const size_t grain = std::max<size_t>(1, 4096 / std::max<size_t>(k, 1));
+    std::vector<std::vector<float>> wrow(parallel_workers(ctx.threads(), n_count, grain),
+                                         std::vector<float>(k));
+    // One output feature per step: its weights dequantized once, then dotted with every row.
+    parallel_for_workers(ctx.threads(), n_count, grain, [&](size_t n0, size_t n1, size_t t) {
+      float *wr = wrow[t].data();
+      for (size_t n = n0; n < n1; ++n) {
+        ref::dequantize(spec_, w_.data(), wr, n * k, n * k + k);
+        for (size_t r = 0; r < static_cast<size_t>(R); ++r) {
+          const float d = ref::dot(xs + r * k, wr, K);
+          out[r * n_count + n] = bf != nullptr ? d + bf[n] : d;
+        }
+      }
+    });
+  }
+
+ private:
+  Tensor w_;
+  ref::QuantSpec spec_;
+  Bias bias_;
+};
+
+void check_weight_only(const Tensor &w, const Tensor *bias) {
+  if (w.dtype() == QNT_DTYPE_I32)
+    fail(QNT_ERR_UNSUPPORTED, "w may not be i32 in the weight-only linear layer");
+  (void)quantized_spec(w, "w");
+  check_linear_weights(w, bias, false);
+}
+
+void check_dynamic(const Tensor &w, const Tensor *bias) {
+  if (w.dtype() != QNT_DTYPE_I8)
+    fail(QNT_ERR_UNSUPPORTED, "w must be i8 for the dynamic linear layer, not ", w.info().name);
+  check_linear_weights(w, bias, false);
+  check_channel_qparams(w.qparams(), w.rank(), "w", 0, true, true);
+}
+
+}  // namespace
+
+std::unique_ptr<Prepared> prepare_matmul(const Context &ctx, const Tensor &b, const Tensor *bias,
+                                         const OpDesc &desc) {
+  desc.require_only(0, "a prepared matmul");
+  check_matmul_b(b, bias);
+  return std::make_unique<PreparedMatmul>(ctx, b, bias);
+}
+
+std::unique_ptr<Prepared> prepare_linear_dynamic(const Context &ctx, const Tensor &w,
+                                                 const Tensor *bias, const OpDesc &desc) {
+  desc.require_only(OpDesc::bit(QNT_OP_ACT_QUANT), "the dynamic linear layer");
+  check_dynamic(w, bias);
+  return std::make_unique<PreparedLinearDynamic>(
+      ctx, w, bias, static_cast<qnt_act_quant>(desc.get(QNT_OP_ACT_QUANT)));
+}
+
+std::unique_ptr<Prepared> prepare_linear_static(const Context &ctx, const Tensor &w,
+                                                const Tensor *bias, const QParams &x_qp,
+                                                const std::shared_ptr<const QParams> &y_qp,
+                                                const OpDesc &desc) {
+  desc.require_only(0, "the static linear layer");
+  require_int8(w, "w");
+  check_linear_weights(w, bias, true);
+  check_channel_qparams(w.qparams(), w.rank(), "w", 0, true, true);
+  require_per_tensor_int8(x_qp, "x_qparams");
+  if (y_qp) require_per_tensor_int8(*y_qp, "y_qparams");
+  return std::make_unique<PreparedLinearStatic>(ctx, w, bias, x_qp, y_qp);
+}
+
+std::unique_ptr<Prepared> prepare_linear_weight_only(const Context &ctx, const Tensor &w,
+                                                     const Tensor *bias, const OpDesc &desc) {
+  desc.require_only(0, "the weight-only linear layer");
+  check_weight_only(w, bias);
+  return std::make_unique<PreparedWeightOnly>(ctx, w, bias);
+}
+
+void qmatmul(const Context &ctx, const Tensor &a, const Tensor &b, const Tensor *bias, Tensor &y) {
+  check_matmul_b(b, bias);
+  Bias kind(nullptr);  // the checks need the bias's dtype only: no copy before the empty check
+  kind.present = bias != nullptr;
+  if (bias != nullptr) kind.dtype = bias->dtype();
+  (void)check_matmul_run(a, b.dims(), b.qparams(), kind, y);
+  require_disjoint(y, b, "y", "b");
+  if (bias != nullptr) require_disjoint(y, *bias, "y", "bias");
+  if (y.element_count() == 0) return;
+  PreparedMatmul(ctx, b, bias).run(ctx, a, y);
+}
+
+std::unique_ptr<Tensor> dynamic_quantize_linear(const Context &ctx, const Tensor &x) {
+  require_float(x, "x");
+  float scale = 1.0f;
+  int32_t zp = 0;
+  if (!ref::dynamic_qparams(reinterpret_cast<const float *>(x.data()), x.element_count(), &scale,
+                            &zp))
+    fail(QNT_ERR_INVALID_ARGUMENT, "x holds an infinity or a range too wide for float32");
+  auto qp = QParams::create(QNT_DTYPE_U8, QNT_GRANULARITY_PER_TENSOR, 0, 0, &scale, &zp, 1);
+  auto y = std::make_unique<Tensor>(QNT_DTYPE_U8, x.shape(), x.rank(), std::move(qp),
+                                    Tensor::Storage::Zeroed, nullptr, 0);
+  quantize(ctx, x, *y);
+  return y;
+}
+
+namespace {
+// The checks both one-shot linear layers share on x and y, allocation-free.
+void check_linear_io(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y) {
+  require_float(x, "x");
+  require_float(y, "y");
+  (void)linear_rows(x, w.dims()[1], w.dims()[0], y);
+  require_writable(y, "y");
+  require_disjoint(y, x, "y", "x");
+  require_disjoint(y, w, "y", "w");
+  if (bias != nullptr) require_disjoint(y, *bias, "y", "bias");
+}
+}  // namespace
+
+void linear_dynamic(const Context &ctx, const Tensor &x, const Tensor &w, const Tensor *bias,
+                    const OpDesc &desc, Tensor &y) {
+  desc.require_only(OpDesc::bit(QNT_OP_ACT_QUANT), "qnt_linear_dynamic");
+  check_dynamic(w, bias);
+  check_linear_io(x, w, bias, y);
+  if (y.element_count() == 0) return;
+  PreparedLinearDynamic(ctx, w, bias, static_cast<qnt_act_quant>(desc.get(QNT_OP_ACT_QUANT)))
+      .run(ctx, x, y);
+}
+
+void linear_weight_only(const Context &ctx, const Tensor &x, const Tensor &w, const Tensor *bias,
+                        Tensor &y) {
+  check_weight_only(w, bias);
+  check_linear_io(x, w, bias, y);
+  if (y.element_count() == 0) return;
+  PreparedWeightOnly(ctx, w, bias).run(ctx, x, y);
+}
+
+}  // namespace qnt::ops
