@@ -217,7 +217,9 @@ void Calibrator::observe(const Context &ctx, const Tensor &x) {
   const auto nch = static_cast<size_t>(chans), in = static_cast<size_t>(inner);
   auto block = [&](int64_t o, size_t c) { return data + (static_cast<size_t>(o) * nch + c) * in; };
   std::vector<BatchStats> stats(nch);
-  for (int64_t o = 0; o < outer; ++o)
+  // An empty batch (outer or inner of 0, any other dimension up to 2^61) has nothing to scan.
+  const bool empty = x.element_count() == 0;
+  for (int64_t o = 0; o < outer && !empty; ++o)
     for (size_t c = 0; c < nch; ++c) scan(kern, block(o, c), in, stats[c]);
 
   for (size_t c = 0; started_ && c < nch; ++c) {  // counts cannot wrap (crafted states)

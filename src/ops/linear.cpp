@@ -273,7 +273,8 @@ class PreparedMatmul final : public Prepared {
   PreparedMatmul(const Context &ctx, const Tensor &b, const Tensor *bias)
       : Prepared(QNT_PREPARED_MATMUL, ctx.isa()), dims_(b.dims()), bq_(b.qparams()), bias_(bias) {
     const int64_t K = dims_[dims_.size() - 2], N = dims_.back();
-    const int64_t batches = static_cast<int64_t>(b.element_count()) / std::max<int64_t>(1, K * N);
+    // The batch count from the dimensions (not the element count: K = 0 leaves it > 0).
+    const int64_t batches = product(std::vector<int64_t>(dims_.begin(), dims_.end() - 2));
     const ChannelParams pb = channel_params(b, "b", static_cast<int64_t>(b.rank()) - 1, N, true,
                                             false);
     w_.channels = batches * N;
