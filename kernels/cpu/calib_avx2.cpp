@@ -4,15 +4,15 @@
 
 #include <immintrin.h>
 
-#include <cmath>
-#include <limits>
+// No C++ library headers here: an inline library function used in an ISA translation unit can
+// leave a weak copy compiled for this ISA (tests/check_isa_objects.sh checks there is none).
 
 namespace qnt::cpu::avx2 {
 
 void scan(const float *x, size_t n, ref::ScanResult *out) noexcept {
-  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  const __m256 inf = _mm256_set1_ps(__builtin_inff());
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  __m256 lo = inf, hi = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 lo = inf, hi = _mm256_set1_ps(-__builtin_inff());
   uint64_t finite = 0, nan = 0;
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {

@@ -4,14 +4,14 @@
 
 #include <immintrin.h>
 
-#include <cmath>
-#include <limits>
+// No C++ library headers here: an inline library function used in an ISA translation unit can
+// leave a weak copy compiled for this ISA (tests/check_isa_objects.sh checks there is none).
 
 namespace qnt::cpu::avx512 {
 
 void scan(const float *x, size_t n, ref::ScanResult *out) noexcept {
-  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
-  __m512 lo = inf, hi = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512 inf = _mm512_set1_ps(__builtin_inff());
+  __m512 lo = inf, hi = _mm512_set1_ps(-__builtin_inff());
   uint64_t finite = 0, nan = 0;
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -515,6 +516,97 @@ TEST(DLPack, ExportOwnTensorsAndRefuseCodebooks) {
   ASSERT_EQ(qnt_tensor_from_dlpack(e, 1, nullptr, &back), QNT_OK);
   EXPECT_EQ(qnt_test::floats_of(back), (std::vector<float>{1, 2, 3, 4}));
   qnt_tensor_destroy(back);  // calls e's deleter, which frees the storage
+}
+
+}  // namespace
+
+namespace {
+
+// Run as its own process with QNT_CUDA_MODULE pointing at a stand-in module that marks its
+// loading (see tests/CMakeLists.txt): CPU work never looks for the CUDA module; the first
+// question about a device does.
+TEST(LazyCuda, CpuWorkNeverLooksForTheCudaModule) {
+  if (std::getenv("QNT_TEST_LAZY_CUDA") == nullptr) GTEST_SKIP() << "run by the lazy_cuda test";
+  qnt_context *ctx = nullptr;
+  ASSERT_EQ(qnt_context_create(&ctx), QNT_OK);
+  T x, q;
+  make_f32(x, {4}, {1, 2, 3, 4});
+  qnt_qparams *qp = nullptr;
+  ASSERT_EQ(qnt_calibrate_minmax(ctx, x.t, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
+                                 QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
+            QNT_OK);
+  make_q(q, QNT_DTYPE_I8, {4}, qp);
+  qnt_qparams_destroy(qp);
+  ASSERT_EQ(qnt_quantize(nullptr, x.t, q.t), QNT_OK);
+  ASSERT_EQ(qnt_quantize(ctx, x.t, q.t), QNT_OK);
+  uint64_t features = 0;
+  ASSERT_EQ(qnt_context_cpu_features(ctx, &features), QNT_OK);
+  EXPECT_EQ(std::getenv("QNT_TEST_CUDA_MODULE_LOADED"), nullptr);
+  int32_t n = -1;
+  ASSERT_EQ(qnt_context_cuda_device_count(ctx, &n), QNT_OK);
+  EXPECT_EQ(n, 0);
+  EXPECT_NE(std::getenv("QNT_TEST_CUDA_MODULE_LOADED"), nullptr);  // the probe happens here
+  qnt_context_destroy(ctx);
+}
+
+}  // namespace
+
+#include <sys/resource.h>
+
+namespace {
+
+// Run as its own process (see tests/CMakeLists.txt; not under ASan, which reserves terabytes of
+// address space): with the address space capped so that one worker's scratch fits and two do
+// not, a threaded convolution fails before it writes anything. It used to let the first worker
+// write its image while the second one's allocation failed.
+TEST(ConvAllocation, FailureLeavesTheOutputUntouched) {
+  if (std::getenv("QNT_TEST_ALLOC_LIMIT") == nullptr) GTEST_SKIP() << "run by conv_alloc_failure";
+  // x [2, 1, 1, 1] padded by 2048 on every side: a 4097 x 4097 output plane per image, so each
+  // worker needs a 16.8 MB im2col buffer and a 67 MB accumulator.
+  QP qw;
+  per_tensor(qw, QNT_DTYPE_I8, 0.5f, 0);
+  const uint8_t xv[2] = {3, 5};
+  const int8_t wv[1] = {2};
+  T x, w, y;
+  make_raw(x, QNT_DTYPE_U8, {2, 1, 1, 1}, nullptr, xv, 2);
+  make_raw(w, QNT_DTYPE_I8, {1, 1, 1, 1}, qw.p, wv, 1);
+  qnt_op_desc *d = nullptr;
+  ASSERT_EQ(qnt_op_desc_create(&d), QNT_OK);
+  for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
+    ASSERT_EQ(qnt_op_desc_set(d, k, 2048), QNT_OK);
+  make_q(y, QNT_DTYPE_I32, {2, 1, 4097, 4097}, nullptr);
+  void *yd = nullptr;
+  ASSERT_EQ(qnt_tensor_data(y.t, &yd), QNT_OK);
+  const size_t ybytes = size_t{2} * 4097 * 4097 * 4;
+  std::memset(yd, 0x7F, ybytes);
+  qnt_context *ctx = nullptr;
+  ASSERT_EQ(qnt_context_create(&ctx), QNT_OK);
+  ASSERT_EQ(qnt_context_set_num_threads(ctx, 2), QNT_OK);
+  // Warm the thread pool up first, so that its stacks are not counted against the cap.
+  {
+    T a, b;
+    make_f32(a, {1 << 16}, std::vector<float>(1 << 16, 1.0f));
+    make_q(b, QNT_DTYPE_I8, {1 << 16}, qw.p);
+    ASSERT_EQ(qnt_quantize(ctx, a.t, b.t), QNT_OK);
+  }
+  long pages = 0;
+  FILE *f = std::fopen("/proc/self/statm", "r");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(std::fscanf(f, "%ld", &pages), 1);
+  std::fclose(f);
+  const rlim_t now = static_cast<rlim_t>(pages) * 4096;
+  const rlimit cap{now + (120u << 20), RLIM_INFINITY};
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &cap), 0);
+  const qnt_status s = qnt_qconv2d(ctx, x.t, w.t, nullptr, d, y.t);
+  const rlimit none{RLIM_INFINITY, RLIM_INFINITY};
+  setrlimit(RLIMIT_AS, &none);
+  EXPECT_EQ(s, QNT_ERR_OUT_OF_MEMORY) << qnt_last_error_message();
+  const auto *bytes = static_cast<const uint8_t *>(yd);
+  size_t written = 0;
+  for (size_t i = 0; i < ybytes; ++i) written += bytes[i] != 0x7F;
+  EXPECT_EQ(written, 0u) << "bytes of y written by a failed call";
+  qnt_context_destroy(ctx);
+  qnt_op_desc_destroy(d);
 }
 
 }  // namespace
