@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 
+#include <cstdint>
 #include <new>
 #include <vector>
 
@@ -139,8 +140,11 @@ std::unique_ptr<Tensor> import(void *managed, bool versioned,
     }
   }
   if (t->data == nullptr && bytes > 0) fail(QNT_ERR_NULL_POINTER, "the DLPack tensor's data is NULL");
-  auto *data = static_cast<uint8_t *>(t->data) + t->byte_offset;
-  if (bytes == 0 && t->data == nullptr) data = nullptr;
+  // data + byte_offset, without pointer arithmetic on NULL or past the address space.
+  const auto base = reinterpret_cast<uintptr_t>(t->data);
+  if (t->byte_offset > static_cast<uint64_t>(PTRDIFF_MAX) || base + t->byte_offset < base)
+    fail(QNT_ERR_INVALID_ARGUMENT, "byte_offset ", t->byte_offset, " is out of range");
+  uint8_t *data = t->data == nullptr ? nullptr : static_cast<uint8_t *>(t->data) + t->byte_offset;
   // Validate and build first: until the tensor exists, `managed` stays the caller's.
   auto tensor = std::make_unique<Tensor>(dtype, t->shape, rank, std::move(qparams),
                                          Tensor::Storage::Adopt, data, bytes, nullptr, read_only);
