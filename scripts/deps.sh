@@ -1,12 +1,16 @@
 #!/bin/sh
 # Installs the Debian packages qnt needs, and only those missing.
 # usage: scripts/deps.sh build   (to build the library and the demo)
-#        scripts/deps.sh test    (also the test frameworks and the cross-check's Python packages)
+#        scripts/deps.sh test    (also the test frameworks, the cross-check's Python packages,
+#                                 clang with libFuzzer, and dlpack.h)
 set -eu
 what=${1:-build}
 pkgs="build-essential cmake pkg-config"
 if [ "$what" = test ]; then
   pkgs="$pkgs libgtest-dev libgmock-dev libbenchmark-dev libcriterion-dev python3-numpy python3-torch"
+  # the fuzz targets (clang with libFuzzer's runtime) and dlpack.h, whose layouts qnt's own
+  # DLPack declarations are checked against
+  pkgs="$pkgs clang libclang-rt-14-dev libdlpack-dev"
 fi
 missing=""
 for p in $pkgs; do

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Builds qnt twice and runs every test: once as released (with the CUDA module when nvcc is
-# there, warnings as errors), once with AddressSanitizer and UndefinedBehaviorSanitizer over the
-# C and C++ suites.
+# Builds qnt three times and runs every test: once as released (with the CUDA module when nvcc
+# is there, warnings as errors), once with AddressSanitizer and UndefinedBehaviorSanitizer over
+# the C and C++ suites, and once with clang and libFuzzer, running each fuzz target for
+# QNT_FUZZ_SECONDS (default 60) from its corpus.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh test
@@ -17,3 +18,5 @@ cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DQNT_SANITIZE=ON -DQNT_WI
 cmake --build build-sanitize -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-sanitize --output-on-failure
+
+scripts/fuzz.sh "${QNT_FUZZ_SECONDS:-60}"
