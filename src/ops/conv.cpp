@@ -4,6 +4,7 @@
 #include "kernels/ref/ops_ref.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 #include "ops/common.hpp"
+#include "ops/packed.hpp"
 #include "ops/parallel.hpp"
 #include "ops/prepared.hpp"
 #include "ops/qops.hpp"
@@ -73,24 +74,19 @@ class PreparedConv final : public Prepared {
         g_(desc),
         wdims_(w.dims()),
         wq_(w.qparams()),
-        w_signed_(w.info().is_signed) {
+        bias_(bias) {
     const int64_t M = wdims_[0];
-    const int64_t K = wdims_[1] * wdims_[2] * wdims_[3];
     const ChannelParams pw = channel_params(w, "w", 0, M, true, false);
-    scales_ = pw.scales;
-    zero_points_ = pw.zero_points;
-    data_.assign(w.data(), w.data() + w.byte_size());  // [M, Cg * KH * KW]: already one row each
-    sums_.resize(static_cast<size_t>(M));
-    ref::packed_sums(data_.data(), w_signed_, M, K, zero_points_.data(), sums_.data());
-    if (bias != nullptr) {
-      bias_.resize(static_cast<size_t>(M));
-      if (M) std::memcpy(bias_.data(), bias->data(), 4 * static_cast<size_t>(M));
-    }
+    w_.channels = M;
+    w_.K = wdims_[1] * wdims_[2] * wdims_[3];
+    w_.is_signed = w.info().is_signed;
+    w_.scales = pw.scales;
+    w_.zero_points = pw.zero_points;
+    w_.data.assign(w.data(), w.data() + w.byte_size());  // [M, Cg * KH * KW]: one row each
+    w_.finish();
   }
 
-  size_t packed_size() const noexcept override {
-    return data_.size() + 4 * (scales_.size() + zero_points_.size() + sums_.size() + bias_.size());
-  }
+  size_t packed_size() const noexcept override { return w_.bytes() + bias_.bytes(); }
 
   void run(const Context &ctx, const Tensor &x, Tensor &y) const override {
     require_int8(x, "x");
@@ -130,7 +126,7 @@ class PreparedConv final : public Prepared {
     geo.out_w = OW;
     const int32_t zx = x.qparams() ? x.qparams()->zero_points()[0] : 0;
     const auto pad_byte = static_cast<uint8_t>(static_cast<uint32_t>(zx) & 0xFFu);
-    const int32_t *bias_i32 = bias_.empty() ? nullptr : bias_.data();
+    const int32_t *bias_i32 = bias_.i32_or_null();
 
     float sy = 1.0f;
     int32_t zy = 0;
@@ -142,17 +138,12 @@ class PreparedConv final : public Prepared {
     std::vector<float> factor(static_cast<size_t>(M));  // per output channel
     for (size_t m = 0; m < factor.size(); ++m) {
       if (mode == OutputMode::Requantize)
-        factor[m] = ref::requant_multiplier(sx, scales_[m], sy);
+        factor[m] = ref::requant_multiplier(sx, w_.scales[m], sy);
       else if (mode == OutputMode::Float)
-        factor[m] = sx * scales_[m];
+        factor[m] = sx * w_.scales[m];
     }
 
-    ref::PackedInt8 w;
-    w.data = data_.data();
-    w.is_signed = w_signed_;
-    w.K = Kc;
-    w.zero_points = zero_points_.data();
-    w.sums = sums_.data();
+    const ref::PackedInt8 w = w_.view();
     ref::Int8Matrix col_view;  // vector p of the lowered image: element k at col[k * P + p]
     col_view.is_signed = x.info().is_signed;
     col_view.row_stride = 1;
@@ -202,10 +193,8 @@ class PreparedConv final : public Prepared {
   Geometry g_;
   std::vector<int64_t> wdims_;
   std::shared_ptr<const QParams> wq_;
-  bool w_signed_;
-  std::vector<uint8_t> data_;
-  std::vector<float> scales_;
-  std::vector<int32_t> zero_points_, sums_, bias_;
+  PackedWeights w_;
+  Bias bias_;
 };
 
 void check_conv_weights(const Tensor &w, const Tensor *bias, const OpDesc &desc) {

@@ -5,6 +5,7 @@
 #include "kernels/ref/ops_ref.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 #include "ops/common.hpp"
+#include "ops/packed.hpp"
 #include "ops/parallel.hpp"
 #include "ops/prepared.hpp"
 #include "ops/qops.hpp"
@@ -65,57 +66,6 @@ std::vector<int64_t> broadcast_shapes(const std::vector<int64_t> &a,
   }
   return out;
 }
-
-// A constant 8-bit operand laid out for the kernels (see ref::PackedInt8), with its scales.
-struct PackedWeights {
-  int64_t channels = 0, K = 0;
-  bool is_signed = false;
-  std::vector<uint8_t> data;
-  std::vector<int32_t> zero_points, sums;
-  std::vector<float> scales;  // empty when the weights have no qparams
-
-  ref::PackedInt8 view() const noexcept {
-    ref::PackedInt8 v;
-    v.data = data.data();
-    v.is_signed = is_signed;
-    v.K = K;
-    v.zero_points = zero_points.data();
-    v.sums = sums.data();
-    return v;
-  }
-  size_t bytes() const noexcept {
-    return data.size() + 4 * (zero_points.size() + sums.size() + scales.size());
-  }
-  void finish() {
-    sums.resize(static_cast<size_t>(channels));
-    ref::packed_sums(data.data(), is_signed, channels, K, zero_points.data(), sums.data());
-  }
-};
-
-// A bias, copied.
-struct Bias {
-  bool present = false;
-  qnt_dtype dtype = QNT_DTYPE_I32;
-  std::vector<int32_t> i32;
-  std::vector<float> f32;
-
-  explicit Bias(const Tensor *t) {
-    if (t == nullptr) return;
-    present = true;
-    dtype = t->dtype();
-    const auto n = t->element_count();
-    if (dtype == QNT_DTYPE_I32) {
-      i32.resize(n);
-      if (n) std::memcpy(i32.data(), t->data(), 4 * n);
-    } else {
-      f32.resize(n);
-      if (n) std::memcpy(f32.data(), t->data(), 4 * n);
-    }
-  }
-  const int32_t *i32_or_null() const noexcept { return i32.empty() ? nullptr : i32.data(); }
-  const float *f32_or_null() const noexcept { return f32.empty() ? nullptr : f32.data(); }
-  size_t bytes() const noexcept { return 4 * (i32.size() + f32.size()); }
-};
 
 // How a row of accumulators becomes y, for output channels n.
 struct Epilogue {
@@ -183,6 +133,18 @@ Epilogue make_epilogue(OutputMode mode, const QParams *yq, const Bias &bias, flo
     for (float s : sb) e.multiplier.push_back(ref::requant_multiplier(sa, s, e.sy));
   }
   return e;
+}
+
+// body(row, acc) for every row, on the context's threads, with N accumulators per worker
+// allocated before any row is written.
+template <class Body>
+void for_rows(const Context &ctx, size_t rows, int64_t N, int64_t K, Body &&body) {
+  const size_t grain = row_grain(N, K);
+  std::vector<std::vector<int32_t>> acc(parallel_workers(ctx.threads(), rows, grain),
+                                        std::vector<int32_t>(static_cast<size_t>(N)));
+  parallel_for_workers(ctx.threads(), rows, grain, [&](size_t r0, size_t r1, size_t t) {
+    for (size_t r = r0; r < r1; ++r) body(r, acc[t].data());
+  });
 }
 
 ref::Int8Matrix row_view(const uint8_t *data, bool is_signed) {
@@ -308,21 +270,14 @@ class PreparedMatmul final : public Prepared {
     const std::vector<int64_t> b_index = broadcast_index(r.b_batch, r.batch);
     const size_t y_elem = static_cast<size_t>(y.info().bits / 8);
     const auto rows = static_cast<size_t>(static_cast<int64_t>(a_index.size()) * M);
-    const size_t grain = row_grain(N, K);
-    std::vector<std::vector<int32_t>> acc(parallel_workers(ctx.threads(), rows, grain),
-                                          std::vector<int32_t>(static_cast<size_t>(N)));
     const ref::PackedInt8 w = w_.view();
-    parallel_for_workers(ctx.threads(), rows, grain, [&](size_t r0, size_t r1, size_t t) {
-      int32_t *out = acc[t].data();
-      for (size_t row = r0; row < r1; ++row) {
-        const auto bi = static_cast<size_t>(static_cast<int64_t>(row) / M);
-        const int64_t m = static_cast<int64_t>(row) % M;
-        const ref::Int8Matrix am =
-            row_view(a.data() + (a_index[bi] * M + m) * K, a.info().is_signed);
-        const int64_t c0 = b_index[bi] * N;
-        ref::qgemm_packed(1, am, &za, 0, w, c0, c0 + N, out, 0, 1);
-        epi.row(out, N, y.data() + row * static_cast<size_t>(N) * y_elem);
-      }
+    for_rows(ctx, rows, N, K, [&](size_t row, int32_t *out) {
+      const auto bi = static_cast<size_t>(static_cast<int64_t>(row) / M);
+      const int64_t m = static_cast<int64_t>(row) % M;
+      const ref::Int8Matrix am = row_view(a.data() + (a_index[bi] * M + m) * K, a.info().is_signed);
+      const int64_t c0 = b_index[bi] * N;
+      ref::qgemm_packed(1, am, &za, 0, w, c0, c0 + N, out, 0, 1);
+      epi.row(out, N, y.data() + row * static_cast<size_t>(N) * y_elem);
     });
   }
 
@@ -465,18 +420,11 @@ class PreparedLinearStatic final : public Prepared {
     if (y.element_count() == 0) return;
     const auto rows = static_cast<size_t>(R);
     const size_t y_elem = static_cast<size_t>(y.info().bits / 8);
-    const size_t grain = row_grain(N, K);
-    std::vector<std::vector<int32_t>> acc(parallel_workers(ctx.threads(), rows, grain),
-                                          std::vector<int32_t>(static_cast<size_t>(N)));
     const ref::PackedInt8 w = w_.view();
-    parallel_for_workers(ctx.threads(), rows, grain, [&](size_t r0, size_t r1, size_t t) {
-      int32_t *a = acc[t].data();
-      for (size_t r = r0; r < r1; ++r) {
-        const ref::Int8Matrix xm =
-            row_view(x.data() + r * static_cast<size_t>(K), x.info().is_signed);
-        ref::qgemm_packed(1, xm, &zx_, 0, w, 0, N, a, 0, 1);
-        epi_.row(a, N, y.data() + r * static_cast<size_t>(N) * y_elem);
-      }
+    for_rows(ctx, rows, N, K, [&](size_t r, int32_t *a) {
+      const ref::Int8Matrix xm = row_view(x.data() + r * static_cast<size_t>(K), x.info().is_signed);
+      ref::qgemm_packed(1, xm, &zx_, 0, w, 0, N, a, 0, 1);
+      epi_.row(a, N, y.data() + r * static_cast<size_t>(N) * y_elem);
     });
   }
 
