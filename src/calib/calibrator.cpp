@@ -427,6 +427,10 @@ std::unique_ptr<Calibrator> Calibrator::deserialize(const uint8_t *data, size_t 
   const auto scheme = static_cast<qnt_scheme>(r.i32());
   const auto granularity = static_cast<qnt_granularity>(r.i32());
   const int64_t axis = r.i64();
+  // The constructor ignores the axis of a per-tensor calibrator; a buffer must hold 0 there,
+  // as serialize writes it (every buffer that deserializes serializes back to itself).
+  if (granularity == QNT_GRANULARITY_PER_TENSOR && axis != 0)
+    fail(QNT_ERR_CORRUPT_DATA, "a per-tensor calibrator with axis ", axis);
   std::unique_ptr<Calibrator> c;
   try {
     c = std::make_unique<Calibrator>(method, dtype, scheme, granularity, axis);

@@ -23,6 +23,7 @@ int main(int argc, char **argv) {
   void (*t_destroy)(qnt_tensor *);
   qnt_status (*t_copy)(const qnt_tensor *, void *, size_t);
   qnt_status (*quantize)(qnt_context *, const qnt_tensor *, qnt_tensor *);
+  qnt_status (*abi_check)(uint32_t);
   const float x[4] = {-1.0f, 0.25f, 0.75f, 100.0f};
   const int64_t shape[1] = {4};
   int8_t q[4] = {0, 0, 0, 0};
@@ -48,6 +49,12 @@ int main(int argc, char **argv) {
   LOAD(t_destroy, "qnt_tensor_destroy");
   LOAD(t_copy, "qnt_tensor_copy_to");
   LOAD(quantize, "qnt_quantize");
+  LOAD(abi_check, "qnt_abi_check");
+  /* What a program loading qnt with dlopen does first: check the ABI it was built for. */
+  if (abi_check(QNT_ABI_VERSION) != QNT_OK || abi_check(QNT_ABI_VERSION + 1) == QNT_OK) {
+    fprintf(stderr, "FAIL: qnt_abi_check through dlsym\n");
+    return 1;
+  }
   if (dlsym(lib, "_ZN3qnt3ref16quantize_integerEffiii") != NULL) {
     fprintf(stderr, "FAIL: an internal C++ symbol is visible\n");
     return 1;

@@ -202,6 +202,9 @@ TEST(CraftedCalibrator, EveryInvariantIsChecked) {
   EXPECT_EQ(deserialize_status(crafted(avg, kAvgMin, std::nanf(""))), QNT_ERR_CORRUPT_DATA);
   EXPECT_EQ(deserialize_status(crafted(avg, kAvgMin, INFINITY)), QNT_ERR_CORRUPT_DATA);
   EXPECT_EQ(deserialize_status(crafted(avg, kAveraged, uint8_t{0})), QNT_ERR_CORRUPT_DATA);
+  // A per-tensor calibrator keeps axis 0 (found by fuzz_calibrator: a buffer with another axis
+  // deserialized, then serialized to different bytes).
+  EXPECT_EQ(deserialize_status(crafted(mse, 24, int64_t{1})), QNT_ERR_CORRUPT_DATA);
   // Other methods keep no averages.
   const auto mm = serialized_after(QNT_CALIB_MINMAX, v);
   EXPECT_EQ(deserialize_status(crafted(mm, kAveraged, uint8_t{1})), QNT_ERR_CORRUPT_DATA);
