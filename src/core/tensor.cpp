@@ -85,12 +85,8 @@ Tensor::Tensor(qnt_dtype dtype, const int64_t *shape, size_t rank,
     const size_t rounded = (bytes_ + 63) / 64 * 64;
     void *p = std::aligned_alloc(64, rounded);
     if (p == nullptr) throw std::bad_alloc();
-    try {
-      keeper_ = std::shared_ptr<void>(p, [](void *q) { std::free(q); });
-    } catch (...) {
-      std::free(p);
-      throw;
-    }
+    // If the control block cannot be allocated, shared_ptr frees p itself and rethrows.
+    keeper_ = std::shared_ptr<void>(p, [](void *q) { std::free(q); });
     data_ = static_cast<uint8_t *>(p);
     if (storage == Storage::Copy) {
       std::memcpy(data_, data, bytes_);
