@@ -358,9 +358,11 @@ static_assert(offsetof(::DLTensor, byte_offset) == offsetof(qnt::dlpack::DLTenso
 static_assert(offsetof(::DLTensor, strides) == offsetof(qnt::dlpack::DLTensor, strides),
               "strides");
 static_assert(offsetof(::DLTensor, dtype) == offsetof(qnt::dlpack::DLTensor, dtype), "dtype");
-static_assert(kDLCPU == qnt::dlpack::kDLCPU && kDLCUDA == qnt::dlpack::kDLCUDA, "devices");
-static_assert(kDLInt == qnt::dlpack::kDLInt && kDLUInt == qnt::dlpack::kDLUInt &&
-                  kDLFloat == qnt::dlpack::kDLFloat,
+static_assert(int{kDLCPU} == int{qnt::dlpack::kDLCPU} && int{kDLCUDA} == int{qnt::dlpack::kDLCUDA} &&
+                  int{kDLCUDAHost} == int{qnt::dlpack::kDLCUDAHost},
+              "devices");
+static_assert(int{kDLInt} == int{qnt::dlpack::kDLInt} && int{kDLUInt} == int{qnt::dlpack::kDLUInt} &&
+                  int{kDLFloat} == int{qnt::dlpack::kDLFloat},
               "type codes");
 #endif
 
