@@ -119,16 +119,16 @@ int main(void) {
                                     &x));
   printf("\n\nweight matrix [%d, %d] f32: %zu bytes\n", ROWS, COLS, sizeof(float) * ROWS * COLS);
 
-  CHECK(qnt_calibrate_minmax(NULL, x, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_AXIS, 0, 0,
-                             &qp));
+  CHECK(qnt_calibrate_minmax(NULL, x, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_AXIS,
+                             0, 0, &qp));
   report("int8, per output channel", ctx, x, w, QNT_DTYPE_I8, qp);
 
-  CHECK(qnt_calibrate_minmax(NULL, x, QNT_DTYPE_I4, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_BLOCK, 1,
-                             32, &qp));
+  CHECK(qnt_calibrate_minmax(NULL, x, QNT_DTYPE_I4, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_BLOCK,
+                             1, 32, &qp));
   report("int4, per block of 32", ctx, x, w, QNT_DTYPE_I4, qp);
 
-  CHECK(qnt_calibrate_minmax(NULL, x, QNT_DTYPE_U4, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_BLOCK, 1, 32,
-                             &qp));
+  CHECK(qnt_calibrate_minmax(NULL, x, QNT_DTYPE_U4, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_BLOCK, 1,
+                             32, &qp));
   report("uint4 affine, block of 32", ctx, x, w, QNT_DTYPE_U4, qp);
 
   CHECK(qnt_calibrate_codebook(NULL, x, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 1, 64, &qp));

@@ -342,10 +342,7 @@ enum {
  * unsigned ones (128 for u8, 32768 for u16, 8 for u4), as PyTorch does. Affine: any zero point
  * in the dtype's range. */
 typedef int32_t qnt_scheme;
-enum {
-  QNT_SCHEME_SYMMETRIC = 1,
-  QNT_SCHEME_AFFINE = 2
-};
+enum { QNT_SCHEME_SYMMETRIC = 1, QNT_SCHEME_AFFINE = 2 };
 
 /*
  * Validation shared by the three constructors (all give QNT_ERR_INVALID_QPARAMS):
@@ -563,9 +560,9 @@ QNT_API qnt_status qnt_requantize(qnt_context *ctx, const qnt_tensor *src, qnt_t
 
 /*
  * Min-max calibration with PyTorch's MinMaxObserver / PerChannelMinMaxObserver formulas, over
- * the f32 tensor x (ctx may be NULL), one group per parameter of the requested granularity (for per-axis, every
- * element with the same index along axis; for per-block, each block). NaN and +-inf are
- * skipped. In float32 arithmetic, with [qmin, qmax] = the dtype's range:
+ * the f32 tensor x (ctx may be NULL), one group per parameter of the requested granularity
+ * (for per-axis, every element with the same index along axis; for per-block, each block). NaN
+ * and +-inf are skipped. In float32 arithmetic, with [qmin, qmax] = the dtype's range:
  *   mn = min(min(group), 0), mx = max(max(group), 0)            (the range contains 0)
  *   symmetric: scale = max(-mn, mx) / ((float)(qmax - qmin) / 2); zero point = 0 for signed
  *              dtypes, 2^(bits-1) for unsigned ones
@@ -955,10 +952,11 @@ QNT_API void qnt_calibrator_destroy(qnt_calibrator *c);
 QNT_API qnt_status qnt_calibrator_set_option(qnt_calibrator *c, qnt_calib_option option,
                                              double value);
 
-/* Folds one f32 batch into the statistics (ctx may be NULL). For per-axis, the batch must have the axis, of the
- * same size in every batch (QNT_ERR_SHAPE_MISMATCH). On failure the statistics are unchanged.
- * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH,
- * QNT_ERR_OUT_OF_MEMORY. */
+/* Folds one f32 batch into the statistics (ctx may be NULL; its kernel cap applies). For
+ * per-axis, the batch must have the axis, of the same size in every batch
+ * (QNT_ERR_SHAPE_MISMATCH). On failure the statistics are unchanged. Errors:
+ * QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH, QNT_ERR_OVERFLOW (a count
+ * would pass 2^64 - 1), QNT_ERR_OUT_OF_MEMORY. */
 QNT_API qnt_status qnt_calibrator_observe(qnt_context *ctx, qnt_calibrator *c,
                                           const qnt_tensor *x);
 
@@ -999,10 +997,11 @@ QNT_API qnt_status qnt_calibrator_serialize(const qnt_calibrator *c, void *buf, 
 /* Recreates a calibrator from qnt_calibrator_serialize's bytes. A truncated, damaged or foreign
  * buffer is QNT_ERR_CORRUPT_DATA, never a crash; so is a crafted one with a valid checksum whose
  * state breaks an invariant that compute relies on (counts that do not add up, a histogram that
- * does not cover the stored extremes or has counts outside them, non-finite or out-of-range
- * averages), so compute on a deserialized calibrator always ends with a documented status. Caller destroys the result with
- * qnt_calibrator_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_CORRUPT_DATA,
- * QNT_ERR_OUT_OF_MEMORY. */
+ * does not cover the stored extremes or has counts outside them, averages missing or not
+ * finite, a per-tensor calibrator with an axis), so compute on a deserialized calibrator always
+ * ends with a documented status, and what deserializes serializes back to the same bytes.
+ * Caller destroys the result with qnt_calibrator_destroy(). Errors: QNT_ERR_NULL_POINTER,
+ * QNT_ERR_CORRUPT_DATA, QNT_ERR_OUT_OF_MEMORY. */
 QNT_API qnt_status qnt_calibrator_deserialize(const void *buf, size_t size, qnt_calibrator **out);
 
 /* How well qparams represent a tensor: the result of quantizing x and dequantizing it back.

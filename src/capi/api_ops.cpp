@@ -99,8 +99,8 @@ qnt_status qnt_conv2d_output_shape(const qnt_tensor *x, const qnt_tensor *w,
 qnt_status qnt_qconv2d(qnt_context *ctx, const qnt_tensor *x, const qnt_tensor *w,
                        const qnt_tensor *bias, const qnt_op_desc *desc, qnt_tensor *y) {
   return guard(__func__, [&] {
-    ops::qconv2d(capi::context_of(ctx), desc_of(desc, "desc"), tensor_of(x, "x"),
-                 tensor_of(w, "w"), optional_tensor(bias, "bias"), tensor_of(y, "y"));
+    ops::qconv2d(capi::context_of(ctx), desc_of(desc, "desc"), tensor_of(x, "x"), tensor_of(w, "w"),
+                 optional_tensor(bias, "bias"), tensor_of(y, "y"));
   });
 }
 
@@ -126,9 +126,8 @@ qnt_status qnt_qrelu_clamp(qnt_context *ctx, const qnt_tensor *x, float upper, q
   });
 }
 
-qnt_status qnt_prepared_create_matmul(qnt_context *ctx, const qnt_tensor *b,
-                                      const qnt_tensor *bias, const qnt_op_desc *desc,
-                                      qnt_prepared **out) {
+qnt_status qnt_prepared_create_matmul(qnt_context *ctx, const qnt_tensor *b, const qnt_tensor *bias,
+                                      const qnt_op_desc *desc, qnt_prepared **out) {
   return guard(__func__, [&] {
     const Tensor &tb = tensor_of(b, "b");
     const Tensor *tbias = optional_tensor(bias, "bias");
@@ -152,8 +151,8 @@ qnt_status qnt_prepared_create_linear_dynamic(qnt_context *ctx, const qnt_tensor
 
 qnt_status qnt_prepared_create_linear_static(qnt_context *ctx, const qnt_tensor *w,
                                              const qnt_tensor *bias, const qnt_qparams *x_qparams,
-                                             const qnt_qparams *y_qparams,
-                                             const qnt_op_desc *desc, qnt_prepared **out) {
+                                             const qnt_qparams *y_qparams, const qnt_op_desc *desc,
+                                             qnt_prepared **out) {
   return guard(__func__, [&] {
     const Tensor &tw = tensor_of(w, "w");
     const Tensor *tbias = optional_tensor(bias, "bias");
@@ -167,8 +166,8 @@ qnt_status qnt_prepared_create_linear_static(qnt_context *ctx, const qnt_tensor 
 }
 
 qnt_status qnt_prepared_create_linear_weight_only(qnt_context *ctx, const qnt_tensor *w,
-                                                  const qnt_tensor *bias,
-                                                  const qnt_op_desc *desc, qnt_prepared **out) {
+                                                  const qnt_tensor *bias, const qnt_op_desc *desc,
+                                                  qnt_prepared **out) {
   return guard(__func__, [&] {
     const Tensor &tw = tensor_of(w, "w");
     const Tensor *tbias = optional_tensor(bias, "bias");
@@ -178,9 +177,8 @@ qnt_status qnt_prepared_create_linear_weight_only(qnt_context *ctx, const qnt_te
   });
 }
 
-qnt_status qnt_prepared_create_conv2d(qnt_context *ctx, const qnt_tensor *w,
-                                      const qnt_tensor *bias, const qnt_op_desc *desc,
-                                      qnt_prepared **out) {
+qnt_status qnt_prepared_create_conv2d(qnt_context *ctx, const qnt_tensor *w, const qnt_tensor *bias,
+                                      const qnt_op_desc *desc, qnt_prepared **out) {
   return guard(__func__, [&] {
     const Tensor &tw = tensor_of(w, "w");
     const Tensor *tbias = optional_tensor(bias, "bias");

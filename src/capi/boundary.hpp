@@ -42,10 +42,10 @@ struct qnt_prepared {
 
 namespace qnt::capi {
 
-constexpr uint32_t kContextMagic = 0x71437478;  // "qCtx"
-constexpr uint32_t kQParamsMagic = 0x71507273;  // "qPrs"
-constexpr uint32_t kTensorMagic = 0x7154656e;   // "qTen"
-constexpr uint32_t kDescMagic = 0x71446573;     // "qDes"
+constexpr uint32_t kContextMagic = 0x71437478;   // "qCtx"
+constexpr uint32_t kQParamsMagic = 0x71507273;   // "qPrs"
+constexpr uint32_t kTensorMagic = 0x7154656e;    // "qTen"
+constexpr uint32_t kDescMagic = 0x71446573;      // "qDes"
 constexpr uint32_t kPreparedMagic = 0x71507265;  // "qPre"
 constexpr uint32_t kDeadMagic = 0xdeadbeef;
 

@@ -25,7 +25,8 @@ qnt_isa machine_isa() {
   const uint64_t f = hw::machine().cpu_features;
 #if defined(__x86_64__) || defined(_M_X64)
   const uint64_t avx512 = QNT_CPU_AVX512F | QNT_CPU_AVX512BW | QNT_CPU_AVX512VL;
-  if ((f & avx512) == avx512) return (f & QNT_CPU_AVX512VNNI) ? QNT_ISA_AVX512_VNNI : QNT_ISA_AVX512;
+  if ((f & avx512) == avx512)
+    return (f & QNT_CPU_AVX512VNNI) ? QNT_ISA_AVX512_VNNI : QNT_ISA_AVX512;
   if ((f & (QNT_CPU_AVX2 | QNT_CPU_FMA)) == (QNT_CPU_AVX2 | QNT_CPU_FMA)) return QNT_ISA_AVX2;
   return QNT_ISA_REFERENCE;
 #elif defined(__aarch64__)

@@ -47,9 +47,9 @@ bool to_dl(qnt_dtype d, DLDataType &out) {
 qnt_dtype from_dl(const DLDataType &t) {
   if (t.lanes != 1)
     fail(QNT_ERR_UNSUPPORTED, "DLPack vector types (lanes = ", t.lanes, ") are not supported");
-  static const qnt_dtype all[] = {QNT_DTYPE_F32, QNT_DTYPE_I32, QNT_DTYPE_I8,  QNT_DTYPE_U8,
-                                  QNT_DTYPE_I16, QNT_DTYPE_U16, QNT_DTYPE_I4,  QNT_DTYPE_U4,
-                                  QNT_DTYPE_TERNARY};
+  static const qnt_dtype all[] = {QNT_DTYPE_F32, QNT_DTYPE_I32, QNT_DTYPE_I8,
+                                  QNT_DTYPE_U8,  QNT_DTYPE_I16, QNT_DTYPE_U16,
+                                  QNT_DTYPE_I4,  QNT_DTYPE_U4,  QNT_DTYPE_TERNARY};
   for (qnt_dtype d : all) {
     DLDataType m{};
     to_dl(d, m);
@@ -139,7 +139,8 @@ std::unique_ptr<Tensor> import(void *managed, bool versioned,
       expect *= t->shape[i];
     }
   }
-  if (t->data == nullptr && bytes > 0) fail(QNT_ERR_NULL_POINTER, "the DLPack tensor's data is NULL");
+  if (t->data == nullptr && bytes > 0)
+    fail(QNT_ERR_NULL_POINTER, "the DLPack tensor's data is NULL");
   // data + byte_offset, without pointer arithmetic on NULL or past the address space.
   const auto base = reinterpret_cast<uintptr_t>(t->data);
   if (t->byte_offset > static_cast<uint64_t>(PTRDIFF_MAX) || base + t->byte_offset < base)

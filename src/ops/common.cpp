@@ -65,9 +65,8 @@ ref::QuantSpec quantized_spec(const Tensor &t, const char *role) {
   return s;
 }
 
-void check_channel_qparams(const std::shared_ptr<const QParams> &qp, size_t rank,
-                           const char *role, int64_t axis, bool per_axis_allowed,
-                           bool need_scales) {
+void check_channel_qparams(const std::shared_ptr<const QParams> &qp, size_t rank, const char *role,
+                           int64_t axis, bool per_axis_allowed, bool need_scales) {
   if (!qp) {
     if (need_scales)
       fail(QNT_ERR_INVALID_QPARAMS, role, " needs qparams (scale and zero point) for this output");

@@ -40,9 +40,8 @@ struct ChannelParams {
 ChannelParams channel_params(const Tensor &t, const char *role, int64_t axis, int64_t count,
                              bool per_axis_allowed, bool need_scales);
 // The checks of channel_params alone, allocating nothing (for empty ops).
-void check_channel_qparams(const std::shared_ptr<const QParams> &qp, size_t rank,
-                           const char *role, int64_t axis, bool per_axis_allowed,
-                           bool need_scales);
+void check_channel_qparams(const std::shared_ptr<const QParams> &qp, size_t rank, const char *role,
+                           int64_t axis, bool per_axis_allowed, bool need_scales);
 
 // Equal dtype, granularity, axis, block size and values.
 bool same_qparams(const QParams &a, const QParams &b);

@@ -6,19 +6,18 @@ namespace qnt::ops {
 namespace {
 
 const char *key_name(qnt_op_option key) noexcept {
-  static const char *const names[OpDesc::kKeys] = {
-      "?",
-      "QNT_OP_STRIDE_H",
-      "QNT_OP_STRIDE_W",
-      "QNT_OP_PAD_TOP",
-      "QNT_OP_PAD_LEFT",
-      "QNT_OP_PAD_BOTTOM",
-      "QNT_OP_PAD_RIGHT",
-      "QNT_OP_DILATION_H",
-      "QNT_OP_DILATION_W",
-      "QNT_OP_GROUPS",
-      "QNT_OP_FUSE_RELU",
-      "QNT_OP_ACT_QUANT"};
+  static const char *const names[OpDesc::kKeys] = {"?",
+                                                   "QNT_OP_STRIDE_H",
+                                                   "QNT_OP_STRIDE_W",
+                                                   "QNT_OP_PAD_TOP",
+                                                   "QNT_OP_PAD_LEFT",
+                                                   "QNT_OP_PAD_BOTTOM",
+                                                   "QNT_OP_PAD_RIGHT",
+                                                   "QNT_OP_DILATION_H",
+                                                   "QNT_OP_DILATION_W",
+                                                   "QNT_OP_GROUPS",
+                                                   "QNT_OP_FUSE_RELU",
+                                                   "QNT_OP_ACT_QUANT"};
   return key >= 1 && key < OpDesc::kKeys ? names[key] : "?";
 }
 
@@ -28,7 +27,8 @@ constexpr int64_t kGeometryMax = int64_t{1} << 31;
 }  // namespace
 
 void OpDesc::check_key(qnt_op_option key) {
-  if (key < 1 || key >= kKeys) fail(QNT_ERR_INVALID_ARGUMENT, "key = ", key, " is not a qnt_op_option");
+  if (key < 1 || key >= kKeys)
+    fail(QNT_ERR_INVALID_ARGUMENT, "key = ", key, " is not a qnt_op_option");
 }
 
 void OpDesc::set(qnt_op_option key, int64_t v) {
@@ -62,7 +62,8 @@ void OpDesc::require_only(uint32_t allowed, const char *op) const {
   const uint32_t extra = set_mask & ~allowed;
   if (extra == 0) return;
   for (int k = 1; k < kKeys; ++k)
-    if (extra & bit(k)) fail(QNT_ERR_INVALID_ARGUMENT, op, " does not take the option ", key_name(k));
+    if (extra & bit(k))
+      fail(QNT_ERR_INVALID_ARGUMENT, op, " does not take the option ", key_name(k));
 }
 
 const OpDesc &default_desc() noexcept {

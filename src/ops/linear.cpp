@@ -237,8 +237,8 @@ class PreparedMatmul final : public Prepared {
     const int64_t K = dims_[dims_.size() - 2], N = dims_.back();
     // The batch count from the dimensions (not the element count: K = 0 leaves it > 0).
     const int64_t batches = product(std::vector<int64_t>(dims_.begin(), dims_.end() - 2));
-    const ChannelParams pb = channel_params(b, "b", static_cast<int64_t>(b.rank()) - 1, N, true,
-                                            false);
+    const ChannelParams pb =
+        channel_params(b, "b", static_cast<int64_t>(b.rank()) - 1, N, true, false);
     w_.channels = batches * N;
     w_.K = K;
     w_.is_signed = b.info().is_signed;
@@ -306,8 +306,7 @@ PackedWeights pack_linear(const Tensor &w, bool need_scales) {
 
 class PreparedLinearDynamic final : public Prepared {
  public:
-  PreparedLinearDynamic(const Context &ctx, const Tensor &w, const Tensor *bias,
-                        qnt_act_quant mode)
+  PreparedLinearDynamic(const Context &ctx, const Tensor &w, const Tensor *bias, qnt_act_quant mode)
       : Prepared(QNT_PREPARED_LINEAR_DYNAMIC, ctx.isa()),
         mode_(mode),
         w_(pack_linear(w, true)),
@@ -377,8 +376,8 @@ void require_per_tensor_int8(const QParams &qp, const char *role) {
 
 class PreparedLinearStatic final : public Prepared {
  public:
-  PreparedLinearStatic(const Context &ctx, const Tensor &w, const Tensor *bias,
-                       const QParams &x_qp, const std::shared_ptr<const QParams> &y_qp)
+  PreparedLinearStatic(const Context &ctx, const Tensor &w, const Tensor *bias, const QParams &x_qp,
+                       const std::shared_ptr<const QParams> &y_qp)
       : Prepared(QNT_PREPARED_LINEAR_STATIC, ctx.isa()),
         x_dtype_(x_qp.dtype()),
         sx_(x_qp.scales()[0]),
@@ -422,7 +421,8 @@ class PreparedLinearStatic final : public Prepared {
     const size_t y_elem = static_cast<size_t>(y.info().bits / 8);
     const ref::PackedInt8 w = w_.view();
     for_rows(ctx, rows, N, K, [&](size_t r, int32_t *a) {
-      const ref::Int8Matrix xm = row_view(x.data() + r * static_cast<size_t>(K), x.info().is_signed);
+      const ref::Int8Matrix xm =
+          row_view(x.data() + r * static_cast<size_t>(K), x.info().is_signed);
       ref::qgemm_packed(1, xm, &zx_, 0, w, 0, N, a, 0, 1);
       epi_.row(a, N, y.data() + r * static_cast<size_t>(N) * y_elem);
     });

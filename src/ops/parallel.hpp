@@ -44,7 +44,7 @@ void parallel_for_workers(int threads, size_t n, size_t grain, F &&body) {
   }
 #if defined(QNT_WITH_OPENMP)
   std::exception_ptr error;
-#pragma omp parallel for num_threads(static_cast<int>(workers)) schedule(static)
+#pragma omp parallel for num_threads(static_cast <int>(workers)) schedule(static)
   for (ptrdiff_t c = 0; c < static_cast<ptrdiff_t>(chunks); ++c) {
     try {
       const size_t begin = static_cast<size_t>(c) * grain;

@@ -73,7 +73,8 @@ void BM_Observe(benchmark::State &state) {
   const double read_rate = read_floats_per_second();
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    if (qnt_calibrator_observe(nullptr, c, x) != QNT_OK) state.SkipWithError(qnt_last_error_message());
+    if (qnt_calibrator_observe(nullptr, c, x) != QNT_OK)
+      state.SkipWithError(qnt_last_error_message());
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

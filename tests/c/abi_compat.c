@@ -14,15 +14,14 @@
 #include <string.h>
 
 static int passed, failed;
-#define CHECK(cond)                                                  \
-  do {                                                               \
-    if (cond) {                                                      \
-      ++passed;                                                      \
-    } else {                                                         \
-      ++failed;                                                      \
-      fprintf(stderr, "FAIL line %d: %s (%s)\n", __LINE__, #cond,    \
-              qnt_last_error_message());                             \
-    }                                                                \
+#define CHECK(cond)                                                                          \
+  do {                                                                                       \
+    if (cond) {                                                                              \
+      ++passed;                                                                              \
+    } else {                                                                                 \
+      ++failed;                                                                              \
+      fprintf(stderr, "FAIL line %d: %s (%s)\n", __LINE__, #cond, qnt_last_error_message()); \
+    }                                                                                        \
   } while (0)
 
 /* Proves the flag is in effect: with -fshort-enums this enum is one byte. */

@@ -25,7 +25,9 @@ static qnt_status desc_dilations(qnt_op_desc *d, int64_t h, int64_t w) {
   qnt_status s = qnt_op_desc_set(d, QNT_OP_DILATION_H, h);
   return s != QNT_OK ? s : qnt_op_desc_set(d, QNT_OP_DILATION_W, w);
 }
-static qnt_status desc_groups(qnt_op_desc *d, int64_t g) { return qnt_op_desc_set(d, QNT_OP_GROUPS, g); }
+static qnt_status desc_groups(qnt_op_desc *d, int64_t g) {
+  return qnt_op_desc_set(d, QNT_OP_GROUPS, g);
+}
 
 /* The call fails with `want`, says something, and names the function. */
 #define EXPECT_FAIL(call, want)                                                    \
@@ -509,22 +511,23 @@ Test(calibrate, bad_input) {
   EXPECT_FAIL(qnt_calibrate_minmax(NULL, tx, QNT_DTYPE_BINARY, QNT_SCHEME_SYMMETRIC,
                                    QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
               QNT_ERR_UNSUPPORTED);
-  EXPECT_FAIL(
-      qnt_calibrate_minmax(NULL, tx, QNT_DTYPE_I8, (qnt_scheme)7, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
-      QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_FAIL(
-      qnt_calibrate_minmax(NULL, tx, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, (qnt_granularity)0, 0, 0, &qp),
-      QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_FAIL(qnt_calibrate_minmax(NULL, tx, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 1,
+  EXPECT_FAIL(qnt_calibrate_minmax(NULL, tx, QNT_DTYPE_I8, (qnt_scheme)7,
+                                   QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
+              QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_calibrate_minmax(NULL, tx, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, (qnt_granularity)0, 0,
                                    0, &qp),
+              QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(qnt_calibrate_minmax(NULL, tx, QNT_DTYPE_I8, QNT_SCHEME_AFFINE,
+                                   QNT_GRANULARITY_PER_AXIS, 1, 0, &qp),
               QNT_ERR_INVALID_ARGUMENT);
   EXPECT_FAIL(qnt_calibrate_minmax_range(NULL, tx, QNT_DTYPE_U8, QNT_SCHEME_AFFINE,
                                          QNT_GRANULARITY_PER_TENSOR, 0, 0, 10, 5, &qp),
               QNT_ERR_INVALID_ARGUMENT);
   EXPECT_FAIL(qnt_calibrate_codebook(NULL, tx, QNT_DTYPE_U8, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp),
               QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_FAIL(qnt_calibrate_codebook(NULL, tx, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 0, -4, &qp),
-              QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_FAIL(
+      qnt_calibrate_codebook(NULL, tx, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 0, -4, &qp),
+      QNT_ERR_INVALID_ARGUMENT);
   cr_expect_null(qp);
   EXPECT_OK(qnt_calibrate_codebook(NULL, tx, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 0, 3, &qp));
   qnt_qparams_destroy(qp);
@@ -880,8 +883,8 @@ Test(robustness, random_calls_never_crash) {
     }
     if (qnt_op_desc_create(&d) == QNT_OK) {
       FUZZ_STATUS_OK(desc_strides(d, fuzz_pick(dims, 11), fuzz_pick(dims, 11)));
-      FUZZ_STATUS_OK(desc_pads(d, fuzz_pick(dims, 11), fuzz_pick(dims, 11),
-                                              fuzz_pick(dims, 11), fuzz_pick(dims, 11)));
+      FUZZ_STATUS_OK(desc_pads(d, fuzz_pick(dims, 11), fuzz_pick(dims, 11), fuzz_pick(dims, 11),
+                               fuzz_pick(dims, 11)));
       FUZZ_STATUS_OK(desc_groups(d, fuzz_pick(dims, 11)));
       FUZZ_STATUS_OK(qnt_qconv2d(NULL, a, b, NULL, d, y));
       qnt_op_desc_destroy(d);

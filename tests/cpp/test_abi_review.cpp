@@ -119,9 +119,9 @@ TEST(EmptyShapes, EmptyOpsSucceedAtOnce) {
     EXPECT_EQ(qnt_qparams_scale_count(qp, &n), QNT_OK);
     EXPECT_EQ(n, 4u);
     qnt_qparams_destroy(qp);
-    ASSERT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_AXIS, 1, 0,
-                                     &qp),
-              QNT_OK)
+    ASSERT_EQ(
+        qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_AXIS, 1, 0, &qp),
+        QNT_OK)
         << qnt_last_error_message();
     qnt_qparams_destroy(qp);
   }
@@ -155,9 +155,9 @@ constexpr size_t kChannel = 61, kFinite = kChannel, kMin = kChannel + 24, kMax =
 
 std::vector<uint8_t> serialized_after(qnt_calib_method m, const std::vector<float> &v) {
   qnt_calibrator *c = nullptr;
-  EXPECT_EQ(qnt_calibrator_create(m, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
-                                  0, &c),
-            QNT_OK);
+  EXPECT_EQ(
+      qnt_calibrator_create(m, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR, 0, &c),
+      QNT_OK);
   T x;
   make_f32(x, {static_cast<int64_t>(v.size())}, v);
   EXPECT_EQ(qnt_calibrator_observe(nullptr, c, x.t), QNT_OK);
@@ -355,13 +355,14 @@ static_assert(offsetof(::DLManagedTensor, deleter) == offsetof(DLManagedTensor, 
               "deleter");
 static_assert(offsetof(::DLTensor, byte_offset) == offsetof(qnt::dlpack::DLTensor, byte_offset),
               "byte_offset");
-static_assert(offsetof(::DLTensor, strides) == offsetof(qnt::dlpack::DLTensor, strides),
-              "strides");
+static_assert(offsetof(::DLTensor, strides) == offsetof(qnt::dlpack::DLTensor, strides), "strides");
 static_assert(offsetof(::DLTensor, dtype) == offsetof(qnt::dlpack::DLTensor, dtype), "dtype");
-static_assert(int{kDLCPU} == int{qnt::dlpack::kDLCPU} && int{kDLCUDA} == int{qnt::dlpack::kDLCUDA} &&
+static_assert(int{kDLCPU} == int{qnt::dlpack::kDLCPU} &&
+                  int{kDLCUDA} == int{qnt::dlpack::kDLCUDA} &&
                   int{kDLCUDAHost} == int{qnt::dlpack::kDLCUDAHost},
               "devices");
-static_assert(int{kDLInt} == int{qnt::dlpack::kDLInt} && int{kDLUInt} == int{qnt::dlpack::kDLUInt} &&
+static_assert(int{kDLInt} == int{qnt::dlpack::kDLInt} &&
+                  int{kDLUInt} == int{qnt::dlpack::kDLUInt} &&
                   int{kDLFloat} == int{qnt::dlpack::kDLFloat},
               "type codes");
 #endif
@@ -400,7 +401,8 @@ TEST(DLPack, ImportWithoutCopyAndDeleteOnce) {
     Producer p;
     void *m = versioned ? static_cast<void *>(&p.versioned) : static_cast<void *>(&p.legacy);
     qnt_tensor *t = nullptr;
-    ASSERT_EQ(qnt_tensor_from_dlpack(m, versioned, nullptr, &t), QNT_OK) << qnt_last_error_message();
+    ASSERT_EQ(qnt_tensor_from_dlpack(m, versioned, nullptr, &t), QNT_OK)
+        << qnt_last_error_message();
     void *data = nullptr;
     ASSERT_EQ(qnt_tensor_data(t, &data), QNT_OK);
     EXPECT_EQ(data, p.data.data());  // no copy

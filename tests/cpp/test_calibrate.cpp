@@ -33,7 +33,8 @@ Result minmax(const std::vector<float> &xs, qnt_dtype d, qnt_scheme sc) {
   T x;
   make_f32(x, {static_cast<int64_t>(xs.size())}, xs);
   QP qp;
-  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, d, sc, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp.p), QNT_OK)
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, d, sc, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp.p),
+            QNT_OK)
       << qnt_last_error_message();
   return params(qp.p);
 }
@@ -142,8 +143,8 @@ TEST(MinMax, PerChannelLikePyTorch) {
   T x;
   make_f32(x, {2, 3}, {1.0f, -2.0f, 0.5f, 0.1f, 0.2f, 0.3f});
   QP a;
-  ASSERT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_AXIS,
-                                 0, 0, &a.p),
+  ASSERT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
+                                 QNT_GRANULARITY_PER_AXIS, 0, 0, &a.p),
             QNT_OK);
   Result r = params(a.p);
   ASSERT_EQ(r.s.size(), 2u);
@@ -157,8 +158,8 @@ TEST(MinMax, PerChannelLikePyTorch) {
   T y;
   make_f32(y, {2, 3}, {1.0f, -2.0f, 0.5f, 0.1f, 0.2f, -0.3f});
   QP b;
-  ASSERT_EQ(qnt_calibrate_minmax(nullptr, y.t, QNT_DTYPE_U8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 1,
-                                 0, &b.p),
+  ASSERT_EQ(qnt_calibrate_minmax(nullptr, y.t, QNT_DTYPE_U8, QNT_SCHEME_AFFINE,
+                                 QNT_GRANULARITY_PER_AXIS, 1, 0, &b.p),
             QNT_OK);
   r = params(b.p);
   ASSERT_EQ(r.s.size(), 3u);
@@ -175,8 +176,8 @@ TEST(MinMax, PerBlock) {
   T x;
   make_f32(x, {1, 5}, {-1.0f, 1.0f, 4.0f, -2.0f, 0.5f});
   QP a;
-  ASSERT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I4, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_BLOCK,
-                                 1, 2, &a.p),
+  ASSERT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I4, QNT_SCHEME_SYMMETRIC,
+                                 QNT_GRANULARITY_PER_BLOCK, 1, 2, &a.p),
             QNT_OK);
   Result r = params(a.p);
   ASSERT_EQ(r.s.size(), 3u);
@@ -194,34 +195,34 @@ TEST(MinMax, Errors) {
   const int64_t s[1] = {3};
   ASSERT_EQ(qnt_tensor_create(QNT_DTYPE_I8, s, 1, nullptr, &q.t), QNT_OK);
   qnt_qparams *out = nullptr;
-  EXPECT_EQ(qnt_calibrate_minmax(nullptr, q.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
-                                 0, 0, &out),
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, q.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE,
+                                 QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
             QNT_ERR_DTYPE_MISMATCH);
-  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_NF4, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
-                                 0, 0, &out),
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_NF4, QNT_SCHEME_AFFINE,
+                                 QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
             QNT_ERR_UNSUPPORTED);
   EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_TERNARY, QNT_SCHEME_AFFINE,
                                  QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
             QNT_ERR_UNSUPPORTED);
-  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_F32, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
-                                 0, 0, &out),
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_F32, QNT_SCHEME_AFFINE,
+                                 QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
             QNT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, static_cast<qnt_scheme>(0),
                                  QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
             QNT_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 2,
-                                 0, &out),
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE,
+                                 QNT_GRANULARITY_PER_AXIS, 2, 0, &out),
             QNT_ERR_INVALID_ARGUMENT);  // no axis 2
-  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 1,
-                                 0, &out),
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE,
+                                 QNT_GRANULARITY_PER_AXIS, 1, 0, &out),
             QNT_ERR_INVALID_ARGUMENT);  // axis of size 0
-  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_BLOCK, 0,
-                                 0, &out),
+  EXPECT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE,
+                                 QNT_GRANULARITY_PER_BLOCK, 0, 0, &out),
             QNT_ERR_INVALID_ARGUMENT);  // block size 0
   EXPECT_EQ(out, nullptr);
   // An empty tensor per tensor: nothing seen, PyTorch's (1.0, 0).
-  ASSERT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR,
-                                 0, 0, &out),
+  ASSERT_EQ(qnt_calibrate_minmax(nullptr, x.t, QNT_DTYPE_I8, QNT_SCHEME_AFFINE,
+                                 QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
             QNT_OK);
   Result r = params(out);
   EXPECT_EQ(r.s[0], 1.0f);
@@ -232,22 +233,26 @@ TEST(Codebook, ScaleRules) {
   T x;
   make_f32(x, {2, 4}, {0.5f, -3.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f});
   QP nf4, bin, ter;
-  ASSERT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_AXIS, 0, 0, &nf4.p),
-            QNT_OK);
+  ASSERT_EQ(
+      qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_AXIS, 0, 0, &nf4.p),
+      QNT_OK);
   Result r = params(nf4.p);
   EXPECT_EQ(r.s, (std::vector<float>{3.0f, 1.0f}));  // absmax; an all-zero group gets 1
-  ASSERT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_BINARY, QNT_GRANULARITY_PER_AXIS, 0, 0, &bin.p),
+  ASSERT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_BINARY, QNT_GRANULARITY_PER_AXIS, 0, 0,
+                                   &bin.p),
             QNT_OK);
   r = params(bin.p);
   EXPECT_EQ(r.s, (std::vector<float>{1.125f, 1.0f}));  // mean |x| = 4.5 / 4
-  ASSERT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_TERNARY, QNT_GRANULARITY_PER_AXIS, 0, 0, &ter.p),
+  ASSERT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_TERNARY, QNT_GRANULARITY_PER_AXIS, 0, 0,
+                                   &ter.p),
             QNT_OK);
   r = params(ter.p);
   EXPECT_EQ(r.s, (std::vector<float>{1.125f, 1e-5f}));  // BitNet's clamp at 1e-5
   EXPECT_EQ(r.z, (std::vector<int32_t>{0, 0}));
   qnt_qparams *out = nullptr;
-  EXPECT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_I8, QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
-            QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_I8, QNT_GRANULARITY_PER_TENSOR, 0, 0, &out),
+      QNT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(out, nullptr);
 }
 

@@ -2,8 +2,8 @@
 // merge invariance, serialization and corrupted buffers, NaN/inf, empty calibrators, the SIMD
 // batch kernels against the reference, and error reports.
 #include "calib/histogram.hpp"
-#include "core/context.hpp"
 #include "calib/kernels.hpp"
+#include "core/context.hpp"
 #include "helpers.hpp"
 
 #include <gtest/gtest.h>

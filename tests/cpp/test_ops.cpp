@@ -18,7 +18,8 @@
   qnt_status s = qnt_op_desc_set(d, QNT_OP_STRIDE_H, h);
   return s != QNT_OK ? s : qnt_op_desc_set(d, QNT_OP_STRIDE_W, w);
 }
-[[maybe_unused]] static qnt_status desc_pads(qnt_op_desc *d, int64_t t, int64_t l, int64_t b, int64_t r) {
+[[maybe_unused]] static qnt_status desc_pads(qnt_op_desc *d, int64_t t, int64_t l, int64_t b,
+                                             int64_t r) {
   qnt_status s = qnt_op_desc_set(d, QNT_OP_PAD_TOP, t);
   if (s == QNT_OK) s = qnt_op_desc_set(d, QNT_OP_PAD_LEFT, l);
   if (s == QNT_OK) s = qnt_op_desc_set(d, QNT_OP_PAD_BOTTOM, b);
@@ -28,7 +29,9 @@
   qnt_status s = qnt_op_desc_set(d, QNT_OP_DILATION_H, h);
   return s != QNT_OK ? s : qnt_op_desc_set(d, QNT_OP_DILATION_W, w);
 }
-[[maybe_unused]] static qnt_status desc_groups(qnt_op_desc *d, int64_t g) { return qnt_op_desc_set(d, QNT_OP_GROUPS, g); }
+[[maybe_unused]] static qnt_status desc_groups(qnt_op_desc *d, int64_t g) {
+  return qnt_op_desc_set(d, QNT_OP_GROUPS, g);
+}
 
 using namespace qnt_test;
 
@@ -500,8 +503,9 @@ TEST(LinearWeightOnly, Int4Uint4NF4PerBlock) {
   for (const Variant &v : variants) {
     QP qp;
     if (v.d == QNT_DTYPE_NF4)
-      ASSERT_EQ(qnt_calibrate_codebook(nullptr, tw.t, v.d, QNT_GRANULARITY_PER_BLOCK, 1, v.block, &qp.p),
-                QNT_OK);
+      ASSERT_EQ(
+          qnt_calibrate_codebook(nullptr, tw.t, v.d, QNT_GRANULARITY_PER_BLOCK, 1, v.block, &qp.p),
+          QNT_OK);
     else
       ASSERT_EQ(qnt_calibrate_minmax(nullptr, tw.t, v.d,
                                      v.d == QNT_DTYPE_U4 ? QNT_SCHEME_AFFINE : QNT_SCHEME_SYMMETRIC,
@@ -547,8 +551,8 @@ TEST(LinearDynamic, PerTensorAndPerRowMatchTheirDefinition) {
   make_f32(tw, {N, K}, w);
   make_f32(tbias, {N}, bias);
   QP qw;
-  ASSERT_EQ(qnt_calibrate_minmax(nullptr, tw.t, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_AXIS,
-                                 0, 0, &qw.p),
+  ASSERT_EQ(qnt_calibrate_minmax(nullptr, tw.t, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
+                                 QNT_GRANULARITY_PER_AXIS, 0, 0, &qw.p),
             QNT_OK);
   std::vector<float> sw(N);
   ASSERT_EQ(qnt_qparams_scales(qw.p, sw.data(), sw.size()), QNT_OK);

@@ -131,12 +131,14 @@ TEST(Prepared, MatmulEqualsOneShot) {
     make_raw(tb, c.bd, c.b, qb.p, bv.data(), bv.size());
     if (c.bias) {
       std::vector<int32_t> bias(static_cast<size_t>(N));
-      for (int64_t n = 0; n < N; ++n) bias[static_cast<size_t>(n)] = static_cast<int32_t>(n * 977 - 4000);
+      for (int64_t n = 0; n < N; ++n)
+        bias[static_cast<size_t>(n)] = static_cast<int32_t>(n * 977 - 4000);
       make_raw(tbias, QNT_DTYPE_I32, {N}, nullptr, bias.data(), bias.size() * 4);
     }
     T once;
     make_q(once, c.yd, ys, qy.p);
-    ASSERT_EQ(qnt_qmatmul(nullptr, ta.t, tb.t, tbias.t, once.t), QNT_OK) << qnt_last_error_message();
+    ASSERT_EQ(qnt_qmatmul(nullptr, ta.t, tb.t, tbias.t, once.t), QNT_OK)
+        << qnt_last_error_message();
     const std::vector<uint8_t> want = bytes_of(once.t);
     for_every_context([&](qnt_context *ctx) {
       Prep p;
@@ -154,8 +156,8 @@ TEST(Prepared, MatmulEqualsOneShot) {
 TEST(Prepared, LinearLayersEqualOneShot) {
   std::mt19937 rng(2);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (const auto &[M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {3, 17, 5},
-                                {8, 64, 33}, {2, 255, 16}}) {
+  for (const auto &[M, K, N] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {3, 17, 5}, {8, 64, 33}, {2, 255, 16}}) {
     std::vector<float> x(static_cast<size_t>(M * K)), w(static_cast<size_t>(N * K)),
         b(static_cast<size_t>(N));
     for (float &v : x) v = nd(rng);
@@ -250,8 +252,8 @@ TEST(Prepared, StaticLinearFollowsTheDocumentedRule) {
   for (int which = 0; which < 3; ++which) {  // f32 bias, i32 bias, f32 output
     Prep p;
     const qnt_tensor *bias = which == 0 ? tbf.t : which == 1 ? tbi.t : tbf.t;
-    ASSERT_EQ(qnt_prepared_create_linear_static(nullptr, tw.t, bias, qx.p, which == 2 ? nullptr : qy.p,
-                                                nullptr, &p.p),
+    ASSERT_EQ(qnt_prepared_create_linear_static(nullptr, tw.t, bias, qx.p,
+                                                which == 2 ? nullptr : qy.p, nullptr, &p.p),
               QNT_OK)
         << qnt_last_error_message();
     T y;
@@ -320,10 +322,14 @@ TEST(Prepared, Conv2dEqualsOneShot) {
     make_raw(tw, QNT_DTYPE_I8, {c.m, c.c / c.groups, c.k, c.k}, qw.p, wv.data(), wv.size());
     Desc d;
     for (auto [key, v] : {std::pair<qnt_op_option, int64_t>{QNT_OP_STRIDE_H, c.stride},
-                          {QNT_OP_STRIDE_W, c.stride}, {QNT_OP_PAD_TOP, c.pad},
-                          {QNT_OP_PAD_LEFT, c.pad}, {QNT_OP_PAD_BOTTOM, c.pad},
-                          {QNT_OP_PAD_RIGHT, c.pad}, {QNT_OP_DILATION_H, c.dil},
-                          {QNT_OP_DILATION_W, c.dil}, {QNT_OP_GROUPS, c.groups}})
+                          {QNT_OP_STRIDE_W, c.stride},
+                          {QNT_OP_PAD_TOP, c.pad},
+                          {QNT_OP_PAD_LEFT, c.pad},
+                          {QNT_OP_PAD_BOTTOM, c.pad},
+                          {QNT_OP_PAD_RIGHT, c.pad},
+                          {QNT_OP_DILATION_H, c.dil},
+                          {QNT_OP_DILATION_W, c.dil},
+                          {QNT_OP_GROUPS, c.groups}})
       ASSERT_EQ(qnt_op_desc_set(d.d, key, v), QNT_OK);
     int64_t ys[4];
     ASSERT_EQ(qnt_conv2d_output_shape(tx.t, tw.t, d.d, ys, 4), QNT_OK) << qnt_last_error_message();

@@ -128,8 +128,9 @@ TEST(Quantize, NF4PerBlockFromCalibration) {
   T x, q;
   make_f32(x, shape, {0.5f, -1, 0.25f, 0, 2, 1, -2, 0.07958029955625534f * 2});
   QP qp;
-  ASSERT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 0, 4, &qp.p),
-            QNT_OK)
+  ASSERT_EQ(
+      qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 0, 4, &qp.p),
+      QNT_OK)
       << qnt_last_error_message();
   float s[2] = {0, 0};
   ASSERT_EQ(qnt_qparams_scales(qp.p, s, 2), QNT_OK);
@@ -153,9 +154,9 @@ TEST(Quantize, BinaryAndTernaryPerTensor) {
     T x, q;
     make_f32(x, shape, {1, -3, 2, -2});
     QP qp;
-    ASSERT_EQ(
-        qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_BINARY, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp.p),
-        QNT_OK);
+    ASSERT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_BINARY, QNT_GRANULARITY_PER_TENSOR, 0,
+                                     0, &qp.p),
+              QNT_OK);
     make_q(q, QNT_DTYPE_BINARY, shape, qp.p);
     ASSERT_EQ(qnt_quantize(nullptr, x.t, q.t), QNT_OK);
     EXPECT_EQ(bytes_of(q.t)[0], 0x05);
@@ -167,9 +168,9 @@ TEST(Quantize, BinaryAndTernaryPerTensor) {
     T x, q;
     make_f32(x, shape, {0.1f, -0.5f, 1.0f, -0.05f, 0.3f});
     QP qp;
-    ASSERT_EQ(
-        qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_TERNARY, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp.p),
-        QNT_OK);
+    ASSERT_EQ(qnt_calibrate_codebook(nullptr, x.t, QNT_DTYPE_TERNARY, QNT_GRANULARITY_PER_TENSOR, 0,
+                                     0, &qp.p),
+              QNT_OK);
     float s = 0;
     ASSERT_EQ(qnt_qparams_scales(qp.p, &s, 1), QNT_OK);
     EXPECT_NEAR(s, 0.39f, 1e-6f);

@@ -22,16 +22,29 @@ namespace {
 constexpr int kTensors = 8, kQParams = 4;
 constexpr int64_t kSmallDim = 4096;
 
-const int64_t kDims[] = {0, 1, 2, 3, 4, 5, 7, 8, 16, 33, 1, 2, -1, int64_t{1} << 40,
-                         int64_t{1} << 62, INT64_MAX};
+const int64_t kDims[] = {
+    0, 1, 2, 3, 4, 5, 7, 8, 16, 33, 1, 2, -1, int64_t{1} << 40, int64_t{1} << 62, INT64_MAX};
 const int64_t kAxes[] = {0, 1, -1, 2, -2, 3, 9, -9};
-const int64_t kValues[] = {0, 1, 2, 3, -1, 7, 16, 33, int64_t{1} << 31, (int64_t{1} << 31) + 1,
-                           INT64_MAX, INT64_MIN};
-const float kScales[] = {0.5f, 0.1f, 1e-3f, 1e-30f, 3e30f, 0.0f, -1.0f, __builtin_nanf(""),
-                         __builtin_inff(), 1.0f, 2.5e-4f};
+const int64_t kValues[] = {
+    0, 1, 2, 3, -1, 7, 16, 33, int64_t{1} << 31, (int64_t{1} << 31) + 1, INT64_MAX, INT64_MIN};
+const float kScales[] = {
+    0.5f, 0.1f,   1e-3f, 1e-30f, 3e30f, 0.0f, -1.0f, __builtin_nanf(""), __builtin_inff(),
+    1.0f, 2.5e-4f};
 const int32_t kZeroPoints[] = {0, 1, -1, 7, 8, 128, 255, -128, -129, 70000, 32768};
-const float kFloats[] = {0.0f, -0.0f, 1.0f, -1.5f, 2.5f, 0.5f, 1e30f, -1e30f, 1e-40f,
-                         __builtin_nanf(""), __builtin_inff(), -__builtin_inff(), 127.5f, -128.5f};
+const float kFloats[] = {0.0f,
+                         -0.0f,
+                         1.0f,
+                         -1.5f,
+                         2.5f,
+                         0.5f,
+                         1e30f,
+                         -1e30f,
+                         1e-40f,
+                         __builtin_nanf(""),
+                         __builtin_inff(),
+                         -__builtin_inff(),
+                         127.5f,
+                         -128.5f};
 
 struct State {
   qnt_context *ctx = nullptr;
@@ -94,8 +107,8 @@ qnt_qparams *make_qparams(fuzz::Bytes &in, State &s) {
                                        in.pick(kValues) % 40, &out));
       else
         FUZZ_CALL(qnt_calibrate_codebook(s.ctx, s.t[i], dt,
-                                         static_cast<qnt_granularity>(in.u8() % 5),
-                                         in.pick(kAxes), in.pick(kValues) % 40, &out));
+                                         static_cast<qnt_granularity>(in.u8() % 5), in.pick(kAxes),
+                                         in.pick(kValues) % 40, &out));
       break;
     }
   }
@@ -188,8 +201,8 @@ void run_op(fuzz::Bytes &in, State &s) {
     case 12: {
       if (s.huge[a]) break;
       qnt_error_report r{};
-      FUZZ_CALL(qnt_error_report_compute(ctx, ta, s.q[slot(in, kQParams)], &r,
-                                         in.u8() % (sizeof r + 9)));
+      FUZZ_CALL(
+          qnt_error_report_compute(ctx, ta, s.q[slot(in, kQParams)], &r, in.u8() % (sizeof r + 9)));
       break;
     }
     default: {
@@ -248,11 +261,10 @@ void calibrator(fuzz::Bytes &in, State &s) {
   switch (in.u8() % 5) {
     case 0: {
       qnt_calibrator *c = nullptr;
-      FUZZ_CALL(qnt_calibrator_create(static_cast<qnt_calib_method>(in.u8() % 8),
-                                      static_cast<qnt_dtype>(in.u8() % 13),
-                                      static_cast<qnt_scheme>(in.u8() % 4),
-                                      static_cast<qnt_granularity>(in.u8() % 5), in.pick(kAxes),
-                                      &c));
+      FUZZ_CALL(qnt_calibrator_create(
+          static_cast<qnt_calib_method>(in.u8() % 8), static_cast<qnt_dtype>(in.u8() % 13),
+          static_cast<qnt_scheme>(in.u8() % 4), static_cast<qnt_granularity>(in.u8() % 5),
+          in.pick(kAxes), &c));
       if (c != nullptr) {
         // 128 bins: the histogram searches cost O(bins^2) today, and 2048 bins would spend most
         // of the fuzzer's time there (the code paths are the same for every bin count).
@@ -279,7 +291,8 @@ void calibrator(fuzz::Bytes &in, State &s) {
       if (qnt_calibrator_serialize(s.cal, nullptr, 0, &n) != QNT_OK) break;
       std::vector<uint8_t> b(n);
       FUZZ_CALL(qnt_calibrator_serialize(s.cal, b.data(), b.size(), &n));
-      if (!b.empty() && (in.u8() & 1)) b[in.u32() % b.size()] ^= static_cast<uint8_t>(1 + in.u8() % 255);
+      if (!b.empty() && (in.u8() & 1))
+        b[in.u32() % b.size()] ^= static_cast<uint8_t>(1 + in.u8() % 255);
       qnt_calibrator *d = nullptr;
       FUZZ_CALL(qnt_calibrator_deserialize(b.data(), b.size(), &d));
       FUZZ_CALL(qnt_calibrator_merge(s.cal, d));
@@ -337,8 +350,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         make_tensor(in, s);
         break;
       case 3:
-        FUZZ_CALL(qnt_op_desc_set(s.desc, static_cast<qnt_op_option>(in.u8() % 13),
-                                  in.pick(kValues)));
+        FUZZ_CALL(
+            qnt_op_desc_set(s.desc, static_cast<qnt_op_option>(in.u8() % 13), in.pick(kValues)));
         break;
       case 4:
         prepared(in, s);

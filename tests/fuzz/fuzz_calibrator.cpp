@@ -39,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // report it as a timeout. Buffers with more than 4096 bins (byte 48 of the format) are only
   // deserialized, serialized and merged here, not computed, until the search is O(bins).
   uint32_t bins = 0;
-  for (int i = 0; i < 4; ++i) bins |= static_cast<uint32_t>(buf[48 + static_cast<size_t>(i)]) << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    bins |= static_cast<uint32_t>(buf[48 + static_cast<size_t>(i)]) << (8 * i);
   const bool compute = bins <= 4096;
   qnt_qparams *qp = nullptr;
   if (compute) FUZZ_CALL(qnt_calibrator_compute(nullptr, c, &qp));

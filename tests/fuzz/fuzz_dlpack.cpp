@@ -104,7 +104,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (back != nullptr)
         qnt_tensor_destroy(back);  // runs e's deleter
       else if (v == 1)
-        static_cast<DLManagedTensorVersioned *>(e)->deleter(static_cast<DLManagedTensorVersioned *>(e));
+        static_cast<DLManagedTensorVersioned *>(e)->deleter(
+            static_cast<DLManagedTensorVersioned *>(e));
       else
         static_cast<DLManagedTensor *>(e)->deleter(static_cast<DLManagedTensor *>(e));
     }
