@@ -171,6 +171,14 @@ int64_t linear_rows(const Tensor &x, int64_t K, int64_t N, const Tensor &y) {
                 : static_cast<int64_t>(x.element_count()) / K;
 }
 
+// linear_rows, and y writable and apart from x: the run-time checks of every linear layer.
+int64_t linear_io(const Tensor &x, int64_t K, int64_t N, const Tensor &y) {
+  const int64_t rows = linear_rows(x, K, N, y);
+  require_writable(y, "y");
+  require_disjoint(y, x, "y", "x");
+  return rows;
+}
+
 // The weight checks of the linear layers: w is [N, K]; bias f32 (or also i32) [N].
 void check_linear_weights(const Tensor &w, const Tensor *bias, bool i32_bias_allowed) {
   if (w.rank() != 2) fail(QNT_ERR_SHAPE_MISMATCH, "w must be [N, K], not ", shape_string(w.dims()));
@@ -318,9 +326,7 @@ class PreparedLinearDynamic final : public Prepared {
     require_float(x, "x");
     require_float(y, "y");
     const int64_t K = w_.K, N = w_.channels;
-    const int64_t R = linear_rows(x, K, N, y);
-    require_writable(y, "y");
-    require_disjoint(y, x, "y", "x");
+    const int64_t R = linear_io(x, K, N, y);
     if (y.element_count() == 0) return;
     const auto *xs = reinterpret_cast<const float *>(x.data());
     const auto rows = static_cast<size_t>(R);
@@ -413,9 +419,7 @@ class PreparedLinearStatic final : public Prepared {
       require_float(y, "y");
     }
     const int64_t K = w_.K, N = w_.channels;
-    const int64_t R = linear_rows(x, K, N, y);
-    require_writable(y, "y");
-    require_disjoint(y, x, "y", "x");
+    const int64_t R = linear_io(x, K, N, y);
     if (y.element_count() == 0) return;
     const auto rows = static_cast<size_t>(R);
     const size_t y_elem = static_cast<size_t>(y.info().bits / 8);
@@ -455,9 +459,7 @@ class PreparedWeightOnly final : public Prepared {
     require_float(x, "x");
     require_float(y, "y");
     const int64_t N = w_.dims()[0], K = w_.dims()[1];
-    const int64_t R = linear_rows(x, K, N, y);
-    require_writable(y, "y");
-    require_disjoint(y, x, "y", "x");
+    const int64_t R = linear_io(x, K, N, y);
     if (y.element_count() == 0) return;
     const auto *xs = reinterpret_cast<const float *>(x.data());
     const float *bf = bias_.f32_or_null();
@@ -567,9 +569,7 @@ namespace {
 void check_linear_io(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y) {
   require_float(x, "x");
   require_float(y, "y");
-  (void)linear_rows(x, w.dims()[1], w.dims()[0], y);
-  require_writable(y, "y");
-  require_disjoint(y, x, "y", "x");
+  (void)linear_io(x, w.dims()[1], w.dims()[0], y);
   require_disjoint(y, w, "y", "w");
   if (bias != nullptr) require_disjoint(y, *bias, "y", "bias");
 }
