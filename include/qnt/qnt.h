@@ -406,7 +406,7 @@ typedef struct qnt_tensor qnt_tensor;
 
 /* The largest dimension, and element count, a tensor may have: 2^61 - 1 (PTRDIFF_MAX / 4 on
  * 64-bit machines), so that byte sizes and index arithmetic never overflow. */
-#define QNT_MAX_ELEMENTS ((int64_t)0x1FFFFFFFFFFFFFFF)
+#define QNT_MAX_ELEMENTS 0x1FFFFFFFFFFFFFFF
 
 /* Where a tensor's storage lives; the values are DLPack's DLDeviceType. */
 typedef int32_t qnt_device_type;
