@@ -37,15 +37,6 @@ void scan(const CalibKernels &k, const float *x, size_t n, BatchStats &s) {
 constexpr uint8_t kMagic[4] = {'Q', 'N', 'T', 'C'};
 constexpr uint32_t kFormatVersion = 1;
 
-uint64_t fnv1a(const uint8_t *p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 class Writer {
  public:
   void bytes(const void *p, size_t n) {
@@ -127,6 +118,15 @@ class Reader {
 };
 
 }  // namespace
+
+uint64_t checksum(const uint8_t *p, size_t n) noexcept {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
 
 Calibrator::Calibrator(qnt_calib_method method, qnt_dtype dtype, qnt_scheme scheme,
                        qnt_granularity granularity, int64_t axis)
@@ -405,7 +405,7 @@ std::vector<uint8_t> Calibrator::serialize() const {
       for (uint64_t v : c.hist.counts()) w.u64(v);
     }
   }
-  w.u64(fnv1a(w.data().data(), w.data().size()));
+  w.u64(checksum(w.data().data(), w.data().size()));
   return std::move(w.data());
 }
 
@@ -413,7 +413,7 @@ std::unique_ptr<Calibrator> Calibrator::deserialize(const uint8_t *data, size_t 
   if (size < 16) fail(QNT_ERR_CORRUPT_DATA, "the buffer is too short to be a calibrator");
   const size_t body = size - 8;
   Reader sum(data + body, 8);
-  if (sum.u64() != fnv1a(data, body))
+  if (sum.u64() != checksum(data, body))
     fail(QNT_ERR_CORRUPT_DATA, "the checksum does not match (damaged or truncated buffer)");
   Reader r(data, body);
   if (std::memcmp(r.take(4), kMagic, 4) != 0)

@@ -24,6 +24,10 @@ struct ChannelStats {
   Histogram hist;                        // histogram methods only
 };
 
+// The checksum that ends a serialized calibrator (FNV-1a over every byte before it). Exposed so
+// that tests and the fuzz target can re-sign crafted buffers: a valid checksum protects nothing.
+uint64_t checksum(const uint8_t *p, size_t n) noexcept;
+
 class Calibrator {
  public:
   Calibrator(qnt_calib_method method, qnt_dtype dtype, qnt_scheme scheme,

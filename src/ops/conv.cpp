@@ -70,7 +70,6 @@ class PreparedConv final : public Prepared {
  public:
   PreparedConv(const Context &ctx, const Tensor &w, const Tensor *bias, const OpDesc &desc)
       : Prepared(QNT_PREPARED_CONV2D, ctx.isa()),
-        desc_(desc),
         g_(desc),
         wdims_(w.dims()),
         wq_(w.qparams()),
@@ -189,7 +188,6 @@ class PreparedConv final : public Prepared {
   }
 
  private:
-  OpDesc desc_;
   Geometry g_;
   std::vector<int64_t> wdims_;
   std::shared_ptr<const QParams> wq_;

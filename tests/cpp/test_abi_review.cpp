@@ -1,6 +1,7 @@
 // The defects and additions of the ABI review (qnt.h, ABI 1), each through the public ABI:
 // bounded empty shapes and empty ops, crafted calibrator buffers, merge overflow, the context's
 // options (threads, kernel cap, devices), tensor additions, and DLPack in both forms.
+#include "calib/calibrator.hpp"
 #include "core/context.hpp"
 #include "helpers.hpp"
 #include "io/dlpack.hpp"
@@ -139,15 +140,6 @@ TEST(EmptyShapes, EmptyOpsSucceedAtOnce) {
 
 // --- crafted calibrator buffers -------------------------------------------------------------
 
-uint64_t fnv1a(const uint8_t *p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 // The serialized form (format 1): a 61-byte header, then per channel finite, nan, inf (u64),
 // min, max (f32), averaged (u8), avg_min, avg_max (f32), then the histogram; a checksum last.
 constexpr size_t kChannel = 61, kFinite = kChannel, kMin = kChannel + 24, kMax = kChannel + 28,
@@ -173,7 +165,7 @@ std::vector<uint8_t> serialized_after(qnt_calib_method m, const std::vector<floa
 template <class V>
 std::vector<uint8_t> crafted(std::vector<uint8_t> b, size_t at, V value) {
   std::memcpy(b.data() + at, &value, sizeof value);
-  const uint64_t sum = fnv1a(b.data(), b.size() - 8);
+  const uint64_t sum = qnt::calib::checksum(b.data(), b.size() - 8);
   std::memcpy(b.data() + b.size() - 8, &sum, 8);
   return b;
 }

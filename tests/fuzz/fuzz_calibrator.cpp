@@ -3,28 +3,16 @@
 // protects nothing against a crafted buffer). Whatever deserializes must compute to a
 // documented status in bounded time (libFuzzer's -timeout catches a hang), serialize back to
 // the same bytes, merge and observe.
+#include "calib/calibrator.hpp"
 #include "fuzz_common.hpp"
 
 #include <vector>
-
-namespace {
-
-uint64_t fnv1a(const uint8_t *p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
   std::vector<uint8_t> buf(data + 1, data + size);
   if ((data[0] & 1) != 0) {  // re-sign: the body is the input, the checksum is made valid
-    const uint64_t sum = fnv1a(buf.data(), buf.size());
+    const uint64_t sum = qnt::calib::checksum(buf.data(), buf.size());
     for (int i = 0; i < 8; ++i) buf.push_back(static_cast<uint8_t>(sum >> (8 * i)));
   }
   qnt_calibrator *c = nullptr;
