@@ -117,8 +117,9 @@ QNT_API qnt_status qnt_abi_check(uint32_t abi_version);
 QNT_API const char *qnt_version_string(void);
 
 /* How the library was built, one "key=value" per line: version, compiler, the CPU kernels
- * compiled in, OpenMP (with its version), CUDA (whether the CUDA module was built). Static
- * string. */
+ * compiled in, OpenMP (with its version), CUDA (whether the CUDA module was built); then a line
+ * "chosen_kernels=" and the kernels a context with no ISA cap chooses on this machine, in the
+ * form of qnt_context_kernels. Static string. */
 QNT_API const char *qnt_build_info(void);
 
 /* ------------------------------------------------------------------------------------------- */
@@ -287,6 +288,13 @@ QNT_API qnt_status qnt_context_set_max_isa(qnt_context *ctx, qnt_isa isa);
 /* The kernel set the context uses: its cap applied to what the machine runs (never
  * QNT_ISA_NATIVE). Errors: QNT_ERR_NULL_POINTER. */
 QNT_API qnt_status qnt_context_isa(const qnt_context *ctx, qnt_isa *out);
+
+/* The kernels the context chose, one "family.dtype.run=set" line each (for example
+ * "quantize.i8.shared=avx2"; a run is "shared" where a stretch of elements shares one scale and
+ * zero point, "per_element" where they advance with the element). The kernels are chosen when
+ * the context is created and again by qnt_context_set_max_isa. *out stays valid until the
+ * context is destroyed. Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_context_kernels(const qnt_context *ctx, const char **out);
 
 /* The CPU features, as an OR of qnt_cpu_feature bits. Errors: QNT_ERR_NULL_POINTER. */
 QNT_API qnt_status qnt_context_cpu_features(const qnt_context *ctx, uint64_t *out);

@@ -1,6 +1,6 @@
 #include "calib/calibrator.hpp"
 
-#include "calib/kernels.hpp"
+#include "kernels/registry.hpp"
 #include "calib/search.hpp"
 #include "core/error.hpp"
 #include "ops/parallel.hpp"
@@ -22,7 +22,7 @@ struct BatchStats {
   float max = -std::numeric_limits<float>::infinity();
 };
 
-void scan(const CalibKernels &k, const float *x, size_t n, BatchStats &s) {
+void scan(const kern::KernelSet &k, const float *x, size_t n, BatchStats &s) {
   ref::ScanResult r;
   k.scan(x, n, &r);
   s.finite += r.finite;
@@ -194,7 +194,7 @@ static void add_count(uint64_t &a, uint64_t b) {
 }
 
 void Calibrator::observe(const Context &ctx, const Tensor &x) {
-  const CalibKernels &kern = calib_kernels(ctx.isa());
+  const kern::KernelSet &ks = ctx.kernels();
   if (x.info().rule != Rule::Float)
     fail(QNT_ERR_DTYPE_MISMATCH, "x must be f32, not ", x.info().name);
   // The batch as [outer, channels, inner].
@@ -220,7 +220,7 @@ void Calibrator::observe(const Context &ctx, const Tensor &x) {
   // An empty batch (outer or inner of 0, any other dimension up to 2^61) has nothing to scan.
   const bool empty = x.element_count() == 0;
   for (int64_t o = 0; o < outer && !empty; ++o)
-    for (size_t c = 0; c < nch; ++c) scan(kern, block(o, c), in, stats[c]);
+    for (size_t c = 0; c < nch; ++c) scan(ks, block(o, c), in, stats[c]);
 
   for (size_t c = 0; started_ && c < nch; ++c) {  // counts cannot wrap (crafted states)
     uint64_t f = channels_[c].finite, n = channels_[c].nan, i = channels_[c].inf;
@@ -259,7 +259,7 @@ void Calibrator::observe(const Context &ctx, const Tensor &x) {
     }
     if (uses_histogram()) {
       ch.hist.cover(std::max(-static_cast<double>(b.min), static_cast<double>(b.max)));
-      for (int64_t o = 0; o < outer; ++o) ch.hist.add(kern, block(o, c), in);
+      for (int64_t o = 0; o < outer; ++o) ch.hist.add(ks, block(o, c), in);
     }
   }
 }

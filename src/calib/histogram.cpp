@@ -1,6 +1,6 @@
 #include "calib/histogram.hpp"
 
-#include "calib/kernels.hpp"
+#include "kernels/registry.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -52,7 +52,7 @@ void Histogram::cover(double amax) noexcept {
   while (exponent_ < want) double_range();
 }
 
-void Histogram::add(const CalibKernels &k, const float *x, size_t n) noexcept {
+void Histogram::add(const kern::KernelSet &k, const float *x, size_t n) noexcept {
   if (!has_range_) return;
   const double range = std::ldexp(1.0, exponent_);
   // 1 / width = bins / 2^e, a power of two: x * inv is exact in double for every float x, and

@@ -1,7 +1,7 @@
 // An exact, mergeable histogram over [-R, R) with R a power of two (see qnt.h, "Histograms").
 #pragma once
 
-#include "calib/kernels.hpp"
+#include "kernels/registry.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -30,7 +30,7 @@ class Histogram {
   void cover(double amax) noexcept;
   // Adds the values of x with |v| < R (call cover() with their max |v| first); the others
   // (NaN, +-inf) are skipped.
-  void add(const CalibKernels &k, const float *x, size_t n) noexcept;
+  void add(const kern::KernelSet &k, const float *x, size_t n) noexcept;
   // Adds other's counts, first bringing both to the wider range. Same bins per side.
   void merge(const Histogram &other);
 

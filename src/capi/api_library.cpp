@@ -1,6 +1,7 @@
 // Entry points: version, status, dtypes, context.
 #include "capi/boundary.hpp"
 #include "hw/machine.hpp"
+#include "kernels/registry.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 
 #include <cstring>
@@ -44,8 +45,8 @@ const char *qnt_version_string(void) {
   return QNT_STR(QNT_VERSION_MAJOR) "." QNT_STR(QNT_VERSION_MINOR) "." QNT_STR(QNT_VERSION_PATCH);
 }
 
-const char *qnt_build_info(void) {
-  return "version=" QNT_STR(QNT_VERSION_MAJOR) "." QNT_STR(QNT_VERSION_MINOR) "." QNT_STR(
+namespace {
+const char *const kBuildInfo = "version=" QNT_STR(QNT_VERSION_MAJOR) "." QNT_STR(QNT_VERSION_MINOR) "." QNT_STR(
       QNT_VERSION_PATCH) "\n"
 #if defined(__clang__)
                          "compiler=clang " __clang_version__ "\n"
@@ -63,12 +64,16 @@ const char *qnt_build_info(void) {
 #endif
                          "abi=" QNT_STR(QNT_ABI_VERSION) "\n"
 #if defined(QNT_WITH_X86_KERNELS)
-                         // Reference kernels everywhere; AVX2 and AVX-512 for the calibrators'
-                         // batch passes, chosen at run time.
+                         // The kernel tables compiled in; a context chooses among them at run
+                         // time (qnt_context_kernels lists its choice).
                          "cpu_kernels=ref,avx2,avx512\n"
+#elif defined(QNT_WITH_NEON_KERNELS)
+                         "cpu_kernels=ref,neon\n"
 #else
                          "cpu_kernels=ref\n"
 #endif
+                         "kernel_families=quantize,dequantize,requantize,calibrate.scan,"
+                         "calibrate.histogram\n"
 #if defined(QNT_WITH_OPENMP)
                          "openmp=" QNT_STR(_OPENMP) "\n"
 #else
@@ -80,6 +85,19 @@ const char *qnt_build_info(void) {
                          "cuda=off\n"
 #endif
       ;
+}  // namespace
+
+const char *qnt_build_info(void) {
+  // The static part, then the kernels a default context chooses on this machine (built once).
+  static const std::string *full = []() -> const std::string * {
+    try {
+      return new std::string(std::string(kBuildInfo) + "chosen_kernels=\n" +
+                             qnt::kern::kernels_for(qnt::machine_isa()).description);
+    } catch (...) {
+      return nullptr;
+    }
+  }();
+  return full != nullptr ? full->c_str() : kBuildInfo;
 }
 
 const char *qnt_status_string(qnt_status status) {
@@ -201,7 +219,9 @@ qnt_status qnt_context_create(qnt_context **out) {
   return guard(__func__, [&] {
     require(out, "out");
     (void)hw::machine();  // detect now, not inside the first op
-    *out = new qnt_context{qnt::capi::kContextMagic, Context{}};
+    Context c;
+    c.choose_kernels();
+    *out = new qnt_context{qnt::capi::kContextMagic, c};
   });
 }
 
@@ -228,7 +248,18 @@ qnt_status qnt_context_set_max_isa(qnt_context *ctx, qnt_isa isa) {
     if (!isa_of_this_arch(isa))
       fail(QNT_ERR_INVALID_ARGUMENT, "isa ", qnt_isa_name(isa),
            " belongs to another architecture than this machine's");
-    c.max_isa = isa;
+    Context next = c;
+    next.max_isa = isa;
+    next.choose_kernels();  // may throw (allocation): then the context is left as it was
+    c = next;
+  });
+}
+
+qnt_status qnt_context_kernels(const qnt_context *ctx, const char **out) {
+  return guard(__func__, [&] {
+    require(ctx, "ctx");
+    require(out, "out");
+    *out = qnt::capi::context_of(ctx).kernels().description.c_str();
   });
 }
 

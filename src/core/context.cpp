@@ -1,6 +1,7 @@
 #include "core/context.hpp"
 
 #include "hw/machine.hpp"
+#include "kernels/registry.hpp"
 
 #include <algorithm>
 
@@ -53,5 +54,11 @@ qnt_isa Context::isa() const {
   const qnt_isa best = machine_isa();
   return max_isa == QNT_ISA_NATIVE ? best : std::min(best, max_isa);
 }
+
+const kern::KernelSet &Context::kernels() const {
+  return kernel_set != nullptr ? *kernel_set : kern::kernels_for(isa());
+}
+
+void Context::choose_kernels() { kernel_set = &kern::kernels_for(isa()); }
 
 }  // namespace qnt

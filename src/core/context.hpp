@@ -6,6 +6,9 @@
 #include <cstdint>
 
 namespace qnt {
+namespace kern {
+struct KernelSet;
+}
 
 struct Context {
   int32_t requested_threads = 0;     // 0: the default (OpenMP's, which honours OMP_NUM_THREADS)
@@ -17,6 +20,12 @@ struct Context {
   int32_t threads() const;
   // The kernel set: the cap applied to what the machine runs (never QNT_ISA_NATIVE).
   qnt_isa isa() const;
+  // The kernels chosen for isa(): picked when the context is created and again when its cap
+  // changes (choose_kernels); a default context (no handle) picks them on first use.
+  const kern::KernelSet &kernels() const;
+  void choose_kernels();
+
+  const kern::KernelSet *kernel_set = nullptr;
 };
 
 // The best kernel set this machine runs, and whether `isa` names a set of this architecture.

@@ -2,14 +2,48 @@
 
 #include "core/error.hpp"
 #include "kernels/ref/quantize_ref.hpp"
+#include "kernels/registry.hpp"
 #include "ops/common.hpp"
 #include "ops/parallel.hpp"
+#include "ops/runs.hpp"
 
 namespace qnt::ops {
 namespace {
 
-// Elements per task; a multiple of 8 so that no byte of packed output is shared by two tasks.
-constexpr size_t kGrain = 16384;
+// Elements per task; a multiple of 64 so that no byte of packed output is shared by two tasks
+// and the sub-byte kernels start their tasks on whole bytes.
+constexpr size_t kGrain = 65536;
+
+kern::Format format_of(const ref::QuantSpec &s, qnt_dtype dtype) {
+  kern::Format f;
+  f.dtype = dtype;
+  f.code = s.code == ref::Code::NF4      ? kern::Code::NF4
+           : s.code == ref::Code::Binary ? kern::Code::Binary
+                                         : kern::Code::Integer;
+  f.bits = s.bits;
+  f.is_signed = s.is_signed;
+  f.qmin = s.qmin;
+  f.qmax = s.qmax;
+  return f;
+}
+
+// Quantizes x[0 .. end - begin) into elements [begin, end) of out.
+void quantize_range(const kern::KernelSet &ks, const ref::QuantSpec &spec, const kern::Format &f,
+                    const float *x, uint8_t *out, size_t begin, size_t end) {
+  for_each_run(spec.layout, begin, end, [&](size_t first, size_t n, size_t g, int kind) {
+    ks.quantize[f.dtype][kind](x + (first - begin), out, first, n, spec.scales + g,
+                               spec.zero_points + g, f);
+  });
+}
+
+void dequantize_range(const kern::KernelSet &ks, const ref::QuantSpec &spec,
+                      const kern::Format &f, const uint8_t *in, float *x, size_t begin,
+                      size_t end) {
+  for_each_run(spec.layout, begin, end, [&](size_t first, size_t n, size_t g, int kind) {
+    ks.dequantize[f.dtype][kind](in, first, x + (first - begin), n, spec.scales + g,
+                                 spec.zero_points + g, f);
+  });
+}
 
 }  // namespace
 
@@ -19,10 +53,12 @@ void quantize(const Context &ctx, const Tensor &x, Tensor &y) {
   require_same_shape(x, "x", y, "y");
   require_writable(y, "y");
   require_disjoint(y, x, "y", "x");
+  const kern::Format f = format_of(spec, y.dtype());
+  const kern::KernelSet &ks = ctx.kernels();
   const auto *in = reinterpret_cast<const float *>(x.data());
   uint8_t *out = y.data();
   parallel_for(ctx.threads(), x.element_count(), kGrain,
-               [&](size_t b, size_t e) { ref::quantize(spec, in + b, out, b, e); });
+               [&](size_t b, size_t e) { quantize_range(ks, spec, f, in + b, out, b, e); });
   clear_tail_bits(y);
 }
 
@@ -32,10 +68,12 @@ void dequantize(const Context &ctx, const Tensor &q, Tensor &y) {
   require_same_shape(q, "q", y, "y");
   require_writable(y, "y");
   require_disjoint(y, q, "y", "q");
+  const kern::Format f = format_of(spec, q.dtype());
+  const kern::KernelSet &ks = ctx.kernels();
   const uint8_t *in = q.data();
   auto *out = reinterpret_cast<float *>(y.data());
   parallel_for(ctx.threads(), q.element_count(), kGrain,
-               [&](size_t b, size_t e) { ref::dequantize(spec, in, out + b, b, e); });
+               [&](size_t b, size_t e) { dequantize_range(ks, spec, f, in, out + b, b, e); });
 }
 
 void requantize(const Context &ctx, const Tensor &src, Tensor &dst) {
@@ -44,16 +82,19 @@ void requantize(const Context &ctx, const Tensor &src, Tensor &dst) {
   require_same_shape(src, "src", dst, "dst");
   require_writable(dst, "dst");
   require_disjoint(dst, src, "dst", "src");
+  const kern::Format ff = format_of(from, src.dtype());
+  const kern::Format tf = format_of(to, dst.dtype());
+  const kern::KernelSet &ks = ctx.kernels();
   const uint8_t *in = src.data();
   uint8_t *out = dst.data();
   parallel_for(ctx.threads(), src.element_count(), kGrain, [&](size_t b, size_t e) {
-    // Through float32, a small piece at a time, so no allocation is needed.
-    constexpr size_t kPiece = 1024;
-    float buf[kPiece];
+    // Through float32, a piece at a time (a multiple of 64, in L1), so nothing is allocated.
+    constexpr size_t kPiece = 2048;
+    alignas(64) float buf[kPiece];
     for (size_t piece = b; piece < e; piece += kPiece) {
       const size_t end = piece + kPiece < e ? piece + kPiece : e;
-      ref::dequantize(from, in, buf, piece, end);
-      ref::quantize(to, buf, out, piece, end);
+      dequantize_range(ks, from, ff, in, buf, piece, end);
+      quantize_range(ks, to, tf, buf, out, piece, end);
     }
   });
   clear_tail_bits(dst);

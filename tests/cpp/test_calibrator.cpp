@@ -2,7 +2,7 @@
 // merge invariance, serialization and corrupted buffers, NaN/inf, empty calibrators, the SIMD
 // batch kernels against the reference, and error reports.
 #include "calib/histogram.hpp"
-#include "calib/kernels.hpp"
+#include "kernels/registry.hpp"
 #include "core/context.hpp"
 #include "helpers.hpp"
 
@@ -393,9 +393,10 @@ TEST(Calibrator, BadArguments) {
 
 // --- the SIMD batch kernels against the reference -----------------------------------------
 
-TEST(CalibKernels, EveryKernelMatchesTheReference) {
-  const std::vector<qnt::calib::CalibKernels> ks = qnt::calib::available_calib_kernels();
-  ASSERT_STREQ(ks.front().name, "ref");
+TEST(CalibKernels, EveryTableMatchesTheReference) {
+  std::vector<const qnt::kern::KernelTable *> ks;
+  for (size_t i = 0; i < qnt::kern::table_count(); ++i) ks.push_back(&qnt::kern::table(i));
+  ASSERT_STREQ(ks.front()->name, "ref");
   std::mt19937 rng(17);
   std::normal_distribution<float> nd(0.0f, 3.0f);
   const float specials[] = {0.0f,
@@ -416,19 +417,35 @@ TEST(CalibKernels, EveryKernelMatchesTheReference) {
     for (size_t i = 0; i < n; i += 5)
       x[i] = specials[(i / 5) % (sizeof specials / sizeof specials[0])];
     qnt::ref::ScanResult want;
-    ks.front().scan(x.data(), n, &want);
-    std::vector<int32_t> want_idx(n), got_idx(n);
-    ks.front().bin_indices(x.data(), n, 512.0, 4.0, 2048, want_idx.data());
-    for (const auto &k : ks) {
+    ks.front()->scan(x.data(), n, &want);
+    for (const auto *k : ks) {
       qnt::ref::ScanResult got;
-      k.scan(x.data(), n, &got);
-      EXPECT_EQ(got.finite, want.finite) << k.name << " n=" << n;
-      EXPECT_EQ(got.nan, want.nan) << k.name;
+      k->scan(x.data(), n, &got);
+      EXPECT_EQ(got.finite, want.finite) << k->name << " n=" << n;
+      EXPECT_EQ(got.nan, want.nan) << k->name;
       EXPECT_EQ(std::memcmp(&got.min, &want.min, 4), 0)
-          << k.name << " " << got.min << " " << want.min;
-      EXPECT_EQ(std::memcmp(&got.max, &want.max, 4), 0) << k.name;
-      k.bin_indices(x.data(), n, 512.0, 4.0, 2048, got_idx.data());
-      EXPECT_EQ(got_idx, want_idx) << k.name << " n=" << n;
+          << k->name << " " << got.min << " " << want.min;
+      EXPECT_EQ(std::memcmp(&got.max, &want.max, 4), 0) << k->name;
+    }
+    // Histogram ranges 2^e from the smallest (2^-64) to past FLT_MAX, with the data scaled to
+    // them, tiny values that underflow in float, and values on bin edges.
+    for (int e : {-64, -20, 0, 2, 40, 127, 128}) {
+      for (uint32_t bins : {128u, 2048u, 65536u}) {
+        const double range = std::ldexp(1.0, e), inv = bins / range;
+        std::vector<float> y(x);
+        for (size_t i = 0; i < n; ++i) {
+          if (i % 7 == 3) y[i] = static_cast<float>(std::ldexp(static_cast<double>(i % 11) - 5.0, e - 12));
+          else if (i % 7 == 4) y[i] = static_cast<float>(-std::ldexp(1.0, e - 150 + static_cast<int>(i % 40)));
+          else y[i] = static_cast<float>(static_cast<double>(x[i]) * range / 8.0);
+        }
+        std::vector<int32_t> want_idx(n), got_idx(n);
+        ks.front()->bin_indices(y.data(), n, inv, range, static_cast<int32_t>(bins),
+                                want_idx.data());
+        for (const auto *k : ks) {
+          k->bin_indices(y.data(), n, inv, range, static_cast<int32_t>(bins), got_idx.data());
+          EXPECT_EQ(got_idx, want_idx) << k->name << " n=" << n << " e=" << e << " bins=" << bins;
+        }
+      }
     }
   }
 }
@@ -443,10 +460,10 @@ TEST(Histogram, DoublingEqualsBinningAtTheWiderRange) {
   x[2] = -std::numeric_limits<float>::denorm_min();
   qnt::calib::Histogram narrow(128), wide(128);
   narrow.cover(5.0);
-  narrow.add(qnt::calib::calib_kernels(QNT_ISA_REFERENCE), x.data(), x.size());
+  narrow.add(qnt::kern::kernels_for(QNT_ISA_REFERENCE), x.data(), x.size());
   narrow.cover(1000.0);  // doubles 8 times
   wide.cover(1000.0);
-  wide.add(qnt::calib::calib_kernels(qnt::machine_isa()), x.data(), x.size());
+  wide.add(qnt::kern::kernels_for(qnt::machine_isa()), x.data(), x.size());
   EXPECT_EQ(narrow.exponent(), wide.exponent());
   EXPECT_EQ(narrow.counts(), wide.counts());
   EXPECT_EQ(narrow.total(), x.size());

@@ -1,0 +1,168 @@
+#include "kernels/registry.hpp"
+
+#include "hw/machine.hpp"
+#include "kernels/ref/quantize_ref.hpp"
+#include "kernels/simd/tables.hpp"
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace qnt::kern {
+namespace {
+
+// --- the reference table: the scalar rules of kernels/ref over a run --------------------------
+
+int32_t ref_code(float x, float scale, int32_t zp, const Format &f) noexcept {
+  switch (f.code) {
+    case Code::NF4:
+      return ref::quantize_nf4(x, scale);
+    case Code::Binary:
+      return ref::quantize_binary(x);
+    default:
+      return ref::quantize_integer(x, scale, zp, f.qmin, f.qmax);
+  }
+}
+
+template <bool PerElement>
+void ref_quantize(const float *x, uint8_t *q, size_t first, size_t n, const float *s,
+                  const int32_t *z, const Format &f) noexcept {
+  for (size_t k = 0; k < n; ++k) {
+    const size_t g = PerElement ? k : 0;
+    ref::store_element(q, first + k, f.bits, ref_code(x[k], s[g], z[g], f));
+  }
+}
+
+template <bool PerElement>
+void ref_dequantize(const uint8_t *q, size_t first, float *x, size_t n, const float *s,
+                    const int32_t *z, const Format &f) noexcept {
+  for (size_t k = 0; k < n; ++k) {
+    const size_t g = PerElement ? k : 0;
+    const int32_t v = ref::load_element(q, first + k, f.bits, f.is_signed);
+    switch (f.code) {
+      case Code::NF4:
+        x[k] = ref::dequantize_nf4(static_cast<uint8_t>(v), s[g]);
+        break;
+      case Code::Binary:
+        x[k] = ref::dequantize_binary(static_cast<uint8_t>(v), s[g]);
+        break;
+      default:
+        x[k] = ref::dequantize_integer(v, s[g], z[g]);
+        break;
+    }
+  }
+}
+
+KernelTable make_reference() {
+  KernelTable t{};
+  t.name = "ref";
+  t.isa = QNT_ISA_REFERENCE;
+  for (int d = 1; d < kDTypeSlots; ++d) {
+    if (d == QNT_DTYPE_F32) continue;
+    t.quantize[d][kShared] = &ref_quantize<false>;
+    t.quantize[d][kPerElement] = &ref_quantize<true>;
+    t.dequantize[d][kShared] = &ref_dequantize<false>;
+    t.dequantize[d][kPerElement] = &ref_dequantize<true>;
+  }
+  t.scan = &ref::scan;
+  t.bin_indices = &ref::bin_indices;
+  return t;
+}
+
+const KernelTable kReference = make_reference();
+
+// The tables this machine runs, lowest first.
+std::vector<const KernelTable *> runnable() {
+  std::vector<const KernelTable *> v{&kReference};
+#if defined(QNT_WITH_X86_KERNELS)
+  const uint64_t f = hw::machine().cpu_features;
+  if (f & QNT_CPU_AVX2) v.push_back(&simd::avx2_table());
+  const uint64_t avx512 = QNT_CPU_AVX512F | QNT_CPU_AVX512BW | QNT_CPU_AVX512VL;
+  if ((f & avx512) == avx512) v.push_back(&simd::avx512_table());
+#elif defined(QNT_WITH_NEON_KERNELS)
+  v.push_back(&simd::neon_table());  // Advanced SIMD is part of every aarch64 CPU
+#endif
+  return v;
+}
+
+const std::vector<const KernelTable *> &tables() {
+  static const std::vector<const KernelTable *> t = runnable();
+  return t;
+}
+
+const char *dtype_name(int d) {
+  static const char *const names[kDTypeSlots] = {"?",   "f32", "i32", "i8",  "u8",     "i16",
+                                                 "u16", "i4",  "u4",  "nf4", "binary", "ternary"};
+  return names[d];
+}
+
+KernelSet build(qnt_isa cap) {
+  KernelSet s{};
+  s.isa = cap;
+  const auto &all = tables();
+  // Each entry from the best table at most the cap that has one (the reference has them all).
+  auto pick = [&](auto get) -> const KernelTable * {
+    for (size_t i = all.size(); i-- > 0;)
+      if (all[i]->isa <= cap && get(*all[i]) != nullptr) return all[i];
+    return &kReference;
+  };
+  for (int d = 1; d < kDTypeSlots; ++d) {
+    if (d == QNT_DTYPE_F32) continue;
+    for (int r = 0; r < 2; ++r) {
+      const KernelTable *q = pick([&](const KernelTable &t) { return t.quantize[d][r]; });
+      const KernelTable *dq = pick([&](const KernelTable &t) { return t.dequantize[d][r]; });
+      s.quantize[d][r] = q->quantize[d][r];
+      s.quantize_name[d][r] = q->name;
+      s.dequantize[d][r] = dq->dequantize[d][r];
+      s.dequantize_name[d][r] = dq->name;
+    }
+  }
+  const KernelTable *sc = pick([](const KernelTable &t) { return t.scan; });
+  const KernelTable *bi = pick([](const KernelTable &t) { return t.bin_indices; });
+  s.scan = sc->scan;
+  s.scan_name = sc->name;
+  s.bin_indices = bi->bin_indices;
+  s.bin_indices_name = bi->name;
+  static const char *const runs[2] = {"shared", "per_element"};
+  std::string &out = s.description;
+  for (int d = 1; d < kDTypeSlots; ++d) {
+    if (d == QNT_DTYPE_F32) continue;
+    for (int r = 0; r < 2; ++r) {
+      out += std::string("quantize.") + dtype_name(d) + "." + runs[r] + "=" +
+             s.quantize_name[d][r] + "\n";
+      out += std::string("dequantize.") + dtype_name(d) + "." + runs[r] + "=" +
+             s.dequantize_name[d][r] + "\n";
+    }
+  }
+  out += std::string("calibrate.scan=") + s.scan_name + "\n";
+  out += std::string("calibrate.histogram=") + s.bin_indices_name + "\n";
+  return s;
+}
+
+}  // namespace
+
+const KernelSet &kernels_for(qnt_isa isa) {
+  // One set per cap value; built on first use, then shared by every context with that cap.
+  static std::array<std::unique_ptr<KernelSet>, 32> sets;
+  static std::mutex m;
+  const auto slot = static_cast<size_t>(isa) < sets.size() ? static_cast<size_t>(isa) : 0;
+  std::lock_guard<std::mutex> lock(m);
+  if (!sets[slot]) sets[slot] = std::make_unique<KernelSet>(build(isa));
+  return *sets[slot];
+}
+
+size_t table_count() { return tables().size(); }
+const KernelTable &table(size_t i) { return *tables().at(i); }
+
+const char *compiled_tables() {
+#if defined(QNT_WITH_X86_KERNELS)
+  return "ref,avx2,avx512";
+#elif defined(QNT_WITH_NEON_KERNELS)
+  return "ref,neon";
+#else
+  return "ref";
+#endif
+}
+
+}  // namespace qnt::kern

@@ -1,0 +1,85 @@
+// The kernel registry: every op's kernels, keyed by op family x dtype x run kind x ISA, and the
+// choice a context makes among them. The contract every kernel keeps is in kernels/README.md.
+//
+// Ops see a tensor as runs: a run is a stretch of contiguous elements along which the
+// quantization parameters either stay the same (RunKind::Shared: per-tensor, per-axis with
+// inner > 1, per-block along the last axis) or advance with the element (RunKind::PerElement:
+// per-axis on the last axis, per-block with inner > 1). A granularity is thus a loop over runs
+// (src/ops/runs.hpp), with one division per run and none per element.
+#pragma once
+
+#include "kernels/ref/calib_ref.hpp"
+
+#include <qnt/qnt.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace qnt::kern {
+
+enum RunKind : int { kShared = 0, kPerElement = 1 };
+
+// The quantized side of a run, as plain values.
+enum class Code : int { Integer = 0, NF4 = 1, Binary = 2 };
+struct Format {
+  qnt_dtype dtype = QNT_DTYPE_I8;
+  Code code = Code::Integer;
+  int bits = 8;  // 1, 2, 4, 8, 16 or 32
+  bool is_signed = true;
+  int32_t qmin = -128;
+  int32_t qmax = 127;
+};
+
+// Quantizes x[0 .. n) into elements first .. first + n of the packed tensor q. Element k of the
+// run uses scale[k * kind] and zero_point[k * kind].
+using QuantizeFn = void (*)(const float *x, uint8_t *q, size_t first, size_t n, const float *scale,
+                            const int32_t *zero_point, const Format &f) noexcept;
+// Dequantizes elements first .. first + n of q into x[0 .. n).
+using DequantizeFn = void (*)(const uint8_t *q, size_t first, float *x, size_t n,
+                              const float *scale, const int32_t *zero_point,
+                              const Format &f) noexcept;
+using ScanFn = void (*)(const float *x, size_t n, ref::ScanResult *out) noexcept;
+using BinIndicesFn = void (*)(const float *x, size_t n, double inv, double range, int32_t offset,
+                              int32_t *idx) noexcept;
+
+// Dtype slots are indexed by the qnt_dtype value (1 .. QNT_DTYPE_TERNARY).
+constexpr int kDTypeSlots = 12;
+
+// One ISA's kernels. A null entry means the ISA has no kernel of its own there; the registry
+// then takes the next lower ISA's.
+struct KernelTable {
+  const char *name;
+  qnt_isa isa;
+  QuantizeFn quantize[kDTypeSlots][2];
+  DequantizeFn dequantize[kDTypeSlots][2];
+  ScanFn scan;
+  BinIndicesFn bin_indices;
+};
+
+// The kernels one context uses: for every key, the best kernel at most its ISA cap that the
+// machine runs. Built once per ISA cap; contexts point at one.
+struct KernelSet {
+  qnt_isa isa;  // the cap it was chosen under (never QNT_ISA_NATIVE)
+  QuantizeFn quantize[kDTypeSlots][2];
+  DequantizeFn dequantize[kDTypeSlots][2];
+  const char *quantize_name[kDTypeSlots][2];
+  const char *dequantize_name[kDTypeSlots][2];
+  ScanFn scan;
+  BinIndicesFn bin_indices;
+  const char *scan_name;
+  const char *bin_indices_name;
+  std::string description;  // "family.dtype.run=isa" lines, as the context query returns them
+};
+
+// The set for the kernel cap `isa` (a context's qnt::Context::isa(); never NATIVE).
+const KernelSet &kernels_for(qnt_isa isa);
+
+// Every table compiled in and run by this machine, the reference first.
+size_t table_count();
+const KernelTable &table(size_t i);
+
+// The names of the tables compiled into this build, for qnt_build_info (e.g. "ref,avx2,avx512").
+const char *compiled_tables();
+
+}  // namespace qnt::kern

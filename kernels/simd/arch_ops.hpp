@@ -1,0 +1,163 @@
+// The few operations xsimd 8 (Debian's libxsimd-dev) has no instruction for, one specialization
+// per architecture: narrowing int32 lanes to 8- and 16-bit storage and widening them back
+// (xsimd converts only between types of one width), a 16-entry table lookup (xsimd 8 has no
+// run-time swizzle), and rounding to nearest-even on NEON (xsimd's nearbyint there follows the
+// FPCR rounding mode; the contract rounds ties to even whatever the mode).
+//
+// Included only by the ISA translation units (kernels/cpu/kernels_*.cpp, kernels/neon/), each
+// compiled with its own -m flags. Everything here has internal linkage, so no weak copy of it
+// can leave an ISA object (tests/check_isa_objects.sh).
+#pragma once
+
+#include <xsimd/xsimd.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
+namespace qnt::simd {
+namespace {
+
+template <class A>
+struct ArchOps;
+
+#if defined(__AVX2__)
+// AVX2: 8 lanes. The values stored are always in the range of the storage type (the kernels
+// saturate first), so the saturating packs below never saturate.
+template <>
+struct ArchOps<xsimd::avx2> {
+  using F = xsimd::batch<float, xsimd::avx2>;
+  using I = xsimd::batch<int32_t, xsimd::avx2>;
+  // _mm256_round_ps with an explicit rounding mode: the MXCSR mode plays no part.
+  static F round_even(F v) noexcept { return xsimd::nearbyint(v); }
+  static __m128i pack16(I v) noexcept {
+    return _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  }
+  static void store_i8(I v, uint8_t *p) noexcept {
+    const __m128i h = pack16(v);
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(p), _mm_packs_epi16(h, h));
+  }
+  static void store_u8(I v, uint8_t *p) noexcept {
+    const __m128i h = pack16(v);
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(p), _mm_packus_epi16(h, h));
+  }
+  static void store_i16(I v, uint8_t *p) noexcept {
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(p), pack16(v));
+  }
+  static void store_u16(I v, uint8_t *p) noexcept {
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(p),
+                     _mm_packus_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+  }
+  static I load_i8(const uint8_t *p) noexcept {
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
+  }
+  static I load_u8(const uint8_t *p) noexcept {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
+  }
+  static I load_i16(const uint8_t *p) noexcept {
+    return _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  }
+  static I load_u16(const uint8_t *p) noexcept {
+    return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  }
+  // table[idx] for idx in [0, 16): two in-register permutes and a blend.
+  static F lookup16(const float *table, I idx) noexcept {
+    const __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table), idx);
+    const __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table + 8), idx);
+    const __m256i upper = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(7));
+    return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(upper));
+  }
+};
+#endif
+
+#if defined(__AVX512BW__)
+// AVX-512: 16 lanes; vpmov* truncate, which is exact here since the values are in range.
+template <>
+struct ArchOps<xsimd::avx512bw> {
+  using F = xsimd::batch<float, xsimd::avx512bw>;
+  using I = xsimd::batch<int32_t, xsimd::avx512bw>;
+  // vrndscaleps with imm 0: round to nearest even, its mode taken from the immediate.
+  static F round_even(F v) noexcept { return xsimd::nearbyint(v); }
+  static void store_i8(I v, uint8_t *p) noexcept {
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm512_cvtepi32_epi8(v));
+  }
+  static void store_u8(I v, uint8_t *p) noexcept { store_i8(v, p); }
+  static void store_i16(I v, uint8_t *p) noexcept {
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), _mm512_cvtepi32_epi16(v));
+  }
+  static void store_u16(I v, uint8_t *p) noexcept { store_i16(v, p); }
+  static I load_i8(const uint8_t *p) noexcept {
+    return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  }
+  static I load_u8(const uint8_t *p) noexcept {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  }
+  static I load_i16(const uint8_t *p) noexcept {
+    return _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+  }
+  static I load_u16(const uint8_t *p) noexcept {
+    return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+  }
+  static F lookup16(const float *table, I idx) noexcept {
+    return _mm512_permutexvar_ps(idx, _mm512_loadu_ps(table));
+  }
+};
+#endif
+
+#if defined(__aarch64__)
+// NEON: 4 lanes. Unaligned pieces move through __builtin_memcpy (one instruction; a cast of p to
+// a wider pointer type would assume an alignment the caller does not give).
+template <>
+struct ArchOps<xsimd::neon64> {
+  using F = xsimd::batch<float, xsimd::neon64>;
+  using I = xsimd::batch<int32_t, xsimd::neon64>;
+  // frintn: ties to even, whatever FPCR.RMode says.
+  static F round_even(F v) noexcept { return vrndnq_f32(v); }
+  static void store_i8(I v, uint8_t *p) noexcept {
+    const int16x4_t h = vmovn_s32(v);
+    const uint32_t w = vget_lane_u32(vreinterpret_u32_s8(vmovn_s16(vcombine_s16(h, h))), 0);
+    __builtin_memcpy(p, &w, 4);
+  }
+  static void store_u8(I v, uint8_t *p) noexcept { store_i8(v, p); }  // the low bytes
+  static void store_i16(I v, uint8_t *p) noexcept {
+    const uint64_t w = vget_lane_u64(vreinterpret_u64_s16(vmovn_s32(v)), 0);
+    __builtin_memcpy(p, &w, 8);
+  }
+  static void store_u16(I v, uint8_t *p) noexcept { store_i16(v, p); }
+  static uint8x8_t bytes4(const uint8_t *p) noexcept {
+    uint32_t w;
+    __builtin_memcpy(&w, p, 4);
+    return vreinterpret_u8_u32(vdup_n_u32(w));
+  }
+  static int16x4_t halves4(const uint8_t *p) noexcept {
+    uint64_t w;
+    __builtin_memcpy(&w, p, 8);
+    return vreinterpret_s16_u64(vdup_n_u64(w));
+  }
+  static I load_i8(const uint8_t *p) noexcept {
+    return vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u8(bytes4(p)))));
+  }
+  static I load_u8(const uint8_t *p) noexcept {
+    return vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(vmovl_u8(bytes4(p)))));
+  }
+  static I load_i16(const uint8_t *p) noexcept { return vmovl_s16(halves4(p)); }
+  static I load_u16(const uint8_t *p) noexcept {
+    return vreinterpretq_s32_u32(vmovl_u16(vreinterpret_u16_s16(halves4(p))));
+  }
+  static F lookup16(const float *table, I idx) noexcept {
+    alignas(16) int32_t k[4];
+    alignas(16) float r[4];
+    vst1q_s32(k, idx);
+    for (int i = 0; i < 4; ++i) r[i] = table[k[i]];
+    return vld1q_f32(r);
+  }
+};
+#endif
+
+}  // namespace
+}  // namespace qnt::simd

@@ -1,0 +1,474 @@
+// The quantize, dequantize and calibration-scan kernels, written once over xsimd batches and
+// instantiated per ISA by kernels/cpu/kernels_avx2.cpp, kernels_avx512.cpp and
+// kernels/neon/kernels_neon.cpp. They give the bits of the reference kernels (kernels/ref):
+// - quantize divides in float32 (a true division, as the reference), rounds ties to even with an
+//   explicit-mode instruction, saturates in float against qmin - zp and qmax - zp (exact small
+//   integers for every dtype of 16 bits or fewer), and maps NaN to the zero point;
+// - dequantize computes (q - zp) exactly in int32 and converts it exactly, then one multiply;
+// - NF4 multiplies by 1/scale and counts the thresholds below, as the reference;
+// - sub-byte codes are packed in registers, eight codes to a 64-bit word, by shifts and masks.
+// Elements a vector cannot cover (a run's unaligned head and its short tail) go through the
+// reference's own scalar rules. See kernels/README.md for the contract.
+#pragma once
+
+#include "kernels/ref/quantize_ref.hpp"
+#include "kernels/registry.hpp"
+#include "kernels/simd/arch_ops.hpp"
+
+#include <xsimd/xsimd.hpp>
+
+// Every call inside an entry point is inlined, so no out-of-line copy of an xsimd template,
+// compiled with this ISA's flags, is left in the object as a weak symbol.
+#define QNT_FLATTEN __attribute__((flatten))
+
+namespace qnt::simd {
+namespace {
+
+using kern::Code;
+using kern::Format;
+
+// --- scalar element rules (heads and tails), exactly the reference's -------------------------
+
+int32_t scalar_code(float x, float scale, int32_t zp, const Format &f) noexcept {
+  switch (f.code) {
+    case Code::NF4:
+      return ref::quantize_nf4(x, scale);
+    case Code::Binary:
+      return ref::quantize_binary(x);
+    default:
+      return ref::quantize_integer(x, scale, zp, f.qmin, f.qmax);
+  }
+}
+
+float scalar_value(int32_t v, float scale, int32_t zp, const Format &f) noexcept {
+  switch (f.code) {
+    case Code::NF4:
+      return ref::dequantize_nf4(static_cast<uint8_t>(v), scale);
+    case Code::Binary:
+      return ref::dequantize_binary(static_cast<uint8_t>(v), scale);
+    default:
+      return ref::dequantize_integer(v, scale, zp);
+  }
+}
+
+void scalar_quantize(const float *x, uint8_t *q, size_t first, size_t n, const float *s,
+                     const int32_t *z, size_t step, const Format &f) noexcept {
+  for (size_t k = 0; k < n; ++k)
+    ref::store_element(q, first + k, f.bits, scalar_code(x[k], s[k * step], z[k * step], f));
+}
+
+void scalar_dequantize(const uint8_t *q, size_t first, float *x, size_t n, const float *s,
+                       const int32_t *z, size_t step, const Format &f) noexcept {
+  for (size_t k = 0; k < n; ++k)
+    x[k] = scalar_value(ref::load_element(q, first + k, f.bits, f.is_signed), s[k * step],
+                        z[k * step], f);
+}
+
+// --- sub-byte packing: eight codes (one per byte of a 64-bit word) to 8 * Bits bits -----------
+
+template <int Bits>
+uint64_t pack8(uint64_t c) noexcept {
+  if constexpr (Bits == 4) {
+    c = (c | (c >> 4)) & 0x00FF00FF00FF00FFull;
+    c = (c | (c >> 8)) & 0x0000FFFF0000FFFFull;
+    return (c | (c >> 16)) & 0xFFFFFFFFull;
+  } else if constexpr (Bits == 2) {
+    c = (c | (c >> 6)) & 0x000F000F000F000Full;
+    c = (c | (c >> 12)) & 0x000000FF000000FFull;
+    return (c | (c >> 24)) & 0xFFFFull;
+  } else {
+    c = (c | (c >> 7)) & 0x0003000300030003ull;
+    c = (c | (c >> 14)) & 0x0000000F0000000Full;
+    return (c | (c >> 28)) & 0xFFull;
+  }
+}
+
+// The inverse: 8 * Bits packed bits to eight codes, one per byte.
+template <int Bits>
+uint64_t unpack8(uint64_t c) noexcept {
+  if constexpr (Bits == 4) {
+    c = (c | (c << 16)) & 0x0000FFFF0000FFFFull;
+    c = (c | (c << 8)) & 0x00FF00FF00FF00FFull;
+    return (c | (c << 4)) & 0x0F0F0F0F0F0F0F0Full;
+  } else if constexpr (Bits == 2) {
+    c = (c | (c << 24)) & 0x000000FF000000FFull;
+    c = (c | (c << 12)) & 0x000F000F000F000Full;
+    return (c | (c << 6)) & 0x0303030303030303ull;
+  } else {
+    c = (c | (c << 28)) & 0x0000000F0000000Full;
+    c = (c | (c << 14)) & 0x0003000300030003ull;
+    return (c | (c << 7)) & 0x0101010101010101ull;
+  }
+}
+
+// --- one batch of codes ----------------------------------------------------------------------
+
+template <class A>
+struct Lanes {
+  using F = xsimd::batch<float, A>;
+  using I = xsimd::batch<int32_t, A>;
+  static constexpr size_t W = F::size;
+};
+
+// The parameters of the batch at run offset k: broadcast once (shared) or loaded (per element).
+template <class A, bool PerElement>
+struct Params {
+  using F = typename Lanes<A>::F;
+  using I = typename Lanes<A>::I;
+  const float *s;
+  const int32_t *z;
+  F scale = F(1.0f), lo = F(0.0f), hi = F(0.0f), zpf = F(0.0f), inv = F(1.0f);
+  Params(const float *s_, const int32_t *z_, const Format &f) noexcept : s(s_), z(z_) {
+    if constexpr (!PerElement) set(F(s[0]), I(z[0]), f);
+  }
+  void set(F sc, I zp, const Format &f) noexcept {
+    scale = sc;
+    // qmin - zp and qmax - zp, exact in int32 and in float for every dtype up to 16 bits.
+    lo = xsimd::batch_cast<float>(I(f.qmin) - zp);
+    hi = xsimd::batch_cast<float>(I(f.qmax) - zp);
+    zpf = xsimd::batch_cast<float>(zp);
+    if (f.code == Code::NF4) inv = F(1.0f) / sc;  // as the reference: 1.0f / scale, rounded
+  }
+  void at(size_t k, const Format &f) noexcept {
+    if constexpr (PerElement) set(F::load_unaligned(s + k), I::load_unaligned(z + k), f);
+  }
+};
+
+// Integer codes of x[0 .. W): saturate(round_half_to_even(x / scale) + zp), NaN -> zp.
+template <class A, class P>
+typename Lanes<A>::I integer_codes(const float *x, const P &p) noexcept {
+  using F = typename Lanes<A>::F;
+  const F v = F::load_unaligned(x) / p.scale;
+  F r = ArchOps<A>::round_even(v);
+  r = xsimd::min(xsimd::max(r, p.lo), p.hi);  // a NaN v is replaced below, whatever this gives
+  const F qf = xsimd::select(xsimd::isnan(v), p.zpf, r + p.zpf);  // exact: small integers
+  return xsimd::batch_cast<int32_t>(qf);
+}
+
+template <class A, class P>
+typename Lanes<A>::I nf4_codes(const float *x, const P &p) noexcept {
+  using F = typename Lanes<A>::F;
+  const F xv = F::load_unaligned(x);
+  const F n = xv * p.inv;
+  F c(0.0f);
+  const F one(1.0f);
+  for (float t : ref::kNF4Thresholds) c += xsimd::select(n > F(t), one, F(0.0f));
+  c = xsimd::select(xsimd::isnan(xv), F(7.0f), c);  // NaN -> the code of 0.0
+  return xsimd::batch_cast<int32_t>(c);
+}
+
+template <class A>
+typename Lanes<A>::I binary_codes(const float *x) noexcept {
+  using F = typename Lanes<A>::F;
+  const F xv = F::load_unaligned(x);
+  return xsimd::batch_cast<int32_t>(xsimd::select(xv < F(0.0f), F(0.0f), F(1.0f)));
+}
+
+template <class A, class P>
+typename Lanes<A>::I codes(const float *x, const P &p, const Format &f) noexcept {
+  switch (f.code) {
+    case Code::NF4:
+      return nf4_codes<A>(x, p);
+    case Code::Binary:
+      return binary_codes<A>(x);
+    default:
+      return integer_codes<A>(x, p);
+  }
+}
+
+// --- quantize --------------------------------------------------------------------------------
+
+// 8- and 16-bit storage.
+template <class A, int Bits, bool Signed, bool PerElement>
+QNT_FLATTEN void quantize_bytes(const float *x, uint8_t *q, size_t first, size_t n,
+                                const float *s, const int32_t *z, const Format &f) noexcept {
+  constexpr size_t W = Lanes<A>::W;
+  constexpr size_t B = Bits / 8;
+  Params<A, PerElement> p(s, z, f);
+  uint8_t *out = q + first * B;
+  size_t k = 0;
+  for (; k + W <= n; k += W) {
+    p.at(k, f);
+    const auto v = integer_codes<A>(x + k, p);
+    if constexpr (Bits == 8) {
+      if constexpr (Signed) ArchOps<A>::store_i8(v, out + k);
+      else ArchOps<A>::store_u8(v, out + k);
+    } else {
+      if constexpr (Signed) ArchOps<A>::store_i16(v, out + k * 2);
+      else ArchOps<A>::store_u16(v, out + k * 2);
+    }
+  }
+  const size_t step = PerElement ? 1 : 0;
+  scalar_quantize(x + k, q, first + k, n - k, s + k * step, z + k * step, step, f);
+}
+
+// 1-, 2- and 4-bit storage: a scalar head up to a byte boundary, then 64 elements at a time
+// (whole bytes, whole batches), then a scalar tail.
+template <class A, int Bits, bool PerElement>
+QNT_FLATTEN void quantize_bits(const float *x, uint8_t *q, size_t first, size_t n, const float *s,
+                               const int32_t *z, const Format &f) noexcept {
+  constexpr size_t W = Lanes<A>::W;
+  constexpr size_t per_byte = 8 / Bits;
+  constexpr size_t kChunk = 64;
+  const size_t step = PerElement ? 1 : 0;
+  size_t head = (per_byte - first % per_byte) % per_byte;
+  if (head > n) head = n;
+  scalar_quantize(x, q, first, head, s, z, step, f);
+  Params<A, PerElement> p(s, z, f);
+  const uint32_t mask = (1u << Bits) - 1u;
+  size_t k = head;
+  alignas(64) uint8_t buf[kChunk];
+  for (; k + kChunk <= n; k += kChunk) {
+    for (size_t j = 0; j < kChunk; j += W) {
+      p.at(k + j, f);
+      const auto v = codes<A>(x + k + j, p, f) & typename Lanes<A>::I(static_cast<int32_t>(mask));
+      ArchOps<A>::store_u8(v, buf + j);
+    }
+    uint8_t *out = q + (first + k) / per_byte;
+    for (size_t w = 0; w < kChunk / 8; ++w) {
+      uint64_t c;
+      __builtin_memcpy(&c, buf + 8 * w, 8);
+      const uint64_t packed = pack8<Bits>(c);
+      __builtin_memcpy(out + w * Bits, &packed, Bits);
+    }
+  }
+  scalar_quantize(x + k, q, first + k, n - k, s + k * step, z + k * step, step, f);
+}
+
+// 32-bit storage: the division and the rounding in vectors, the exact saturating add per lane.
+template <class A, bool PerElement>
+QNT_FLATTEN void quantize_i32(const float *x, uint8_t *q, size_t first, size_t n, const float *s,
+                              const int32_t *z, const Format &f) noexcept {
+  using F = typename Lanes<A>::F;
+  constexpr size_t W = Lanes<A>::W;
+  alignas(64) float quot[W];
+  size_t k = 0;
+  for (; k + W <= n; k += W) {
+    const F sc = PerElement ? F::load_unaligned(s + k) : F(s[0]);
+    (F::load_unaligned(x + k) / sc).store_aligned(quot);
+    for (size_t j = 0; j < W; ++j) {
+      const int32_t v = ref::round_and_saturate(quot[j], z[PerElement ? k + j : 0], f.qmin, f.qmax);
+      __builtin_memcpy(q + 4 * (first + k + j), &v, 4);
+    }
+  }
+  const size_t step = PerElement ? 1 : 0;
+  scalar_quantize(x + k, q, first + k, n - k, s + k * step, z + k * step, step, f);
+}
+
+// --- dequantize ------------------------------------------------------------------------------
+
+template <class A, bool PerElement>
+struct DParams {
+  using F = typename Lanes<A>::F;
+  using I = typename Lanes<A>::I;
+  const float *s;
+  const int32_t *z;
+  F scale = F(1.0f);
+  I zp = I(0);
+  DParams(const float *s_, const int32_t *z_) noexcept : s(s_), z(z_) {
+    if constexpr (!PerElement) {
+      scale = F(s[0]);
+      zp = I(z[0]);
+    }
+  }
+  void at(size_t k) noexcept {
+    if constexpr (PerElement) {
+      scale = F::load_unaligned(s + k);
+      zp = I::load_unaligned(z + k);
+    }
+  }
+};
+
+template <class A, class P>
+typename Lanes<A>::F dequant_values(typename Lanes<A>::I v, const P &p, const Format &f) noexcept {
+  using F = typename Lanes<A>::F;
+  switch (f.code) {
+    case Code::NF4:
+      return ArchOps<A>::lookup16(ref::kNF4Codebook, v) * p.scale;
+    case Code::Binary:
+      return xsimd::select(xsimd::batch_cast<float>(v) != F(0.0f), p.scale, -p.scale);
+    default:
+      // q - zp is exact in int32, and exact as a float for every dtype up to 16 bits.
+      return xsimd::batch_cast<float>(v - p.zp) * p.scale;
+  }
+}
+
+template <class A, int Bits, bool Signed, bool PerElement>
+QNT_FLATTEN void dequantize_bytes(const uint8_t *q, size_t first, float *x, size_t n,
+                                  const float *s, const int32_t *z, const Format &f) noexcept {
+  constexpr size_t W = Lanes<A>::W;
+  constexpr size_t B = Bits / 8;
+  DParams<A, PerElement> p(s, z);
+  const uint8_t *in = q + first * B;
+  size_t k = 0;
+  for (; k + W <= n; k += W) {
+    p.at(k);
+    typename Lanes<A>::I v;
+    if constexpr (Bits == 8) v = Signed ? ArchOps<A>::load_i8(in + k) : ArchOps<A>::load_u8(in + k);
+    else v = Signed ? ArchOps<A>::load_i16(in + 2 * k) : ArchOps<A>::load_u16(in + 2 * k);
+    dequant_values<A>(v, p, f).store_unaligned(x + k);
+  }
+  const size_t step = PerElement ? 1 : 0;
+  scalar_dequantize(q, first + k, x + k, n - k, s + k * step, z + k * step, step, f);
+}
+
+template <class A, int Bits, bool Signed, bool PerElement>
+QNT_FLATTEN void dequantize_bits(const uint8_t *q, size_t first, float *x, size_t n,
+                                 const float *s, const int32_t *z, const Format &f) noexcept {
+  using I = typename Lanes<A>::I;
+  constexpr size_t W = Lanes<A>::W;
+  constexpr size_t per_byte = 8 / Bits;
+  constexpr size_t kChunk = 64;
+  const size_t step = PerElement ? 1 : 0;
+  size_t head = (per_byte - first % per_byte) % per_byte;
+  if (head > n) head = n;
+  scalar_dequantize(q, first, x, head, s, z, step, f);
+  DParams<A, PerElement> p(s, z);
+  const I sign(static_cast<int32_t>(1u << (Bits - 1)));
+  size_t k = head;
+  alignas(64) uint8_t buf[kChunk + 16];
+  for (; k + kChunk <= n; k += kChunk) {
+    const uint8_t *in = q + (first + k) / per_byte;
+    for (size_t w = 0; w < kChunk / 8; ++w) {
+      uint64_t c = 0;
+      __builtin_memcpy(&c, in + w * Bits, Bits);
+      const uint64_t codes8 = unpack8<Bits>(c);
+      __builtin_memcpy(buf + 8 * w, &codes8, 8);
+    }
+    for (size_t j = 0; j < kChunk; j += W) {
+      p.at(k + j);
+      I v = ArchOps<A>::load_u8(buf + j);
+      if constexpr (Signed) v = (v ^ sign) - sign;  // sign-extend the Bits-bit code
+      dequant_values<A>(v, p, f).store_unaligned(x + k + j);
+    }
+  }
+  scalar_dequantize(q, first + k, x + k, n - k, s + k * step, z + k * step, step, f);
+}
+
+// 32-bit storage: q - zp needs 64 bits, so it stays scalar (the reference's own rule).
+template <bool PerElement>
+void dequantize_i32(const uint8_t *q, size_t first, float *x, size_t n, const float *s,
+                    const int32_t *z, const Format &f) noexcept {
+  scalar_dequantize(q, first, x, n, s, z, PerElement ? 1 : 0, f);
+}
+
+// --- calibration passes ----------------------------------------------------------------------
+
+template <class A>
+QNT_FLATTEN void scan(const float *x, size_t n, ref::ScanResult *out) noexcept {
+  using F = typename Lanes<A>::F;
+  constexpr size_t W = Lanes<A>::W;
+  const F inf(__builtin_inff());
+  F lo = inf, hi = -inf;
+  uint64_t finite = 0, nan = 0;
+  size_t i = 0;
+  // Counts accumulate per lane in float, exact below 2^24, and are flushed every 2^22 batches.
+  constexpr size_t kFlush = size_t{1} << 22;
+  while (i + W <= n) {
+    F fin_c(0.0f), nan_c(0.0f);
+    const F one(1.0f), zero(0.0f);
+    for (size_t b = 0; b < kFlush && i + W <= n; ++b, i += W) {
+      const F v = F::load_unaligned(x + i);
+      const auto fin = xsimd::abs(v) < inf;
+      lo = xsimd::select(fin, xsimd::min(v, lo), lo);
+      hi = xsimd::select(fin, xsimd::max(v, hi), hi);
+      fin_c += xsimd::select(fin, one, zero);
+      nan_c += xsimd::select(xsimd::isnan(v), one, zero);
+    }
+    alignas(64) float a[W], b[W];
+    fin_c.store_aligned(a);
+    nan_c.store_aligned(b);
+    for (size_t j = 0; j < W; ++j) {
+      finite += static_cast<uint64_t>(a[j]);
+      nan += static_cast<uint64_t>(b[j]);
+    }
+  }
+  alignas(64) float l[W], h[W];
+  lo.store_aligned(l);
+  hi.store_aligned(h);
+  ref::finish_scan(l, h, W, finite, nan, x + i, n - i, out);
+}
+
+// Histogram bin indices in float32. inv and range are powers of two; where both are normal
+// floats, x * inv is exact unless its magnitude falls below the normal range, where the floor is
+// 0 or -1 by the sign of x alone: the one case a rounding could change (a negative product
+// rounded to -0) is mended. Elsewhere the reference (in double) runs.
+template <class A>
+QNT_FLATTEN void bin_indices(const float *x, size_t n, double inv, double range, int32_t offset,
+                             int32_t *idx) noexcept {
+  using F = typename Lanes<A>::F;
+  constexpr size_t W = Lanes<A>::W;
+  const auto finv = static_cast<float>(inv), frange = static_cast<float>(range);
+  const bool usable = static_cast<double>(finv) == inv && static_cast<double>(frange) == range &&
+                      finv >= 1.17549435e-38f && frange >= 1.17549435e-38f &&
+                      finv < 3.0e38f && frange < 3.0e38f && offset < (1 << 23);
+  size_t i = 0;
+  if (usable) {
+    const F vinv(finv), vrange(frange), off(static_cast<float>(offset)), none(-1.0f),
+        zero(0.0f);
+    for (; i + W <= n; i += W) {
+      const F v = F::load_unaligned(x + i);
+      const F prod = v * vinv;
+      F fl = xsimd::floor(prod);
+      fl = xsimd::select((v < zero) & (prod == zero), none, fl);
+      const F r = xsimd::select(xsimd::abs(v) < vrange, fl + off, none);
+      xsimd::batch_cast<int32_t>(r).store_unaligned(idx + i);
+    }
+  }
+  ref::bin_indices(x + i, n - i, inv, range, offset, idx + i);
+}
+
+// --- the table -------------------------------------------------------------------------------
+
+template <class A>
+constexpr kern::KernelTable make_table(const char *name, qnt_isa isa) {
+  kern::KernelTable t{};
+  t.name = name;
+  t.isa = isa;
+  t.quantize[QNT_DTYPE_I8][0] = &quantize_bytes<A, 8, true, false>;
+  t.quantize[QNT_DTYPE_I8][1] = &quantize_bytes<A, 8, true, true>;
+  t.quantize[QNT_DTYPE_U8][0] = &quantize_bytes<A, 8, false, false>;
+  t.quantize[QNT_DTYPE_U8][1] = &quantize_bytes<A, 8, false, true>;
+  t.quantize[QNT_DTYPE_I16][0] = &quantize_bytes<A, 16, true, false>;
+  t.quantize[QNT_DTYPE_I16][1] = &quantize_bytes<A, 16, true, true>;
+  t.quantize[QNT_DTYPE_U16][0] = &quantize_bytes<A, 16, false, false>;
+  t.quantize[QNT_DTYPE_U16][1] = &quantize_bytes<A, 16, false, true>;
+  t.quantize[QNT_DTYPE_I32][0] = &quantize_i32<A, false>;
+  t.quantize[QNT_DTYPE_I32][1] = &quantize_i32<A, true>;
+  t.quantize[QNT_DTYPE_I4][0] = &quantize_bits<A, 4, false>;
+  t.quantize[QNT_DTYPE_I4][1] = &quantize_bits<A, 4, true>;
+  t.quantize[QNT_DTYPE_U4][0] = &quantize_bits<A, 4, false>;
+  t.quantize[QNT_DTYPE_U4][1] = &quantize_bits<A, 4, true>;
+  t.quantize[QNT_DTYPE_NF4][0] = &quantize_bits<A, 4, false>;
+  t.quantize[QNT_DTYPE_NF4][1] = &quantize_bits<A, 4, true>;
+  t.quantize[QNT_DTYPE_TERNARY][0] = &quantize_bits<A, 2, false>;
+  t.quantize[QNT_DTYPE_TERNARY][1] = &quantize_bits<A, 2, true>;
+  t.quantize[QNT_DTYPE_BINARY][0] = &quantize_bits<A, 1, false>;
+  t.quantize[QNT_DTYPE_BINARY][1] = &quantize_bits<A, 1, true>;
+  t.dequantize[QNT_DTYPE_I8][0] = &dequantize_bytes<A, 8, true, false>;
+  t.dequantize[QNT_DTYPE_I8][1] = &dequantize_bytes<A, 8, true, true>;
+  t.dequantize[QNT_DTYPE_U8][0] = &dequantize_bytes<A, 8, false, false>;
+  t.dequantize[QNT_DTYPE_U8][1] = &dequantize_bytes<A, 8, false, true>;
+  t.dequantize[QNT_DTYPE_I16][0] = &dequantize_bytes<A, 16, true, false>;
+  t.dequantize[QNT_DTYPE_I16][1] = &dequantize_bytes<A, 16, true, true>;
+  t.dequantize[QNT_DTYPE_U16][0] = &dequantize_bytes<A, 16, false, false>;
+  t.dequantize[QNT_DTYPE_U16][1] = &dequantize_bytes<A, 16, false, true>;
+  t.dequantize[QNT_DTYPE_I32][0] = &dequantize_i32<false>;
+  t.dequantize[QNT_DTYPE_I32][1] = &dequantize_i32<true>;
+  t.dequantize[QNT_DTYPE_I4][0] = &dequantize_bits<A, 4, true, false>;
+  t.dequantize[QNT_DTYPE_I4][1] = &dequantize_bits<A, 4, true, true>;
+  t.dequantize[QNT_DTYPE_U4][0] = &dequantize_bits<A, 4, false, false>;
+  t.dequantize[QNT_DTYPE_U4][1] = &dequantize_bits<A, 4, false, true>;
+  t.dequantize[QNT_DTYPE_NF4][0] = &dequantize_bits<A, 4, false, false>;
+  t.dequantize[QNT_DTYPE_NF4][1] = &dequantize_bits<A, 4, false, true>;
+  t.dequantize[QNT_DTYPE_TERNARY][0] = &dequantize_bits<A, 2, true, false>;
+  t.dequantize[QNT_DTYPE_TERNARY][1] = &dequantize_bits<A, 2, true, true>;
+  t.dequantize[QNT_DTYPE_BINARY][0] = &dequantize_bits<A, 1, false, false>;
+  t.dequantize[QNT_DTYPE_BINARY][1] = &dequantize_bits<A, 1, false, true>;
+  t.scan = &scan<A>;
+  t.bin_indices = &bin_indices<A>;
+  return t;
+}
+
+}  // namespace
+}  // namespace qnt::simd

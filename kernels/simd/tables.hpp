@@ -1,0 +1,13 @@
+// The kernel tables the ISA translation units export. Each is defined only where its
+// translation unit is compiled (x86-64 or aarch64) and called only where the machine runs it.
+#pragma once
+
+#include "kernels/registry.hpp"
+
+namespace qnt::simd {
+
+const kern::KernelTable &avx2_table() noexcept;
+const kern::KernelTable &avx512_table() noexcept;
+const kern::KernelTable &neon_table() noexcept;
+
+}  // namespace qnt::simd
