@@ -1,0 +1,429 @@
+// Every fast kernel against the reference, bit for bit, through the public ABI: each context
+// capped at one kernel set (qnt_context_set_max_isa), every dtype, every granularity (and so
+// both run kinds), the sizes around vector and byte boundaries, edge values, unaligned wrapped
+// memory, several thread counts and every rounding mode.
+#include "helpers.hpp"
+
+#include <gtest/gtest.h>
+#include <qnt/qnt.h>
+
+#include <algorithm>
+#include <cfenv>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using qnt_test::QP;
+using qnt_test::T;
+
+namespace {
+
+struct Ctx {
+  qnt_context *c = nullptr;
+  Ctx(qnt_isa isa, int32_t threads) {
+    EXPECT_EQ(qnt_context_create(&c), QNT_OK);
+    EXPECT_EQ(qnt_context_set_max_isa(c, isa), QNT_OK);
+    EXPECT_EQ(qnt_context_set_num_threads(c, threads), QNT_OK);
+  }
+  Ctx(const Ctx &) = delete;
+  Ctx &operator=(const Ctx &) = delete;
+  ~Ctx() { qnt_context_destroy(c); }
+  qnt_isa isa() const {
+    qnt_isa i = 0;
+    EXPECT_EQ(qnt_context_isa(c, &i), QNT_OK);
+    return i;
+  }
+};
+
+// The kernel sets this machine runs above the reference (each capped context differs).
+std::vector<qnt_isa> fast_isas() {
+  std::vector<qnt_isa> out;
+  for (qnt_isa isa : {QNT_ISA_AVX2, QNT_ISA_AVX512, QNT_ISA_NEON}) {
+    qnt_context *c = nullptr;
+    if (qnt_context_create(&c) != QNT_OK) continue;
+    qnt_isa got = 0;
+    if (qnt_context_set_max_isa(c, isa) == QNT_OK && qnt_context_isa(c, &got) == QNT_OK &&
+        got == isa)
+      out.push_back(isa);
+    qnt_context_destroy(c);
+  }
+  return out;
+}
+
+const qnt_dtype kDTypes[] = {QNT_DTYPE_I8,  QNT_DTYPE_U8,  QNT_DTYPE_I16,    QNT_DTYPE_U16,
+                             QNT_DTYPE_I32, QNT_DTYPE_I4,  QNT_DTYPE_U4,     QNT_DTYPE_NF4,
+                             QNT_DTYPE_BINARY, QNT_DTYPE_TERNARY};
+
+bool fixed_zero(qnt_dtype d) {
+  return d == QNT_DTYPE_NF4 || d == QNT_DTYPE_BINARY || d == QNT_DTYPE_TERNARY;
+}
+
+void range_of(qnt_dtype d, int64_t &lo, int64_t &hi) {
+  switch (d) {
+    case QNT_DTYPE_I8: lo = -128; hi = 127; return;
+    case QNT_DTYPE_U8: lo = 0; hi = 255; return;
+    case QNT_DTYPE_I16: lo = -32768; hi = 32767; return;
+    case QNT_DTYPE_U16: lo = 0; hi = 65535; return;
+    case QNT_DTYPE_I32: lo = INT32_MIN; hi = INT32_MAX; return;
+    case QNT_DTYPE_I4: lo = -8; hi = 7; return;
+    case QNT_DTYPE_U4: lo = 0; hi = 15; return;
+    default: lo = hi = 0; return;
+  }
+}
+
+// A granularity over a shape built around a length n.
+struct Case {
+  const char *name;
+  std::vector<int64_t> shape;
+  qnt_granularity g;
+  int64_t axis, block;
+  size_t groups;
+};
+
+std::vector<Case> cases_for(int64_t n) {
+  std::vector<Case> v;
+  v.push_back({"per_tensor", {n}, QNT_GRANULARITY_PER_TENSOR, 0, 0, 1});
+  if (n == 0) return v;
+  v.push_back({"per_axis_inner", {2, 3, n}, QNT_GRANULARITY_PER_AXIS, 1, 0, 3});
+  v.push_back({"per_axis_last", {3, n}, QNT_GRANULARITY_PER_AXIS, 1, 0, static_cast<size_t>(n)});
+  const int64_t blocks = (n + 31) / 32;
+  v.push_back({"per_block_last", {2, n}, QNT_GRANULARITY_PER_BLOCK, 1, 32,
+               static_cast<size_t>(2 * blocks)});
+  v.push_back({"per_block_inner", {5, n}, QNT_GRANULARITY_PER_BLOCK, 0, 2,
+               static_cast<size_t>(3 * n)});
+  return v;
+}
+
+// Scales: powers of two (exact ties), ordinary values, and a subnormal one (quotients overflow).
+std::vector<float> scales_for(std::mt19937 &rng, size_t count) {
+  std::uniform_real_distribution<float> u(1e-3f, 4.0f);
+  std::vector<float> s(count);
+  for (size_t i = 0; i < count; ++i) {
+    switch (i % 5) {
+      case 0: s[i] = 0.25f; break;
+      case 1: s[i] = u(rng); break;
+      case 2: s[i] = 1.0f / 3.0f; break;
+      case 3: s[i] = i % 10 == 3 ? 1e-40f : u(rng); break;
+      default: s[i] = 0.1f; break;
+    }
+  }
+  return s;
+}
+
+// Random values with the edges mixed in: exact ties of the scale 0.25, values a step either side
+// of a tie for scale 1/3 and 0.1 (where x / s and x * (1 / s) round differently), saturation,
+// +-0, subnormals, NaN and +-inf.
+std::vector<float> data_for(std::mt19937 &rng, size_t n, float spread) {
+  std::normal_distribution<float> nd(0.0f, spread);
+  std::vector<float> x(n);
+  const float edges[] = {0.0f,
+                         -0.0f,
+                         std::numeric_limits<float>::quiet_NaN(),
+                         -std::numeric_limits<float>::quiet_NaN(),
+                         std::numeric_limits<float>::infinity(),
+                         -std::numeric_limits<float>::infinity(),
+                         std::numeric_limits<float>::denorm_min(),
+                         -std::numeric_limits<float>::denorm_min(),
+                         FLT_MIN,
+                         FLT_MAX,
+                         -FLT_MAX,
+                         1e9f,
+                         -1e9f,
+                         3e4f,
+                         -7e4f};
+  std::uniform_int_distribution<int> k(-300, 300);
+  for (size_t i = 0; i < n; ++i) {
+    switch (i % 9) {
+      case 0: x[i] = edges[(i / 9) % (sizeof edges / sizeof edges[0])]; break;
+      case 1: x[i] = (static_cast<float>(k(rng)) + 0.5f) * 0.25f; break;  // a tie for 0.25
+      case 2: {
+        const float s = (i / 9) % 2 ? 1.0f / 3.0f : 0.1f;
+        const float t = (static_cast<float>(k(rng)) + 0.5f) * s;
+        x[i] = std::nextafter(t, (i / 18) % 2 ? INFINITY : -INFINITY);
+        break;
+      }
+      case 3: x[i] = static_cast<float>(k(rng)) * 0.5f; break;
+      default: x[i] = nd(rng); break;
+    }
+  }
+  return x;
+}
+
+void make_qparams(QP &qp, qnt_dtype d, const Case &c, std::mt19937 &rng) {
+  const std::vector<float> s = scales_for(rng, c.groups);
+  std::vector<int32_t> z(c.groups, 0);
+  if (!fixed_zero(d)) {
+    int64_t lo = 0, hi = 0;
+    range_of(d, lo, hi);
+    if (d == QNT_DTYPE_I32) {
+      lo = -1000000;
+      hi = 1000000;
+    }
+    std::uniform_int_distribution<int64_t> zd(lo, hi);
+    for (size_t i = 0; i < c.groups; ++i)
+      z[i] = static_cast<int32_t>(i % 4 == 0 ? lo : i % 4 == 1 ? hi : zd(rng));
+    if (d == QNT_DTYPE_I32 && c.groups > 2) {
+      z[0] = INT32_MIN;  // extreme zero points: the saturating add needs 64 bits
+      z[1] = INT32_MAX;
+    }
+  }
+  qnt_status st = QNT_OK;
+  switch (c.g) {
+    case QNT_GRANULARITY_PER_TENSOR:
+      st = qnt_qparams_create_per_tensor(d, s[0], z[0], &qp.p);
+      break;
+    case QNT_GRANULARITY_PER_AXIS:
+      st = qnt_qparams_create_per_axis(d, c.axis, c.groups, s.data(), z.data(), &qp.p);
+      break;
+    default:
+      st = qnt_qparams_create_per_block(d, c.axis, c.block, c.groups, s.data(), z.data(), &qp.p);
+      break;
+  }
+  ASSERT_EQ(st, QNT_OK) << qnt_last_error_message();
+}
+
+size_t byte_size(qnt_dtype d, size_t n) {
+  switch (d) {
+    case QNT_DTYPE_I8: case QNT_DTYPE_U8: return n;
+    case QNT_DTYPE_I16: case QNT_DTYPE_U16: return 2 * n;
+    case QNT_DTYPE_I32: case QNT_DTYPE_F32: return 4 * n;
+    case QNT_DTYPE_BINARY: return (n + 7) / 8;
+    case QNT_DTYPE_TERNARY: return (n + 3) / 4;
+    default: return (n + 1) / 2;
+  }
+}
+
+size_t count_of(const std::vector<int64_t> &shape) {
+  size_t n = 1;
+  for (int64_t d : shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
+// Quantizes x with ctx into a wrapped buffer that starts `shift` bytes past an aligned address
+// (a multiple of the element size for 16- and 32-bit dtypes), x itself wrapped one float off
+// alignment; returns the output bytes.
+std::vector<uint8_t> quantize_with(qnt_context *ctx, qnt_dtype d, const Case &c,
+                                   const qnt_qparams *qp, const std::vector<float> &x,
+                                   size_t shift) {
+  const size_t n = count_of(c.shape);
+  std::vector<float> xin(n + 1);
+  std::copy(x.begin(), x.end(), xin.begin() + 1);
+  const size_t bytes = byte_size(d, n);
+  std::vector<uint8_t> out(bytes + 64, 0xA5);
+  T tx, ty;
+  EXPECT_EQ(qnt_tensor_wrap(QNT_DTYPE_F32, c.shape.data(), c.shape.size(), nullptr, xin.data() + 1,
+                            n * sizeof(float), &tx.t),
+            QNT_OK)
+      << qnt_last_error_message();
+  EXPECT_EQ(qnt_tensor_wrap(d, c.shape.data(), c.shape.size(), qp, out.data() + shift, bytes,
+                            &ty.t),
+            QNT_OK)
+      << qnt_last_error_message();
+  EXPECT_EQ(qnt_quantize(ctx, tx.t, ty.t), QNT_OK) << qnt_last_error_message();
+  // Nothing outside the tensor's bytes was touched.
+  for (size_t i = 0; i < shift; ++i) EXPECT_EQ(out[i], 0xA5);
+  for (size_t i = shift + bytes; i < out.size(); ++i) EXPECT_EQ(out[i], 0xA5);
+  return std::vector<uint8_t>(out.begin() + static_cast<std::ptrdiff_t>(shift),
+                              out.begin() + static_cast<std::ptrdiff_t>(shift + bytes));
+}
+
+std::vector<uint32_t> dequantize_with(qnt_context *ctx, qnt_dtype d, const Case &c,
+                                      const qnt_qparams *qp, const std::vector<uint8_t> &q,
+                                      size_t shift) {
+  const size_t n = count_of(c.shape);
+  std::vector<uint8_t> qin(q.size() + 64);
+  if (!q.empty()) std::memcpy(qin.data() + shift, q.data(), q.size());
+  std::vector<float> out(n + 1, 0.0f);
+  T tq, ty;
+  EXPECT_EQ(qnt_tensor_wrap(d, c.shape.data(), c.shape.size(), qp, qin.data() + shift, q.size(),
+                            &tq.t),
+            QNT_OK)
+      << qnt_last_error_message();
+  EXPECT_EQ(qnt_tensor_wrap(QNT_DTYPE_F32, c.shape.data(), c.shape.size(), nullptr,
+                            out.data() + 1, n * sizeof(float), &ty.t),
+            QNT_OK);
+  EXPECT_EQ(qnt_dequantize(ctx, tq.t, ty.t), QNT_OK) << qnt_last_error_message();
+  std::vector<uint32_t> bits(n);
+  if (n) std::memcpy(bits.data(), out.data() + 1, n * sizeof(float));
+  return bits;
+}
+
+size_t shift_for(qnt_dtype d) {
+  switch (d) {
+    case QNT_DTYPE_I16: case QNT_DTYPE_U16: return 2;
+    case QNT_DTYPE_I32: return 4;
+    default: return 3;
+  }
+}
+
+const int64_t kSizes[] = {0, 1, 7, 15, 16, 17, 63, 64, 65, 1023};
+
+}  // namespace
+
+TEST(Kernels, ContextListsTheKernelsItChose) {
+  Ctx ref(QNT_ISA_REFERENCE, 1);
+  const char *list = nullptr;
+  ASSERT_EQ(qnt_context_kernels(ref.c, &list), QNT_OK);
+  ASSERT_NE(list, nullptr);
+  EXPECT_NE(std::strstr(list, "quantize.i8.shared=ref\n"), nullptr) << list;
+  EXPECT_EQ(std::strstr(list, "=avx2"), nullptr) << list;
+  EXPECT_NE(std::strstr(qnt_build_info(), "chosen_kernels="), nullptr);
+  for (qnt_isa isa : fast_isas()) {
+    Ctx fast(isa, 1);
+    ASSERT_EQ(qnt_context_kernels(fast.c, &list), QNT_OK);
+    std::string name = qnt_isa_name(isa);
+    EXPECT_NE(std::strstr(list, ("quantize.u4.per_element=" + name).c_str()), nullptr) << list;
+    EXPECT_NE(std::strstr(list, ("dequantize.nf4.shared=" + name).c_str()), nullptr) << list;
+    EXPECT_NE(std::strstr(list, ("calibrate.scan=" + name).c_str()), nullptr) << list;
+    // Lowering the cap chooses again.
+    ASSERT_EQ(qnt_context_set_max_isa(fast.c, QNT_ISA_REFERENCE), QNT_OK);
+    ASSERT_EQ(qnt_context_kernels(fast.c, &list), QNT_OK);
+    EXPECT_EQ(std::strstr(list, ("=" + name).c_str()), nullptr) << list;
+  }
+  EXPECT_EQ(qnt_context_kernels(nullptr, &list), QNT_ERR_NULL_POINTER);
+  EXPECT_EQ(qnt_context_kernels(ref.c, nullptr), QNT_ERR_NULL_POINTER);
+}
+
+TEST(Kernels, QuantizeAndDequantizeMatchTheReferenceBitForBit) {
+  const std::vector<qnt_isa> isas = fast_isas();
+  if (isas.empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  Ctx ref(QNT_ISA_REFERENCE, 1);
+  std::mt19937 rng(2024);
+  size_t checked = 0;
+  for (qnt_dtype d : kDTypes) {
+    for (int64_t n : kSizes) {
+      for (const Case &c : cases_for(n)) {
+        QP qp;
+        make_qparams(qp, d, c, rng);
+        const float spread = d == QNT_DTYPE_I16 || d == QNT_DTYPE_U16 ? 3000.0f : 30.0f;
+        const std::vector<float> x = data_for(rng, count_of(c.shape), spread);
+        const std::vector<uint8_t> want = quantize_with(ref.c, d, c, qp.p, x, 0);
+        const std::vector<uint32_t> want_x = dequantize_with(ref.c, d, c, qp.p, want, 0);
+        for (qnt_isa isa : isas) {
+          Ctx fast(isa, 1);
+          const std::vector<uint8_t> got = quantize_with(fast.c, d, c, qp.p, x, shift_for(d));
+          ASSERT_EQ(got, want) << qnt_isa_name(isa) << " quantize dtype " << d << " " << c.name
+                               << " n=" << n;
+          const std::vector<uint32_t> got_x =
+              dequantize_with(fast.c, d, c, qp.p, want, shift_for(d));
+          ASSERT_EQ(got_x, want_x) << qnt_isa_name(isa) << " dequantize dtype " << d << " "
+                                   << c.name << " n=" << n;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0u);
+}
+
+// Results do not depend on the number of threads, for sizes past the task grain.
+TEST(Kernels, ThreadCountsGiveTheSameBits) {
+  std::mt19937 rng(7);
+  std::vector<qnt_isa> isas = fast_isas();
+  isas.push_back(QNT_ISA_REFERENCE);
+  for (qnt_dtype d : {QNT_DTYPE_U8, QNT_DTYPE_I4, QNT_DTYPE_TERNARY, QNT_DTYPE_BINARY,
+                      QNT_DTYPE_I16}) {
+    for (const Case &c : cases_for(200003 / 5)) {
+      QP qp;
+      make_qparams(qp, d, c, rng);
+      const std::vector<float> x = data_for(rng, count_of(c.shape), 20.0f);
+      Ctx one(QNT_ISA_REFERENCE, 1);
+      const std::vector<uint8_t> want = quantize_with(one.c, d, c, qp.p, x, 0);
+      const std::vector<uint32_t> want_x = dequantize_with(one.c, d, c, qp.p, want, 0);
+      for (qnt_isa isa : isas)
+        for (int32_t threads : {2, 3}) {
+          Ctx ctx(isa, threads);
+          EXPECT_EQ(quantize_with(ctx.c, d, c, qp.p, x, 0), want)
+              << qnt_isa_name(isa) << " threads=" << threads << " " << c.name;
+          EXPECT_EQ(dequantize_with(ctx.c, d, c, qp.p, want, 0), want_x)
+              << qnt_isa_name(isa) << " threads=" << threads << " " << c.name;
+        }
+    }
+  }
+}
+
+// The division and the multiplies follow the rounding mode in every kernel alike; the rounding
+// to an integer is ties-to-even in all of them, whatever the mode.
+TEST(Kernels, EveryRoundingModeGivesTheReferenceBits) {
+  std::vector<qnt_isa> isas = fast_isas();
+  std::mt19937 rng(99);
+  const int modes[] = {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO, FE_TONEAREST};
+  for (int mode : modes) {
+    for (qnt_dtype d : {QNT_DTYPE_I8, QNT_DTYPE_U16, QNT_DTYPE_I32, QNT_DTYPE_NF4, QNT_DTYPE_I4}) {
+      const Case c = cases_for(1023)[2];  // per axis, on the last axis
+      QP qp;
+      make_qparams(qp, d, c, rng);
+      const std::vector<float> x = data_for(rng, count_of(c.shape), 30.0f);
+      ASSERT_EQ(std::fesetround(mode), 0);
+      Ctx ref(QNT_ISA_REFERENCE, 1);
+      const std::vector<uint8_t> want = quantize_with(ref.c, d, c, qp.p, x, 0);
+      const std::vector<uint32_t> want_x = dequantize_with(ref.c, d, c, qp.p, want, 0);
+      for (qnt_isa isa : isas) {
+        Ctx fast(isa, 2);
+        EXPECT_EQ(quantize_with(fast.c, d, c, qp.p, x, 0), want) << "mode " << mode;
+        EXPECT_EQ(dequantize_with(fast.c, d, c, qp.p, want, 0), want_x) << "mode " << mode;
+      }
+      std::fesetround(FE_TONEAREST);
+    }
+  }
+  // Ties go to even under every mode: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -2.5 -> -2.
+  for (int mode : modes) {
+    ASSERT_EQ(std::fesetround(mode), 0);
+    std::vector<float> x(67);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 4) + 0.5f;
+    x[66] = -2.5f;
+    const Case c = cases_for(67)[0];
+    QP qp;
+    qnt_test::per_tensor(qp, QNT_DTYPE_I8, 1.0f, 0);
+    for (qnt_isa isa : isas) {
+      Ctx fast(isa, 1);
+      const std::vector<uint8_t> got = quantize_with(fast.c, QNT_DTYPE_I8, c, qp.p, x, 0);
+      const uint8_t even[4] = {0, 2, 2, 4};
+      for (size_t i = 0; i + 1 < x.size(); ++i) EXPECT_EQ(got[i], even[i % 4]) << "mode " << mode;
+      EXPECT_EQ(static_cast<int8_t>(got[66]), -2);
+    }
+    std::fesetround(FE_TONEAREST);
+  }
+}
+
+TEST(Kernels, RequantizeMatchesTheReference) {
+  const std::vector<qnt_isa> isas = fast_isas();
+  if (isas.empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  std::mt19937 rng(5);
+  const std::pair<qnt_dtype, qnt_dtype> pairs[] = {{QNT_DTYPE_I32, QNT_DTYPE_I8},
+                                                   {QNT_DTYPE_U8, QNT_DTYPE_I4},
+                                                   {QNT_DTYPE_I16, QNT_DTYPE_U8},
+                                                   {QNT_DTYPE_NF4, QNT_DTYPE_I8},
+                                                   {QNT_DTYPE_I8, QNT_DTYPE_TERNARY}};
+  for (const auto &pr : pairs) {
+    for (int64_t n : {int64_t{17}, int64_t{1023}, int64_t{5000}}) {
+      for (const Case &c : cases_for(n)) {
+        QP from, to;
+        make_qparams(from, pr.first, c, rng);
+        make_qparams(to, pr.second, c, rng);
+        const std::vector<float> x = data_for(rng, count_of(c.shape), 30.0f);
+        Ctx ref(QNT_ISA_REFERENCE, 1);
+        const std::vector<uint8_t> src = quantize_with(ref.c, pr.first, c, from.p, x, 0);
+        auto run = [&](qnt_context *ctx) {
+          T ts, td;
+          EXPECT_EQ(qnt_tensor_create_from_data(pr.first, c.shape.data(), c.shape.size(), from.p,
+                                                src.data(), src.size(), &ts.t),
+                    QNT_OK);
+          EXPECT_EQ(qnt_tensor_create(pr.second, c.shape.data(), c.shape.size(), to.p, &td.t),
+                    QNT_OK);
+          EXPECT_EQ(qnt_requantize(ctx, ts.t, td.t), QNT_OK) << qnt_last_error_message();
+          return qnt_test::bytes_of(td.t);
+        };
+        const std::vector<uint8_t> want = run(ref.c);
+        for (qnt_isa isa : isas) {
+          Ctx fast(isa, 2);
+          EXPECT_EQ(run(fast.c), want) << qnt_isa_name(isa) << " " << c.name << " n=" << n;
+        }
+      }
+    }
+  }
+}
