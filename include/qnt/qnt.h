@@ -927,8 +927,14 @@ typedef int32_t qnt_calib_option;
 enum {
   QNT_CALIB_OPT_AVERAGING = 1,  /* moving average's constant, in (0, 1]; default 0.01 */
   QNT_CALIB_OPT_PERCENTILE = 2, /* in (50, 100]; default 99.99 */
-  QNT_CALIB_OPT_BINS = 3        /* histogram bins on each side of 0, a power of two in
+  QNT_CALIB_OPT_BINS = 3,       /* histogram bins on each side of 0, a power of two in
                                    [128, 65536]; default 2048 */
+  /* PyTorch's quant_min / quant_max (its reduce_range is [-64, 63] for i8, [0, 127] for u8): the
+   * integer range the computed qparams target, as for qnt_calibrate_minmax_range. Integral
+   * values in the dtype's range; after each call the pair must contain 0 and hold more than one
+   * value (the other end defaults to the dtype's). */
+  QNT_CALIB_OPT_QUANT_MIN = 4,
+  QNT_CALIB_OPT_QUANT_MAX = 5
 };
 
 /*

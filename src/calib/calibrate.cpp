@@ -4,6 +4,9 @@
 
 #include "core/error.hpp"
 #include "kernels/ref/quantize_ref.hpp"
+#include "kernels/registry.hpp"
+#include "ops/parallel.hpp"
+#include "ops/runs.hpp"
 
 #include <algorithm>
 #include <cfloat>
@@ -33,7 +36,7 @@ struct Range {
 
 }  // namespace
 
-std::shared_ptr<const QParams> minmax(const Tensor &x, qnt_dtype dtype, qnt_scheme scheme,
+std::shared_ptr<const QParams> minmax(const Context &ctx, const Tensor &x, qnt_dtype dtype, qnt_scheme scheme,
                                       qnt_granularity granularity, int64_t axis, int64_t block_size,
                                       std::optional<std::pair<int32_t, int32_t>> range) {
   const DTypeInfo &info = dtype_info(dtype);
@@ -50,14 +53,41 @@ std::shared_ptr<const QParams> minmax(const Tensor &x, qnt_dtype dtype, qnt_sche
   const float *data = float_data(x);
   const GroupLayout l = layout_of(x, granularity, axis, block_size);
 
-  std::vector<Range> ranges(l.groups);
-  for (size_t i = 0; i < x.element_count(); ++i) {
-    const float v = data[i];
-    if (!std::isfinite(v)) continue;
-    Range &r = ranges[l.group_of(i)];
-    r.lo = std::min(r.lo, v);
-    r.hi = std::max(r.hi, v);
-  }
+  // Each worker keeps its own extremes per group, folded together after (min and max do not
+  // depend on the order). Runs sharing a group go through the scan kernel; runs whose group
+  // advances with the element are a plain loop.
+  const kern::KernelSet &ks = ctx.kernels();
+  const int threads = ctx.threads();
+  const size_t n = x.element_count();
+  constexpr size_t kGrain = size_t{1} << 16;
+  const size_t workers = ops::parallel_workers(threads, n, kGrain);
+  std::vector<Range> all(workers * l.groups);
+  ops::parallel_for_workers(threads, n, kGrain, [&](size_t b, size_t e, size_t w) {
+    Range *ranges = all.data() + w * l.groups;
+    ops::for_each_run(l, b, e, [&](size_t first, size_t len, size_t g, int kind) {
+      const float *v = data + first;
+      if (kind == kern::kShared) {
+        ref::ScanResult r;
+        ks.scan(v, len, &r);
+        if (r.finite == 0) return;
+        ranges[g].lo = std::min(ranges[g].lo, r.min);
+        ranges[g].hi = std::max(ranges[g].hi, r.max);
+        return;
+      }
+      Range *rg = ranges + g;
+      for (size_t k = 0; k < len; ++k) {
+        if (!std::isfinite(v[k])) continue;
+        rg[k].lo = std::min(rg[k].lo, v[k]);
+        rg[k].hi = std::max(rg[k].hi, v[k]);
+      }
+    });
+  });
+  std::vector<Range> ranges(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(l.groups));
+  for (size_t w = 1; w < workers; ++w)
+    for (size_t g = 0; g < l.groups; ++g) {
+      ranges[g].lo = std::min(ranges[g].lo, all[w * l.groups + g].lo);
+      ranges[g].hi = std::max(ranges[g].hi, all[w * l.groups + g].hi);
+    }
 
   std::vector<float> scales(l.groups);
   std::vector<int32_t> zps(l.groups);
@@ -87,14 +117,17 @@ std::shared_ptr<const QParams> codebook(const Tensor &x, qnt_dtype dtype,
 
   std::vector<double> acc(l.groups, 0.0);  // absmax (NF4) or sum of |x| (the others)
   std::vector<size_t> count(l.groups, 0);
-  for (size_t i = 0; i < x.element_count(); ++i) {
-    const float v = data[i];
-    if (!std::isfinite(v)) continue;
-    const size_t g = l.group_of(i);
-    const double a = std::fabs(static_cast<double>(v));
-    acc[g] = dtype == QNT_DTYPE_NF4 ? std::max(acc[g], a) : acc[g] + a;
-    ++count[g];
-  }
+  // In element order (the sums are in double, and their order is part of the result).
+  ops::for_each_run(l, 0, x.element_count(), [&](size_t first, size_t len, size_t g0, int kind) {
+    for (size_t k = 0; k < len; ++k) {
+      const float v = data[first + k];
+      if (!std::isfinite(v)) continue;
+      const size_t g = g0 + k * static_cast<size_t>(kind);
+      const double a = std::fabs(static_cast<double>(v));
+      acc[g] = dtype == QNT_DTYPE_NF4 ? std::max(acc[g], a) : acc[g] + a;
+      ++count[g];
+    }
+  });
   std::vector<float> scales(l.groups);
   for (size_t g = 0; g < l.groups; ++g) {
     float s = dtype == QNT_DTYPE_NF4 ? static_cast<float>(acc[g])

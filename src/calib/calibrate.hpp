@@ -1,6 +1,7 @@
 // One-shot calibrators over a whole f32 tensor.
 #pragma once
 
+#include "core/context.hpp"
 #include "core/qparams.hpp"
 #include "core/tensor.hpp"
 
@@ -11,8 +12,9 @@
 namespace qnt::calib {
 
 // PyTorch MinMaxObserver / PerChannelMinMaxObserver (see qnt_calibrate_minmax in qnt.h).
-// `range` is PyTorch's custom quant_min / quant_max, or nothing for the dtype's range.
-std::shared_ptr<const QParams> minmax(const Tensor &x, qnt_dtype dtype, qnt_scheme scheme,
+// `range` is PyTorch's custom quant_min / quant_max, or nothing for the dtype's range. Runs on
+// the context's threads with its scan kernel.
+std::shared_ptr<const QParams> minmax(const Context &ctx, const Tensor &x, qnt_dtype dtype, qnt_scheme scheme,
                                       qnt_granularity granularity, int64_t axis, int64_t block_size,
                                       std::optional<std::pair<int32_t, int32_t>> range);
 

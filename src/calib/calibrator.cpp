@@ -35,7 +35,10 @@ void scan(const kern::KernelSet &k, const float *x, size_t n, BatchStats &s) {
 // --- serialization: little-endian fields, an FNV-1a checksum at the end ---------------------
 
 constexpr uint8_t kMagic[4] = {'Q', 'N', 'T', 'C'};
+// Format 1; format 2 adds the custom quant range (two i32 after the bins), and is written only
+// by calibrators that have one, so every format-1 buffer still reads and writes back as itself.
 constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatWithRange = 2;
 
 class Writer {
  public:
@@ -155,6 +158,7 @@ Calibrator::Calibrator(qnt_calib_method method, qnt_dtype dtype, qnt_scheme sche
   if (granularity == QNT_GRANULARITY_PER_AXIS && (axis < -QNT_MAX_RANK || axis >= QNT_MAX_RANK))
     fail(QNT_ERR_INVALID_ARGUMENT, "axis ", axis, " is outside [-8, 8)");
   if (granularity == QNT_GRANULARITY_PER_TENSOR) axis_ = 0;
+  range_ = quant_range(*info_, false, 0, 0);
 }
 
 bool Calibrator::uses_histogram() const noexcept {
@@ -180,6 +184,18 @@ void Calibrator::set_option(qnt_calib_option option, double value) {
       if (!integral || (b & (b - 1)) != 0)
         fail(QNT_ERR_INVALID_ARGUMENT, "bins = ", value, " is not a power of two in [128, 65536]");
       bins_ = b;
+      return;
+    }
+    case QNT_CALIB_OPT_QUANT_MIN:
+    case QNT_CALIB_OPT_QUANT_MAX: {
+      if (!(std::floor(value) == value && value >= info_->qmin && value <= info_->qmax))
+        fail(QNT_ERR_INVALID_ARGUMENT, "quant ", option == QNT_CALIB_OPT_QUANT_MIN ? "min" : "max",
+             " = ", value, " is not an integer in [", info_->qmin, ", ", info_->qmax, "] of ",
+             info_->name);
+      const auto v = static_cast<int32_t>(value);
+      const bool is_min = option == QNT_CALIB_OPT_QUANT_MIN;
+      range_ = quant_range(*info_, true, is_min ? v : range_.qmin, is_min ? range_.qmax : v);
+      custom_range_ = true;
       return;
     }
   }
@@ -219,8 +235,35 @@ void Calibrator::observe(const Context &ctx, const Tensor &x) {
   std::vector<BatchStats> stats(nch);
   // An empty batch (outer or inner of 0, any other dimension up to 2^61) has nothing to scan.
   const bool empty = x.element_count() == 0;
-  for (int64_t o = 0; o < outer && !empty; ++o)
-    for (size_t c = 0; c < nch; ++c) scan(ks, block(o, c), in, stats[c]);
+  const int threads = ctx.threads();
+  // One channel: its blocks cut into pieces on the context's threads, each worker's statistics
+  // merged after (min, max and counts do not depend on the order). Several: a channel a task.
+  constexpr size_t kPiece = size_t{1} << 16;
+  if (!empty && nch == 1) {
+    const size_t total = static_cast<size_t>(outer) * in;
+    const size_t workers = ops::parallel_workers(threads, total, kPiece);
+    std::vector<BatchStats> part(workers);
+    ops::parallel_for_workers(threads, total, kPiece, [&](size_t b, size_t e, size_t w) {
+      // [b, e) may span blocks of consecutive outer indices: scan each block's share.
+      for (size_t i = b; i < e;) {
+        const size_t o = i / in, off = i % in, len = std::min(e - i, in - off);
+        scan(ks, block(static_cast<int64_t>(o), 0) + off, len, part[w]);
+        i += len;
+      }
+    });
+    for (const BatchStats &p : part) {
+      stats[0].finite += p.finite;
+      stats[0].nan += p.nan;
+      stats[0].inf += p.inf;
+      stats[0].min = std::min(stats[0].min, p.min);
+      stats[0].max = std::max(stats[0].max, p.max);
+    }
+  } else if (!empty) {
+    ops::parallel_for(threads, nch, 1, [&](size_t c0, size_t c1) {
+      for (size_t c = c0; c < c1; ++c)
+        for (int64_t o = 0; o < outer; ++o) scan(ks, block(o, c), in, stats[c]);
+    });
+  }
 
   for (size_t c = 0; started_ && c < nch; ++c) {  // counts cannot wrap (crafted states)
     uint64_t f = channels_[c].finite, n = channels_[c].nan, i = channels_[c].inf;
@@ -257,16 +300,22 @@ void Calibrator::observe(const Context &ctx, const Tensor &x) {
         ch.avg_max = ch.avg_max + dmax;
       }
     }
-    if (uses_histogram()) {
+    if (uses_histogram())
       ch.hist.cover(std::max(-static_cast<double>(b.min), static_cast<double>(b.max)));
-      for (int64_t o = 0; o < outer; ++o) ch.hist.add(ks, block(o, c), in);
-    }
   }
+  if (!uses_histogram() || empty) return;
+  // Histograms: a channel a task, each channel's own counts written by one worker only.
+  ops::parallel_for(threads, nch, 1, [&](size_t c0, size_t c1) {
+    for (size_t c = c0; c < c1; ++c) {
+      if (stats[c].finite == 0) continue;
+      for (int64_t o = 0; o < outer; ++o) channels_[c].hist.add(ks, block(o, c), in);
+    }
+  });
 }
 
 ScaleZeroPoint Calibrator::channel_params(const ChannelStats &c) const {
   if (c.finite == 0) return ScaleZeroPoint{1.0f, 0};
-  const QuantRange qr = quant_range(*info_, false, 0, 0);
+  const QuantRange &qr = range_;
   SearchInput in;
   in.hist = &c.hist;
   in.min = c.min;
@@ -340,7 +389,8 @@ void Calibrator::merge(const Calibrator &other) {
          "moving-average calibrators depend on the order of their batches and cannot be merged");
   if (other.method_ != method_ || other.info_ != info_ || other.scheme_ != scheme_ ||
       other.granularity_ != granularity_ || other.axis_ != axis_ ||
-      other.averaging_ != averaging_ || other.percentile_ != percentile_ || other.bins_ != bins_)
+      other.averaging_ != averaging_ || other.percentile_ != percentile_ || other.bins_ != bins_ ||
+      other.range_.qmin != range_.qmin || other.range_.qmax != range_.qmax)
     fail(QNT_ERR_INVALID_ARGUMENT,
          "the calibrators differ in method, dtype, scheme, granularity, "
          "axis or options");
@@ -379,7 +429,7 @@ void Calibrator::counts(uint64_t &finite, uint64_t &nan, uint64_t &inf) const no
 std::vector<uint8_t> Calibrator::serialize() const {
   Writer w;
   w.bytes(kMagic, 4);
-  w.u32(kFormatVersion);
+  w.u32(custom_range_ ? kFormatWithRange : kFormatVersion);
   w.i32(method_);
   w.i32(info_->id);
   w.i32(scheme_);
@@ -388,6 +438,10 @@ std::vector<uint8_t> Calibrator::serialize() const {
   w.f64(averaging_);
   w.f64(percentile_);
   w.u32(bins_);
+  if (custom_range_) {
+    w.i32(range_.qmin);
+    w.i32(range_.qmax);
+  }
   w.u8(started_ ? 1 : 0);
   w.u64(channels_.size());
   for (const ChannelStats &c : channels_) {
@@ -419,9 +473,9 @@ std::unique_ptr<Calibrator> Calibrator::deserialize(const uint8_t *data, size_t 
   if (std::memcmp(r.take(4), kMagic, 4) != 0)
     fail(QNT_ERR_CORRUPT_DATA, "not a serialized qnt calibrator");
   const uint32_t version = r.u32();
-  if (version != kFormatVersion)
+  if (version != kFormatVersion && version != kFormatWithRange)
     fail(QNT_ERR_CORRUPT_DATA, "format version ", version, " (this library reads ", kFormatVersion,
-         ")");
+         " and ", kFormatWithRange, ")");
   const auto method = static_cast<qnt_calib_method>(r.i32());
   const auto dtype = static_cast<qnt_dtype>(r.i32());
   const auto scheme = static_cast<qnt_scheme>(r.i32());
@@ -437,6 +491,12 @@ std::unique_ptr<Calibrator> Calibrator::deserialize(const uint8_t *data, size_t 
     c->set_option(QNT_CALIB_OPT_AVERAGING, r.f64());
     c->set_option(QNT_CALIB_OPT_PERCENTILE, r.f64());
     c->set_option(QNT_CALIB_OPT_BINS, static_cast<double>(r.u32()));
+    if (version == kFormatWithRange) {
+      const int32_t lo = r.i32(), hi = r.i32();
+      // Both ends at once: checked as a pair, whatever the order of the checks one at a time.
+      c->range_ = quant_range(*c->info_, true, lo, hi);
+      c->custom_range_ = true;
+    }
   } catch (const Error &e) {
     if (e.status() == QNT_ERR_CORRUPT_DATA) throw;
     fail(QNT_ERR_CORRUPT_DATA, "invalid settings: ", e.what());

@@ -56,6 +56,8 @@ class Calibrator {
   double averaging_ = 0.01;
   double percentile_ = 99.99;
   uint32_t bins_ = 2048;
+  QuantRange range_;           // the integer range the qparams target
+  bool custom_range_ = false;  // range_ set by QUANT_MIN / QUANT_MAX (serialized as format 2)
   bool started_ = false;  // the channel count is known
   std::vector<ChannelStats> channels_;
   mutable qnt_calib_method chosen_;

@@ -44,66 +44,117 @@ ScaleZeroPoint grid(const SearchInput &in, double lo, double hi) {
   return params_from_range(static_cast<float>(lo), static_cast<float>(hi), in.scheme, in.range);
 }
 
-double error_of(const SearchInput &in, double lo, double hi) {
-  const ScaleZeroPoint p = grid(in, lo, hi);
-  return expected_sq_error(*in.hist, p.scale, p.zero_point, in.range.qmin, in.range.qmax);
-}
-
-// MXNet's / ONNX Runtime's smoothing: zeros become eps, the mass is taken from the nonzeros.
-bool smooth(std::vector<double> &p) {
-  const double eps = 1e-4;
-  size_t zeros = 0;
-  for (double v : p) zeros += v == 0.0 ? 1 : 0;
-  const size_t nonzeros = p.size() - zeros;
-  if (nonzeros == 0) return false;
-  const double take = eps * static_cast<double>(zeros) / static_cast<double>(nonzeros);
-  for (double &v : p) v = v == 0.0 ? eps : v - take;
-  return true;
-}
-
-double kl_divergence(std::vector<double> p, std::vector<double> q) {
-  double sp = 0.0, sq = 0.0;
-  for (double v : p) sp += v;
-  for (double v : q) sq += v;
-  if (sp <= 0.0 || sq <= 0.0) return std::numeric_limits<double>::infinity();
-  for (double &v : p) v /= sp;
-  for (double &v : q) v /= sq;
-  if (!smooth(p) || !smooth(q)) return std::numeric_limits<double>::infinity();
-  double d = 0.0;
-  for (size_t i = 0; i < p.size(); ++i)
-    if (p[i] > 0.0) d += p[i] * std::log(p[i] / q[i]);
-  return d;
-}
-
-}  // namespace
-
-double expected_sq_error(const Histogram &h, float scale, int32_t zero_point, int32_t qmin,
-                         int32_t qmax) {
-  const double s = scale, w = h.bin_width();
-  const double lo_q = static_cast<double>(qmin) - zero_point,
-               hi_q = static_cast<double>(qmax) - zero_point;
-  const double low_clip = (lo_q - 0.5) * s, high_clip = (hi_q + 0.5) * s;
-  const double r_lo = lo_q * s, r_hi = hi_q * s;
+// The error of one bin's values (spread uniformly over the bin) on a grid: the exact rule of
+// expected_sq_error, for one bin.
+struct Grid {
+  double s, low_clip, high_clip, r_lo, r_hi;
+  Grid(float scale, int32_t zero_point, int32_t qmin, int32_t qmax) : s(scale) {
+    const double lo_q = static_cast<double>(qmin) - zero_point,
+                 hi_q = static_cast<double>(qmax) - zero_point;
+    low_clip = (lo_q - 0.5) * s;
+    high_clip = (hi_q + 0.5) * s;
+    r_lo = lo_q * s;
+    r_hi = hi_q * s;
+  }
   // Antiderivative of (x - s * round(x / s))^2: full cells of s^3 / 12 plus the partial one.
-  auto rounding = [s](double x) {
+  double rounding(double x) const {
     const double c = std::floor(x / s + 0.5), f = x / s - c;
     return c * s * s * s / 12.0 + ((f * s) * (f * s) * (f * s) + s * s * s / 8.0) / 3.0;
-  };
-  auto clipped = [](double a, double b, double r) {
+  }
+  static double clipped(double a, double b, double r) {
     return ((b - r) * (b - r) * (b - r) - (a - r) * (a - r) * (a - r)) / 3.0;
-  };
-  const size_t b = h.bins_per_side();
-  double total = 0.0;
-  for (size_t j = 0; j < h.counts().size(); ++j) {
-    const uint64_t n = h.counts()[j];
-    if (n == 0) continue;
-    const double a = (static_cast<double>(j) - static_cast<double>(b)) * w, e = a + w;
+  }
+  // The summed squared error of n values spread over [a, a + w).
+  double bin(double a, double w, double n) const {
+    const double e = a + w;
     double err = 0.0;
     if (a < low_clip) err += clipped(a, std::min(e, low_clip), r_lo);
     if (e > high_clip) err += clipped(std::max(a, high_clip), e, r_hi);
     const double u = std::max(a, low_clip), v = std::min(e, high_clip);
     if (u < v) err += rounding(v) - rounding(u);
-    total += static_cast<double>(n) / w * err;
+    return n / w * err;
+  }
+};
+
+// The searches' error model, O(1) a candidate after O(bins) set-up in one buffer of prefix
+// sums: values clipped off a grid cost their exact squared distance to the clip end (spread
+// over their bin), values inside cost s^2 / 12 each (a value's rounding error, uniform over a
+// cell), and the bins that straddle a clip end or touch 0 (a spike of zeros quantizes exactly)
+// are charged by the exact per-bin rule.
+class ErrorModel {
+ public:
+  explicit ErrorModel(const Histogram &h)
+      : h_(h), w_(h.bin_width()), n2_(h.counts().size()), buf_(3 * (n2_ + 1), 0.0) {
+    const size_t b = h.bins_per_side();
+    for (size_t j = 0; j < n2_; ++j) {
+      const auto n = static_cast<double>(h.counts()[j]);
+      const double m = (static_cast<double>(j) - static_cast<double>(b) + 0.5) * w_;
+      N(j + 1) = N(j) + n;
+      M1(j + 1) = M1(j) + n * m;
+      M2(j + 1) = M2(j) + n * m * m;
+    }
+  }
+
+  double error(const ScaleZeroPoint &p, const QuantRange &r) const {
+    const Grid g(p.scale, p.zero_point, r.qmin, r.qmax);
+    const auto b = static_cast<double>(h_.bins_per_side());
+    auto bin_of = [&](double x) {  // the bin holding x, clamped to [0, n2_ - 1]
+      const double j = std::floor(x / w_) + b;
+      return static_cast<size_t>(std::clamp(j, 0.0, static_cast<double>(n2_ - 1)));
+    };
+    const size_t jl = bin_of(g.low_clip), jh = bin_of(g.high_clip);
+    const double var = w_ * w_ / 12.0;
+    double total = 0.0;
+    // Bins wholly below jl and wholly above jh: clipped, sum n * ((m - r)^2 + w^2 / 12).
+    auto clipped = [&](size_t j0, size_t j1, double rr) {
+      const double n = N(j1) - N(j0), m1 = M1(j1) - M1(j0), m2 = M2(j1) - M2(j0);
+      return std::max(0.0, m2 - 2.0 * rr * m1 + rr * rr * n) + n * var;
+    };
+    total += clipped(0, jl, g.r_lo);
+    if (jh + 1 < n2_) total += clipped(jh + 1, n2_, g.r_hi);
+    // The edge bins exactly; the bins between them at s^2 / 12 a value, but the two beside 0
+    // exactly.
+    auto exact = [&](size_t j) {
+      const auto n = static_cast<double>(h_.counts()[j]);
+      return n == 0.0 ? 0.0 : g.bin((static_cast<double>(j) - b) * w_, w_, n);
+    };
+    total += exact(jl);
+    if (jh != jl) total += exact(jh);
+    if (jh > jl + 1) {
+      total += (N(jh) - N(jl + 1)) * g.s * g.s / 12.0;
+      const size_t zb = h_.bins_per_side();
+      for (size_t j : {zb - 1, zb})
+        if (j > jl && j < jh)
+          total += exact(j) - static_cast<double>(h_.counts()[j]) * g.s * g.s / 12.0;
+    }
+    return total;
+  }
+
+ private:
+  double &N(size_t j) { return buf_[j]; }
+  double &M1(size_t j) { return buf_[n2_ + 1 + j]; }
+  double &M2(size_t j) { return buf_[2 * (n2_ + 1) + j]; }
+  double N(size_t j) const { return buf_[j]; }
+  double M1(size_t j) const { return buf_[n2_ + 1 + j]; }
+  double M2(size_t j) const { return buf_[2 * (n2_ + 1) + j]; }
+
+  const Histogram &h_;
+  double w_;
+  size_t n2_;
+  std::vector<double> buf_;
+};
+
+}  // namespace
+
+double expected_sq_error(const Histogram &h, float scale, int32_t zero_point, int32_t qmin,
+                         int32_t qmax) {
+  const Grid g(scale, zero_point, qmin, qmax);
+  const double w = h.bin_width();
+  const auto b = static_cast<double>(h.bins_per_side());
+  double total = 0.0;
+  for (size_t j = 0; j < h.counts().size(); ++j) {
+    const uint64_t n = h.counts()[j];
+    if (n != 0) total += g.bin((static_cast<double>(j) - b) * w, w, static_cast<double>(n));
   }
   return total;
 }
@@ -130,32 +181,57 @@ RealRange entropy_range(const SearchInput &in) {
     if (f[k] != 0) last = k + 1;
   if (levels == 0 || last <= levels) return symmetric(static_cast<double>(last) * w, in);
 
+  // One buffer of prefix sums: F (counts), NZ (nonzero bins), PL (sum of P log P over nonzero
+  // bins, P = count / total).
+  const size_t nb = f.size();
+  std::vector<double> buf(3 * (nb + 1), 0.0);
+  double *F = buf.data(), *NZ = F + nb + 1, *PL = NZ + nb + 1;
+  for (size_t k = 0; k < nb; ++k) F[k + 1] = F[k] + static_cast<double>(f[k]);
+  const double T = F[nb];
+  for (size_t k = 0; k < nb; ++k) {
+    NZ[k + 1] = NZ[k] + (f[k] != 0 ? 1.0 : 0.0);
+    const double p = static_cast<double>(f[k]) / T;
+    PL[k + 1] = PL[k] + (f[k] != 0 ? p * std::log(p) : 0.0);
+  }
+  // KL(P || Q) for the candidate threshold of i bins (see qnt.h): P is the first i bins with
+  // the rest folded into bin i - 1; Q merges the first i bins into `levels` groups of i / levels
+  // bins (the last group takes the rest), each group's count spread evenly over its nonzero
+  // bins. Bins empty in both contribute nothing; a bin empty in Q only counts as eps. For all
+  // candidates with one group width m, the sums over the first levels - 1 groups are the same:
+  // they are computed once per m, so the whole search costs O(bins).
+  constexpr double eps = 1e-4;
   double best = std::numeric_limits<double>::infinity();
   size_t best_i = last;
+  size_t cached_m = 0;
+  double C = 0.0, W = 0.0;  // sum over full groups of (sum/T) log(sum/nz), and of sum/T
   for (size_t i = levels; i <= last; ++i) {
-    // P: the first i bins, with everything beyond folded into the last one.
-    std::vector<double> p(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(i));
-    double outliers = 0.0;
-    for (size_t k = i; k < f.size(); ++k) outliers += static_cast<double>(f[k]);
-    p[i - 1] += outliers;
-    // Q: the first i bins merged into `levels` groups, each spread evenly over its nonzero bins.
-    std::vector<double> q(i, 0.0);
-    const size_t merged = i / levels;
-    for (size_t g = 0; g < levels; ++g) {
-      const size_t start = g * merged, stop = g + 1 == levels ? i : start + merged;
-      double sum = 0.0;
-      size_t nonzero = 0;
-      for (size_t k = start; k < stop; ++k) {
-        sum += static_cast<double>(f[k]);
-        nonzero += f[k] != 0 ? 1 : 0;
+    const size_t m = i / levels;
+    if (m != cached_m) {
+      C = W = 0.0;
+      for (size_t g = 0; g + 1 < levels; ++g) {
+        const double sum = F[(g + 1) * m] - F[g * m], nz = NZ[(g + 1) * m] - NZ[g * m];
+        if (sum > 0.0) {
+          C += sum / T * std::log(sum / nz);
+          W += sum / T;
+        }
       }
-      if (nonzero == 0) continue;
-      for (size_t k = start; k < stop; ++k)
-        if (f[k] != 0) q[k] = sum / static_cast<double>(nonzero);
+      cached_m = m;
     }
-    const double d = kl_divergence(std::move(p), std::move(q));
-    if (d < best) {
-      best = d;
+    const double S = F[i];
+    if (S <= 0.0) continue;  // Q is empty: no divergence is defined
+    const double logS = std::log(S);
+    const size_t start = (levels - 1) * m;
+    const double sum_last = F[i] - F[start], nz_last = NZ[i] - NZ[start];
+    double kl = PL[i - 1] - (C - W * logS);
+    if (nz_last > 0.0)
+      kl -= (F[i - 1] - F[start]) / T * (std::log(sum_last / nz_last) - logS);
+    const double p_last = (static_cast<double>(f[i - 1]) + (T - S)) / T;
+    if (f[i - 1] != 0)
+      kl += p_last * std::log(p_last / (sum_last / nz_last / S));
+    else if (p_last > 0.0)
+      kl += p_last * std::log(p_last / eps);
+    if (kl < best) {
+      best = kl;
       best_i = i;
     }
   }
@@ -164,13 +240,15 @@ RealRange entropy_range(const SearchInput &in) {
 
 RealRange mse_range(const SearchInput &in) {
   const Histogram &h = *in.hist;
+  const ErrorModel model(h);
+  auto error_of = [&](double lo, double hi) { return model.error(grid(in, lo, hi), in.range); };
   const double w = h.bin_width();
   const size_t b = h.bins_per_side();
   if (in.scheme == QNT_SCHEME_SYMMETRIC) {
     const double amax = amax_of(in);
-    double best_t = amax, best = error_of(in, -amax, amax);
+    double best_t = amax, best = error_of(-amax, amax);
     for (size_t k = 1; static_cast<double>(k) * w < amax; ++k) {
-      const double t = static_cast<double>(k) * w, e = error_of(in, -t, t);
+      const double t = static_cast<double>(k) * w, e = error_of(-t, t);
       if (e < best) {
         best = e;
         best_t = t;
@@ -190,10 +268,10 @@ RealRange mse_range(const SearchInput &in) {
   auto lo_at = [&](size_t j) { return std::max<double>(edge(j), in.min); };
   auto hi_at = [&](size_t j) { return std::min<double>(edge(j), in.max); };
   const double inf = std::numeric_limits<double>::infinity();
-  double best_lo = in.min, best_hi = in.max, best = error_of(in, in.min, in.max);
+  double best_lo = in.min, best_hi = in.max, best = error_of(in.min, in.max);
   while (lo < b || hi > b) {
-    const double e_lo = lo < b ? error_of(in, lo_at(lo + 1), hi_at(hi)) : inf;
-    const double e_hi = hi > b ? error_of(in, lo_at(lo), hi_at(hi - 1)) : inf;
+    const double e_lo = lo < b ? error_of(lo_at(lo + 1), hi_at(hi)) : inf;
+    const double e_hi = hi > b ? error_of(lo_at(lo), hi_at(hi - 1)) : inf;
     if (e_lo <= e_hi)
       ++lo;
     else

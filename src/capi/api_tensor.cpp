@@ -325,10 +325,10 @@ qnt_status qnt_calibrate_minmax(qnt_context *ctx, const qnt_tensor *x, qnt_dtype
                                 qnt_scheme scheme, qnt_granularity granularity, int64_t axis,
                                 int64_t block_size, qnt_qparams **out) {
   return guard(__func__, [&] {
-    (void)qnt::capi::context_of(ctx);
+    const Context &c = qnt::capi::context_of(ctx);
     const Tensor &t = tensor_of(x, "x");
     require(out, "out");
-    auto p = calib::minmax(t, dtype, scheme, granularity, axis, block_size, std::nullopt);
+    auto p = calib::minmax(c, t, dtype, scheme, granularity, axis, block_size, std::nullopt);
     *out = qnt::capi::new_qparams_handle(std::move(p));
   });
 }
@@ -338,10 +338,10 @@ qnt_status qnt_calibrate_minmax_range(qnt_context *ctx, const qnt_tensor *x, qnt
                                       int64_t block_size, int32_t quant_min, int32_t quant_max,
                                       qnt_qparams **out) {
   return guard(__func__, [&] {
-    (void)qnt::capi::context_of(ctx);
+    const Context &c = qnt::capi::context_of(ctx);
     const Tensor &t = tensor_of(x, "x");
     require(out, "out");
-    auto p = calib::minmax(t, dtype, scheme, granularity, axis, block_size,
+    auto p = calib::minmax(c, t, dtype, scheme, granularity, axis, block_size,
                            std::make_pair(quant_min, quant_max));
     *out = qnt::capi::new_qparams_handle(std::move(p));
   });

@@ -427,3 +427,148 @@ TEST(Kernels, RequantizeMatchesTheReference) {
     }
   }
 }
+
+// --- calibration on the kernels and threads --------------------------------------------------
+
+namespace {
+
+struct Calib {
+  qnt_calibrator *c = nullptr;
+  Calib(qnt_calib_method m, qnt_dtype d, qnt_scheme s, qnt_granularity g, int64_t axis) {
+    EXPECT_EQ(qnt_calibrator_create(m, d, s, g, axis, &c), QNT_OK) << qnt_last_error_message();
+  }
+  Calib(const Calib &) = delete;
+  Calib &operator=(const Calib &) = delete;
+  ~Calib() { qnt_calibrator_destroy(c); }
+  std::vector<uint8_t> bytes() const {
+    size_t n = 0;
+    EXPECT_EQ(qnt_calibrator_serialize(c, nullptr, 0, &n), QNT_OK);
+    std::vector<uint8_t> b(n);
+    EXPECT_EQ(qnt_calibrator_serialize(c, b.data(), b.size(), &n), QNT_OK);
+    return b;
+  }
+};
+
+std::pair<std::vector<float>, std::vector<int32_t>> params_of(const qnt_qparams *qp) {
+  size_t n = 0;
+  EXPECT_EQ(qnt_qparams_scale_count(qp, &n), QNT_OK);
+  std::vector<float> s(n);
+  std::vector<int32_t> z(n);
+  EXPECT_EQ(qnt_qparams_scales(qp, s.data(), n), QNT_OK);
+  EXPECT_EQ(qnt_qparams_zero_points(qp, z.data(), n), QNT_OK);
+  return {s, z};
+}
+
+}  // namespace
+
+// One-shot min-max: every kernel set and thread count gives the reference's parameters, for
+// every granularity (both run kinds).
+TEST(KernelsCalibration, OneShotMinMaxIsTheSameEverywhere) {
+  std::mt19937 rng(31);
+  std::vector<qnt_isa> isas = fast_isas();
+  isas.push_back(QNT_ISA_REFERENCE);
+  for (int64_t n : {int64_t{1}, int64_t{65}, int64_t{1023}, int64_t{40000}}) {
+    for (const Case &c : cases_for(n)) {
+      std::vector<float> x = data_for(rng, count_of(c.shape), 10.0f);
+      for (size_t i = 0; i < x.size(); i += 9) x[i] = 0.5f;  // no infinities: only finite count
+      T tx;
+      qnt_test::make_f32(tx, c.shape, x);
+      auto run = [&](qnt_isa isa, int32_t threads) {
+        Ctx ctx(isa, threads);
+        qnt_qparams *qp = nullptr;
+        EXPECT_EQ(qnt_calibrate_minmax(ctx.c, tx.t, QNT_DTYPE_U8, QNT_SCHEME_AFFINE, c.g, c.axis,
+                                       c.block, &qp),
+                  QNT_OK)
+            << qnt_last_error_message();
+        auto p = params_of(qp);
+        qnt_qparams_destroy(qp);
+        return p;
+      };
+      const auto want = run(QNT_ISA_REFERENCE, 1);
+      for (qnt_isa isa : isas)
+        for (int32_t threads : {1, 2, 3})
+          EXPECT_EQ(run(isa, threads), want) << c.name << " n=" << n << " threads=" << threads;
+    }
+  }
+}
+
+// Streaming calibrators: the same state (serialized bytes) on every kernel set and thread count.
+TEST(KernelsCalibration, ObserveIsTheSameOnEveryKernelAndThreadCount) {
+  std::mt19937 rng(41);
+  std::vector<qnt_isa> isas = fast_isas();
+  isas.push_back(QNT_ISA_REFERENCE);
+  const std::vector<int64_t> shape = {3, 5, 40000};
+  std::vector<float> x = data_for(rng, 3 * 5 * 40000, 4.0f);
+  T tx;
+  qnt_test::make_f32(tx, shape, x);
+  for (qnt_calib_method m : {QNT_CALIB_MINMAX, QNT_CALIB_ENTROPY}) {
+    for (qnt_granularity g : {QNT_GRANULARITY_PER_TENSOR, QNT_GRANULARITY_PER_AXIS}) {
+      std::vector<uint8_t> want;
+      for (qnt_isa isa : isas)
+        for (int32_t threads : {1, 2, 3}) {
+          Ctx ctx(isa, threads);
+          Calib cal(m, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC, g, 1);
+          ASSERT_EQ(qnt_calibrator_observe(ctx.c, cal.c, tx.t), QNT_OK) << qnt_last_error_message();
+          ASSERT_EQ(qnt_calibrator_observe(ctx.c, cal.c, tx.t), QNT_OK);
+          if (want.empty()) want = cal.bytes();
+          EXPECT_EQ(cal.bytes(), want) << qnt_isa_name(isa) << " threads=" << threads;
+        }
+    }
+  }
+}
+
+// PyTorch's quant_min / quant_max on a streaming calibrator: a moving-average observer with
+// reduce_range. One batch's moving average is its min and max, so it must agree with the
+// one-shot call given the same range; the range survives serialization and gates merging.
+TEST(KernelsCalibration, CalibratorsTakeACustomQuantRange) {
+  std::mt19937 rng(3);
+  const std::vector<float> x = data_for(rng, 4096, 2.0f);
+  std::vector<float> finite;
+  for (float v : x)
+    if (std::fabs(v) < 1e6f) finite.push_back(v);  // a finite scale
+  T tx;
+  qnt_test::make_f32(tx, {static_cast<int64_t>(finite.size())}, finite);
+  for (qnt_dtype d : {QNT_DTYPE_I8, QNT_DTYPE_U8}) {
+    const int32_t lo = d == QNT_DTYPE_I8 ? -64 : 0, hi = d == QNT_DTYPE_I8 ? 63 : 127;
+    Calib cal(QNT_CALIB_MOVING_AVERAGE, d, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR, 0);
+    ASSERT_EQ(qnt_calibrator_set_option(cal.c, QNT_CALIB_OPT_QUANT_MIN, lo), QNT_OK)
+        << qnt_last_error_message();
+    ASSERT_EQ(qnt_calibrator_set_option(cal.c, QNT_CALIB_OPT_QUANT_MAX, hi), QNT_OK);
+    ASSERT_EQ(qnt_calibrator_observe(nullptr, cal.c, tx.t), QNT_OK);
+    qnt_qparams *a = nullptr, *b = nullptr;
+    ASSERT_EQ(qnt_calibrator_compute(nullptr, cal.c, &a), QNT_OK);
+    ASSERT_EQ(qnt_calibrate_minmax_range(nullptr, tx.t, d, QNT_SCHEME_AFFINE,
+                                         QNT_GRANULARITY_PER_TENSOR, 0, 0, lo, hi, &b),
+              QNT_OK);
+    EXPECT_EQ(params_of(a), params_of(b));
+    // Without the range the parameters differ (the full range gives a finer scale).
+    Calib full(QNT_CALIB_MOVING_AVERAGE, d, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR, 0);
+    ASSERT_EQ(qnt_calibrator_observe(nullptr, full.c, tx.t), QNT_OK);
+    qnt_qparams *f = nullptr;
+    ASSERT_EQ(qnt_calibrator_compute(nullptr, full.c, &f), QNT_OK);
+    EXPECT_NE(params_of(a).first, params_of(f).first);
+    qnt_qparams_destroy(a);
+    qnt_qparams_destroy(b);
+    qnt_qparams_destroy(f);
+    // Serialized (format 2) and back, the same state; a calibrator without it cannot merge.
+    const std::vector<uint8_t> s = cal.bytes();
+    qnt_calibrator *back = nullptr;
+    ASSERT_EQ(qnt_calibrator_deserialize(s.data(), s.size(), &back), QNT_OK);
+    size_t n = 0;
+    ASSERT_EQ(qnt_calibrator_serialize(back, nullptr, 0, &n), QNT_OK);
+    std::vector<uint8_t> again(n);
+    ASSERT_EQ(qnt_calibrator_serialize(back, again.data(), n, &n), QNT_OK);
+    EXPECT_EQ(again, s);
+    qnt_calibrator_destroy(back);
+    Calib m1(QNT_CALIB_MINMAX, d, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR, 0);
+    Calib m2(QNT_CALIB_MINMAX, d, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_TENSOR, 0);
+    ASSERT_EQ(qnt_calibrator_set_option(m1.c, QNT_CALIB_OPT_QUANT_MAX, hi), QNT_OK);
+    EXPECT_EQ(qnt_calibrator_merge(m1.c, m2.c), QNT_ERR_INVALID_ARGUMENT);
+    // Bad ranges are refused.
+    EXPECT_EQ(qnt_calibrator_set_option(m2.c, QNT_CALIB_OPT_QUANT_MIN, 1), QNT_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(qnt_calibrator_set_option(m2.c, QNT_CALIB_OPT_QUANT_MAX, 1e6),
+              QNT_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(qnt_calibrator_set_option(m2.c, QNT_CALIB_OPT_QUANT_MAX, 2.5),
+              QNT_ERR_INVALID_ARGUMENT);
+  }
+}
