@@ -3,14 +3,19 @@
 # usage: scripts/deps.sh build   (to build the library and the demo)
 #        scripts/deps.sh test    (also the test frameworks, the cross-check's Python packages,
 #                                 clang with libFuzzer, and dlpack.h)
+#        scripts/deps.sh aarch64 (the aarch64 cross compiler, qemu-user, and the arm64 test
+#                                 frameworks through Debian's multiarch)
 set -eu
 what=${1:-build}
-pkgs="build-essential cmake pkg-config"
+pkgs="build-essential cmake pkg-config libxsimd-dev"
 if [ "$what" = test ]; then
   pkgs="$pkgs libgtest-dev libgmock-dev libbenchmark-dev libcriterion-dev python3-numpy python3-torch"
   # the fuzz targets (clang with libFuzzer's runtime) and dlpack.h, whose layouts qnt's own
   # DLPack declarations are checked against
   pkgs="$pkgs clang libclang-rt-14-dev libdlpack-dev"
+fi
+if [ "$what" = aarch64 ]; then
+  pkgs="$pkgs g++-aarch64-linux-gnu qemu-user libgtest-dev:arm64 libcriterion-dev:arm64"
 fi
 missing=""
 for p in $pkgs; do
@@ -21,6 +26,9 @@ echo "qnt: installing Debian packages:$missing"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
+if [ "$what" = aarch64 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $sudo dpkg --add-architecture arm64
+fi
 $sudo apt-get update -qq
 # shellcheck disable=SC2086
 $sudo apt-get install -y -qq --no-install-recommends $missing > /dev/null

@@ -907,18 +907,24 @@ enum {
   /* TensorRT's entropy calibration: over the histogram of |x| (QNT_CALIB_OPT_BINS bins, 2048 by
    * default), each candidate threshold from `levels` bins up (levels = 2^(bits-1): 128 for 8-bit,
    * 8 for 4-bit) is scored by the KL divergence between the clipped distribution and its
-   * quantization to `levels` levels (both smoothed with epsilon 1e-4, as MXNet and ONNX Runtime
-   * do); the threshold is the upper edge of the best candidate. The affine scheme clips the
-   * observed range to [-threshold, threshold]. */
+   * quantization to `levels` levels (a bin empty in one distribution but not the other counts
+   * as epsilon 1e-4); the threshold is the upper edge of the best candidate. The affine scheme
+   * clips the observed range to [-threshold, threshold]. Cost: O(bins) per channel (prefix sums;
+   * the candidates of one group width share their full groups' terms). */
   QNT_CALIB_ENTROPY = 4,
   /* The range that minimises the expected squared quantization error over the histogram, the
-   * values of each bin taken as uniform within it, error integrated exactly for the actual
-   * quantizer (rounding and clipping) of each candidate: every bin edge for the symmetric
-   * scheme; for the affine one, a greedy search that moves the lower or the upper end one bin at
-   * a time, keeping the best range seen. */
+   * values of each bin taken as uniform within it: values clipped off the grid cost their exact
+   * squared distance to the clip end, values inside it s^2 / 12 each (s the candidate's scale),
+   * and the bins that straddle a clip end or touch 0 are integrated exactly for the actual
+   * quantizer. Candidates: every bin edge for the symmetric scheme; for the affine one, a greedy
+   * search that moves the lower or the upper end one bin at a time, keeping the best range
+   * seen. Cost: O(bins) per channel (each candidate is O(1) from prefix sums). */
   QNT_CALIB_MSE = 5,
   /* Computes min-max, percentile, entropy and MSE, and keeps the one with the smallest expected
-   * squared error (the best SQNR) on the histogram; qnt_calibrator_chosen_method says which. */
+   * squared error (the best SQNR) on the histogram, integrated exactly bin by bin;
+   * qnt_calibrator_chosen_method says which. Cost: O(bins) per channel.
+   * Every method: per-axis channels are computed in parallel on the context's threads, and
+   * observe runs on them too (a channel a task, or pieces of a single channel). */
   QNT_CALIB_ADAPTIVE = 6
 };
 

@@ -1,8 +1,10 @@
 // The few operations xsimd 8 (Debian's libxsimd-dev) has no instruction for, one specialization
 // per architecture: narrowing int32 lanes to 8- and 16-bit storage and widening them back
 // (xsimd converts only between types of one width), a 16-entry table lookup (xsimd 8 has no
-// run-time swizzle), and rounding to nearest-even on NEON (xsimd's nearbyint there follows the
-// FPCR rounding mode; the contract rounds ties to even whatever the mode).
+// run-time swizzle), rounding to nearest-even on NEON (xsimd's nearbyint there follows the
+// FPCR rounding mode; the contract rounds ties to even whatever the mode), and float division
+// on NEON (xsimd 8 divides float32 there by a reciprocal estimate and Newton-Raphson steps, which
+// is not the correctly rounded quotient the contract asks for).
 //
 // Included only by the ISA translation units (kernels/cpu/kernels_*.cpp, kernels/neon/), each
 // compiled with its own -m flags. Everything here has internal linkage, so no weak copy of it
@@ -35,6 +37,8 @@ struct ArchOps<xsimd::avx2> {
   using I = xsimd::batch<int32_t, xsimd::avx2>;
   // _mm256_round_ps with an explicit rounding mode: the MXCSR mode plays no part.
   static F round_even(F v) noexcept { return xsimd::nearbyint(v); }
+  static F div(F a, F b) noexcept { return a / b; }  // vdivps: a true division
+  static F floor(F v) noexcept { return xsimd::floor(v); }  // roundps, explicit mode
   static __m128i pack16(I v) noexcept {
     return _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   }
@@ -83,6 +87,8 @@ struct ArchOps<xsimd::avx512bw> {
   using I = xsimd::batch<int32_t, xsimd::avx512bw>;
   // vrndscaleps with imm 0: round to nearest even, its mode taken from the immediate.
   static F round_even(F v) noexcept { return xsimd::nearbyint(v); }
+  static F div(F a, F b) noexcept { return a / b; }  // vdivps: a true division
+  static F floor(F v) noexcept { return xsimd::floor(v); }  // roundps, explicit mode
   static void store_i8(I v, uint8_t *p) noexcept {
     _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm512_cvtepi32_epi8(v));
   }
@@ -118,6 +124,10 @@ struct ArchOps<xsimd::neon64> {
   using I = xsimd::batch<int32_t, xsimd::neon64>;
   // frintn: ties to even, whatever FPCR.RMode says.
   static F round_even(F v) noexcept { return vrndnq_f32(v); }
+  // fdiv: the correctly rounded quotient (xsimd's operator/ is an estimate here).
+  static F div(F a, F b) noexcept { return vdivq_f32(a, b); }
+  // frintm (xsimd 8 has no neon64 floor of its own; its generic one goes through int32).
+  static F floor(F v) noexcept { return vrndmq_f32(v); }
   static void store_i8(I v, uint8_t *p) noexcept {
     const int16x4_t h = vmovn_s32(v);
     const uint32_t w = vget_lane_u32(vreinterpret_u32_s8(vmovn_s16(vcombine_s16(h, h))), 0);

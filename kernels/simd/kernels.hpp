@@ -127,7 +127,7 @@ struct Params {
     lo = xsimd::batch_cast<float>(I(f.qmin) - zp);
     hi = xsimd::batch_cast<float>(I(f.qmax) - zp);
     zpf = xsimd::batch_cast<float>(zp);
-    if (f.code == Code::NF4) inv = F(1.0f) / sc;  // as the reference: 1.0f / scale, rounded
+    if (f.code == Code::NF4) inv = ArchOps<A>::div(F(1.0f), sc);  // as the reference: 1.0f / scale, rounded
   }
   void at(size_t k, const Format &f) noexcept {
     if constexpr (PerElement) set(F::load_unaligned(s + k), I::load_unaligned(z + k), f);
@@ -138,7 +138,7 @@ struct Params {
 template <class A, class P>
 typename Lanes<A>::I integer_codes(const float *x, const P &p) noexcept {
   using F = typename Lanes<A>::F;
-  const F v = F::load_unaligned(x) / p.scale;
+  const F v = ArchOps<A>::div(F::load_unaligned(x), p.scale);
   F r = ArchOps<A>::round_even(v);
   r = xsimd::min(xsimd::max(r, p.lo), p.hi);  // a NaN v is replaced below, whatever this gives
   const F qf = xsimd::select(xsimd::isnan(v), p.zpf, r + p.zpf);  // exact: small integers
@@ -245,7 +245,7 @@ QNT_FLATTEN void quantize_i32(const float *x, uint8_t *q, size_t first, size_t n
   size_t k = 0;
   for (; k + W <= n; k += W) {
     const F sc = PerElement ? F::load_unaligned(s + k) : F(s[0]);
-    (F::load_unaligned(x + k) / sc).store_aligned(quot);
+    ArchOps<A>::div(F::load_unaligned(x + k), sc).store_aligned(quot);
     for (size_t j = 0; j < W; ++j) {
       const int32_t v = ref::round_and_saturate(quot[j], z[PerElement ? k + j : 0], f.qmin, f.qmax);
       __builtin_memcpy(q + 4 * (first + k + j), &v, 4);
@@ -409,7 +409,7 @@ QNT_FLATTEN void bin_indices(const float *x, size_t n, double inv, double range,
     for (; i + W <= n; i += W) {
       const F v = F::load_unaligned(x + i);
       const F prod = v * vinv;
-      F fl = xsimd::floor(prod);
+      F fl = ArchOps<A>::floor(prod);
       fl = xsimd::select((v < zero) & (prod == zero), none, fl);
       const F r = xsimd::select(xsimd::abs(v) < vrange, fl + off, none);
       xsimd::batch_cast<int32_t>(r).store_unaligned(idx + i);

@@ -1,0 +1,262 @@
+// The issue-8 workloads through the public API, with the machine's limits measured in the same
+// run: a streaming read and a streaming copy over buffers much larger than the last-level cache,
+// and a plain auto-vectorized quantize loop (no semantics checks) for the L2-resident size.
+// Prints one tab-separated line per measurement:
+//   work  threads  seconds  bytes  limit  limit_bytes_per_s
+// where `limit` names the denominator (copy, read, plain, none). scripts/bench.sh adds PyTorch's
+// times (same run) and prints the table.
+#include <qnt/qnt.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The best of `reps` runs (after one warm-up).
+double best_of(int reps, const std::function<void()> &f) {
+  f();
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    const double t0 = now();
+    f();
+    best = std::min(best, now() - t0);
+  }
+  return best;
+}
+
+void check(qnt_status s, const char *what) {
+  if (s != QNT_OK) {
+    std::fprintf(stderr, "%s: %s\n", what, qnt_last_error_message());
+    std::exit(1);
+  }
+}
+
+void line(const std::string &work, int threads, double sec, double bytes, const char *limit,
+          double limit_bw) {
+  std::printf("%s\t%d\t%.6g\t%.6g\t%s\t%.6g\n", work.c_str(), threads, sec, bytes, limit, limit_bw);
+  std::fflush(stdout);
+}
+
+// Streaming read (a sum the compiler cannot drop) and streaming copy, on `threads` threads.
+double read_bw(const std::vector<float> &x, int threads) {
+  volatile float sink = 0.0f;
+  const size_t n = x.size();
+  const double t = best_of(3, [&] {
+    float total = 0.0f;
+#pragma omp parallel for num_threads(threads) reduction(+ : total) schedule(static)
+    for (ptrdiff_t c = 0; c < 64; ++c) {
+      const size_t b = n * static_cast<size_t>(c) / 64, e = n * static_cast<size_t>(c + 1) / 64;
+      float acc[16] = {};
+      for (size_t i = b; i + 16 <= e; i += 16)
+        for (int k = 0; k < 16; ++k) acc[k] += x[i + static_cast<size_t>(k)];
+      for (float a : acc) total += a;
+    }
+    sink = total;
+  });
+  (void)sink;
+  return static_cast<double>(n) * 4.0 / t;
+}
+
+double copy_bw(const std::vector<float> &x, std::vector<float> &y, int threads) {
+  const size_t n = x.size();
+  const double t = best_of(3, [&] {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (ptrdiff_t c = 0; c < 64; ++c) {
+      const size_t b = n * static_cast<size_t>(c) / 64, e = n * static_cast<size_t>(c + 1) / 64;
+      std::memcpy(y.data() + b, x.data() + b, (e - b) * 4);
+    }
+  });
+  return static_cast<double>(n) * 8.0 / t;  // bytes read + bytes written
+}
+
+// The plain loop: multiply by the inverse scale, round, clamp, store; no NaN, tie or division
+// rules. Compiled with the bench's flags (-O3 -march=native), so the compiler vectorizes it.
+__attribute__((noinline)) void plain_quantize(const float *x, int8_t *q, size_t n, float inv) {
+  for (size_t i = 0; i < n; ++i) {
+    const float r = std::nearbyint(x[i] * inv);
+    q[i] = static_cast<int8_t>(std::min(127.0f, std::max(-128.0f, r)));
+  }
+}
+
+struct Tensor {
+  qnt_tensor *t = nullptr;
+  ~Tensor() { qnt_tensor_destroy(t); }
+};
+
+size_t bytes_of(qnt_dtype d, size_t n) {
+  switch (d) {
+    case QNT_DTYPE_I16: case QNT_DTYPE_U16: return 2 * n;
+    case QNT_DTYPE_I8: case QNT_DTYPE_U8: return n;
+    case QNT_DTYPE_BINARY: return n / 8;
+    case QNT_DTYPE_TERNARY: return n / 4;
+    default: return n / 2;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  check(QNT_ABI_CHECK(), "abi");
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const size_t big = quick ? (size_t{1} << 22) : (size_t{1} << 26);  // 64 Mi elements: 256 MiB
+  std::vector<float> x(big), y(big);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (size_t i = 0; i < big; i += 4096) {
+    const float v = nd(rng);
+    for (size_t k = i; k < std::min(big, i + 4096); ++k) x[k] = v + static_cast<float>(k - i) * 1e-4f;
+  }
+  std::vector<uint8_t> qbuf(big * 2);
+
+  for (int threads : {1, 2}) {
+    const double rbw = read_bw(x, threads), cbw = copy_bw(x, y, threads);
+    line("stream read", threads, 0, 0, "none", rbw);
+    line("stream copy", threads, 0, 0, "none", cbw);
+    qnt_context *ctx = nullptr;
+    check(qnt_context_create(&ctx), "context");
+    check(qnt_context_set_num_threads(ctx, threads), "threads");
+
+    // quantize / dequantize, per tensor, per axis (axis 0 of [64, n / 64]) and per block (32
+    // along the last axis), over 64 Mi elements.
+    for (qnt_dtype d : {QNT_DTYPE_I8, QNT_DTYPE_U8, QNT_DTYPE_I16, QNT_DTYPE_U16}) {
+      const char *dn = d == QNT_DTYPE_I8 ? "i8" : d == QNT_DTYPE_U8 ? "u8" : d == QNT_DTYPE_I16 ? "i16" : "u16";
+      const int32_t zp = d == QNT_DTYPE_U8 ? 128 : d == QNT_DTYPE_U16 ? 32768 : 0;
+      for (const char *g : {"per_tensor", "per_axis", "per_block32"}) {
+        qnt_qparams *qp = nullptr;
+        int64_t shape[2] = {64, static_cast<int64_t>(big / 64)};
+        if (g[4] == 't') {
+          check(qnt_qparams_create_per_tensor(d, 0.02f, zp, &qp), "qp");
+        } else if (g[4] == 'a') {
+          std::vector<float> s(64, 0.02f);
+          std::vector<int32_t> z(64, zp);
+          check(qnt_qparams_create_per_axis(d, 0, 64, s.data(), z.data(), &qp), "qp");
+        } else {
+          const size_t count = big / 32;
+          std::vector<float> s(count, 0.02f);
+          std::vector<int32_t> z(count, zp);
+          check(qnt_qparams_create_per_block(d, 1, 32, count, s.data(), z.data(), &qp), "qp");
+        }
+        Tensor tx, tq, ty;
+        check(qnt_tensor_wrap(QNT_DTYPE_F32, shape, 2, nullptr, x.data(), big * 4, &tx.t), "x");
+        check(qnt_tensor_wrap(d, shape, 2, qp, qbuf.data(), bytes_of(d, big), &tq.t), "q");
+        check(qnt_tensor_wrap(QNT_DTYPE_F32, shape, 2, nullptr, y.data(), big * 4, &ty.t), "y");
+        const double bytes = static_cast<double>(big) * 4 + static_cast<double>(bytes_of(d, big));
+        const double tqz = best_of(3, [&] { check(qnt_quantize(ctx, tx.t, tq.t), "quantize"); });
+        line(std::string("quantize f32->") + dn + " " + g + " 64Mi", threads, tqz, bytes, "copy", cbw);
+        if (g[4] == 't' || d == QNT_DTYPE_I8) {
+          const double tdq = best_of(3, [&] { check(qnt_dequantize(ctx, tq.t, ty.t), "dequantize"); });
+          line(std::string("dequantize ") + dn + "->f32 " + g + " 64Mi", threads, tdq, bytes, "copy", cbw);
+        }
+        qnt_qparams_destroy(qp);
+      }
+    }
+
+    // L2-resident quantize (128 Ki elements) against the plain loop.
+    {
+      const size_t n = size_t{1} << 17;
+      int64_t shape[1] = {static_cast<int64_t>(n)};
+      qnt_qparams *qp = nullptr;
+      check(qnt_qparams_create_per_tensor(QNT_DTYPE_I8, 0.02f, 0, &qp), "qp");
+      Tensor tx, tq;
+      check(qnt_tensor_wrap(QNT_DTYPE_F32, shape, 1, nullptr, x.data(), n * 4, &tx.t), "x");
+      check(qnt_tensor_wrap(QNT_DTYPE_I8, shape, 1, qp, qbuf.data(), n, &tq.t), "q");
+      qnt_context *one = nullptr;
+      check(qnt_context_create(&one), "ctx");
+      check(qnt_context_set_num_threads(one, 1), "threads");
+      const double plain = best_of(50, [&] {
+        plain_quantize(x.data(), reinterpret_cast<int8_t *>(qbuf.data() + n), n, 50.0f);
+      });
+      const double t = best_of(50, [&] { check(qnt_quantize(one, tx.t, tq.t), "quantize"); });
+      if (threads == 1) {
+        line("plain loop f32->i8 128Ki (L2)", 1, plain, static_cast<double>(n), "none", 0);
+        line("quantize f32->i8 per_tensor 128Ki (L2)", 1, t, static_cast<double>(n), "plain",
+             static_cast<double>(n) / plain);
+      }
+      qnt_context_destroy(one);
+      qnt_qparams_destroy(qp);
+    }
+
+    // Weight conversion, 4096 x 4096: int4 / uint4 blocks of 128, NF4 blocks of 64, ternary and
+    // binary per row.
+    {
+      const size_t n = size_t{4096} * 4096;
+      int64_t shape[2] = {4096, 4096};
+      struct W { qnt_dtype d; const char *name; int64_t block; };
+      const W ws[] = {{QNT_DTYPE_I4, "int4 block128", 128}, {QNT_DTYPE_U4, "uint4 block128", 128},
+                      {QNT_DTYPE_NF4, "nf4 block64", 64}, {QNT_DTYPE_TERNARY, "ternary per-row", 0},
+                      {QNT_DTYPE_BINARY, "binary per-row", 0}};
+      for (const W &w : ws) {
+        qnt_qparams *qp = nullptr;
+        if (w.block > 0) {
+          const size_t count = n / static_cast<size_t>(w.block);
+          std::vector<float> s(count, 0.05f);
+          std::vector<int32_t> z(count, w.d == QNT_DTYPE_U4 ? 8 : 0);
+          check(qnt_qparams_create_per_block(w.d, 1, w.block, count, s.data(), z.data(), &qp), "qp");
+        } else {
+          std::vector<float> s(4096, 0.05f);
+          check(qnt_qparams_create_per_axis(w.d, 0, 4096, s.data(), nullptr, &qp), "qp");
+        }
+        Tensor tx, tq;
+        check(qnt_tensor_wrap(QNT_DTYPE_F32, shape, 2, nullptr, x.data(), n * 4, &tx.t), "x");
+        check(qnt_tensor_wrap(w.d, shape, 2, qp, qbuf.data(), bytes_of(w.d, n), &tq.t), "q");
+        const double t = best_of(3, [&] { check(qnt_quantize(ctx, tx.t, tq.t), "quantize"); });
+        line(std::string("weights 4096x4096 -> ") + w.name, threads, t,
+             static_cast<double>(n) * 4 + static_cast<double>(bytes_of(w.d, n)), "copy", cbw);
+        qnt_qparams_destroy(qp);
+      }
+    }
+
+    // One-shot min-max calibration, 64 Mi elements.
+    {
+      int64_t shape[1] = {static_cast<int64_t>(big)};
+      Tensor tx;
+      check(qnt_tensor_wrap(QNT_DTYPE_F32, shape, 1, nullptr, x.data(), big * 4, &tx.t), "x");
+      const double t = best_of(3, [&] {
+        qnt_qparams *qp = nullptr;
+        check(qnt_calibrate_minmax(ctx, tx.t, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
+                                   QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp), "minmax");
+        qnt_qparams_destroy(qp);
+      });
+      line("calibrate_minmax 64Mi", threads, t, static_cast<double>(big) * 4, "read", rbw);
+    }
+
+    // Per-channel entropy / MSE / adaptive compute: 768 channels x 2048 bins.
+    {
+      const int64_t shape[2] = {768, 4096};
+      Tensor tx;
+      check(qnt_tensor_wrap(QNT_DTYPE_F32, shape, 2, nullptr, x.data(), 768 * 4096 * 4, &tx.t), "x");
+      for (qnt_calib_method m : {QNT_CALIB_ENTROPY, QNT_CALIB_MSE, QNT_CALIB_ADAPTIVE}) {
+        qnt_calibrator *c = nullptr;
+        check(qnt_calibrator_create(m, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_AXIS,
+                                    0, &c), "calibrator");
+        check(qnt_calibrator_observe(ctx, c, tx.t), "observe");
+        const double t = best_of(2, [&] {
+          qnt_qparams *qp = nullptr;
+          check(qnt_calibrator_compute(ctx, c, &qp), "compute");
+          qnt_qparams_destroy(qp);
+        });
+        const char *name = m == QNT_CALIB_ENTROPY ? "entropy" : m == QNT_CALIB_MSE ? "mse" : "adaptive";
+        line(std::string("calibrator compute ") + name + " 768ch x 2048 bins", threads, t, 0, "none", 0);
+        qnt_calibrator_destroy(c);
+      }
+    }
+    qnt_context_destroy(ctx);
+  }
+  return 0;
+}
