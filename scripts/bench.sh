@@ -1,0 +1,14 @@
+#!/bin/sh
+# Builds qnt (Release) and prints the kernel benchmark table: each workload's time on 1 and 2
+# threads, its ratio to the machine's limit measured in the same run (streaming copy for
+# read + write work, streaming read for calibration, a plain vectorized loop for the L2 size),
+# and its ratio to PyTorch (Debian's python3-torch) run right after, on the same machine.
+# usage: scripts/bench.sh [--quick]
+set -eu
+cd "$(dirname "$0")/.."
+sh scripts/deps.sh test
+build=${BUILD_DIR:-build-bench}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DQNT_WITH_CUDA=OFF -DQNT_BUILD_TESTS=ON >/dev/null
+cmake --build "$build" -j "$(nproc)" --target qnt_bench_kernels >/dev/null
+"$build/tests/qnt_bench_kernels" "$@" > "$build/bench_qnt.tsv"
+python3 tests/bench/bench_table.py "$build/bench_qnt.tsv" "$@"
