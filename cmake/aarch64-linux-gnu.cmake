@@ -11,4 +11,7 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-L;/usr/aarch64-linux-gnu)
+# The arm64 C library, libgomp and libstdc++ come from Debian's multiarch (libc6:arm64 ...), found
+# where the program asks for them: qemu needs no -L prefix. (With -L /usr/aarch64-linux-gnu, the
+# cross toolchain's own copies, OpenMP programs of two threads hang under qemu 7.2.)
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)

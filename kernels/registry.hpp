@@ -29,6 +29,10 @@ struct Format {
   bool is_signed = true;
   int32_t qmin = -128;
   int32_t qmax = 127;
+  // Write 8-, 16- and 32-bit outputs with non-temporal stores: the op's data is larger than the
+  // last-level cache, so the output would leave it anyway, and the stores then skip reading
+  // the lines they overwrite. Changes no value.
+  bool stream = false;
 };
 
 // Quantizes x[0 .. n) into elements first .. first + n of the packed tensor q. Element k of the

@@ -11,4 +11,7 @@ build=${BUILD_DIR:-build-bench}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DQNT_WITH_CUDA=OFF -DQNT_BUILD_TESTS=ON >/dev/null
 cmake --build "$build" -j "$(nproc)" --target qnt_bench_kernels >/dev/null
 "$build/tests/qnt_bench_kernels" "$@" > "$build/bench_qnt.tsv"
-python3 tests/bench/bench_table.py "$build/bench_qnt.tsv" "$@"
+# Debian's python3-torch lives with the system interpreter, which a pyenv shim may hide.
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+"$py" tests/bench/bench_table.py "$build/bench_qnt.tsv" "$@"

@@ -16,7 +16,7 @@ if [ "$what" = test ]; then
 fi
 if [ "$what" = aarch64 ]; then
   # (libcriterion-dev is not co-installable across architectures: the C suite runs on the host)
-  pkgs="$pkgs g++-aarch64-linux-gnu qemu-user libgtest-dev:arm64"
+  pkgs="$pkgs g++-aarch64-linux-gnu qemu-user libgtest-dev:arm64 libgomp1:arm64 libstdc++6:arm64"
 fi
 missing=""
 for p in $pkgs; do

@@ -69,6 +69,18 @@ struct ArchOps<xsimd::avx2> {
   static I load_u16(const uint8_t *p) noexcept {
     return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
   }
+  // Non-temporal copy (xsimd has no streaming store): dst aligned first, 32 bytes at a time.
+  static void stream_copy(uint8_t *dst, const uint8_t *src, size_t n) noexcept {
+    size_t head = (32 - reinterpret_cast<uintptr_t>(dst) % 32) % 32;
+    if (head > n) head = n;
+    __builtin_memcpy(dst, src, head);
+    size_t i = head;
+    for (; i + 32 <= n; i += 32)
+      _mm256_stream_si256(reinterpret_cast<__m256i *>(dst + i),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + i)));
+    __builtin_memcpy(dst + i, src + i, n - i);
+  }
+  static void stream_fence() noexcept { _mm_sfence(); }
   // table[idx] for idx in [0, 16): two in-register permutes and a blend.
   static F lookup16(const float *table, I idx) noexcept {
     const __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table), idx);
@@ -112,6 +124,17 @@ struct ArchOps<xsimd::avx512bw> {
   static F lookup16(const float *table, I idx) noexcept {
     return _mm512_permutexvar_ps(idx, _mm512_loadu_ps(table));
   }
+  static void stream_copy(uint8_t *dst, const uint8_t *src, size_t n) noexcept {
+    size_t head = (64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64;
+    if (head > n) head = n;
+    __builtin_memcpy(dst, src, head);
+    size_t i = head;
+    for (; i + 64 <= n; i += 64)
+      _mm512_stream_si512(reinterpret_cast<__m512i *>(dst + i),
+                          _mm512_loadu_si512(reinterpret_cast<const void *>(src + i)));
+    __builtin_memcpy(dst + i, src + i, n - i);
+  }
+  static void stream_fence() noexcept { _mm_sfence(); }
 };
 #endif
 
@@ -159,6 +182,11 @@ struct ArchOps<xsimd::neon64> {
   static I load_u16(const uint8_t *p) noexcept {
     return vreinterpretq_s32_u32(vmovl_u16(vreinterpret_u16_s16(halves4(p))));
   }
+  // Advanced SIMD has no streaming store of its own (STNP is a hint most cores ignore).
+  static void stream_copy(uint8_t *dst, const uint8_t *src, size_t n) noexcept {
+    __builtin_memcpy(dst, src, n);
+  }
+  static void stream_fence() noexcept {}
   static F lookup16(const float *table, I idx) noexcept {
     alignas(16) int32_t k[4];
     alignas(16) float r[4];

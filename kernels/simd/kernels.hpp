@@ -148,13 +148,16 @@ typename Lanes<A>::I integer_codes(const float *x, const P &p) noexcept {
 template <class A, class P>
 typename Lanes<A>::I nf4_codes(const float *x, const P &p) noexcept {
   using F = typename Lanes<A>::F;
+  using I = typename Lanes<A>::I;
   const F xv = F::load_unaligned(x);
   const F n = xv * p.inv;
-  F c(0.0f);
-  const F one(1.0f);
-  for (float t : ref::kNF4Thresholds) c += xsimd::select(n > F(t), one, F(0.0f));
-  c = xsimd::select(xsimd::isnan(xv), F(7.0f), c);  // NaN -> the code of 0.0
-  return xsimd::batch_cast<int32_t>(c);
+  // The number of thresholds below n: each true comparison is an all-ones lane, -1 as int32.
+  I c(0);
+  for (float t : ref::kNF4Thresholds)
+    c -= xsimd::bitwise_cast<I>(xsimd::bitwise_cast(n > F(t)));
+  // NaN -> 7, the code of 0.0 (every comparison above was false).
+  return xsimd::batch_cast<int32_t>(
+      xsimd::select(xsimd::isnan(xv), F(7.0f), xsimd::batch_cast<float>(c)));
 }
 
 template <class A>
@@ -164,28 +167,21 @@ typename Lanes<A>::I binary_codes(const float *x) noexcept {
   return xsimd::batch_cast<int32_t>(xsimd::select(xv < F(0.0f), F(0.0f), F(1.0f)));
 }
 
-template <class A, class P>
-typename Lanes<A>::I codes(const float *x, const P &p, const Format &f) noexcept {
-  switch (f.code) {
-    case Code::NF4:
-      return nf4_codes<A>(x, p);
-    case Code::Binary:
-      return binary_codes<A>(x);
-    default:
-      return integer_codes<A>(x, p);
-  }
+template <class A, Code C, class P>
+typename Lanes<A>::I codes(const float *x, const P &p) noexcept {
+  if constexpr (C == Code::NF4) return nf4_codes<A>(x, p);
+  else if constexpr (C == Code::Binary) return binary_codes<A>(x);
+  else return integer_codes<A>(x, p);
 }
 
 // --- quantize --------------------------------------------------------------------------------
 
-// 8- and 16-bit storage.
+// 8- and 16-bit storage: elements 0 .. n of the run into out (its first element's byte).
 template <class A, int Bits, bool Signed, bool PerElement>
-QNT_FLATTEN void quantize_bytes(const float *x, uint8_t *q, size_t first, size_t n,
-                                const float *s, const int32_t *z, const Format &f) noexcept {
+void quantize_bytes_to(const float *x, uint8_t *out, size_t n, const float *s, const int32_t *z,
+                       const Format &f) noexcept {
   constexpr size_t W = Lanes<A>::W;
-  constexpr size_t B = Bits / 8;
   Params<A, PerElement> p(s, z, f);
-  uint8_t *out = q + first * B;
   size_t k = 0;
   for (; k + W <= n; k += W) {
     p.at(k, f);
@@ -199,12 +195,35 @@ QNT_FLATTEN void quantize_bytes(const float *x, uint8_t *q, size_t first, size_t
     }
   }
   const size_t step = PerElement ? 1 : 0;
-  scalar_quantize(x + k, q, first + k, n - k, s + k * step, z + k * step, step, f);
+  scalar_quantize(x + k, out, k, n - k, s + k * step, z + k * step, step, f);
+}
+
+// Streaming runs go through a staging buffer in L1, copied out with non-temporal stores.
+constexpr size_t kStage = 2048;
+
+template <class A, int Bits, bool Signed, bool PerElement>
+QNT_FLATTEN void quantize_bytes(const float *x, uint8_t *q, size_t first, size_t n,
+                                const float *s, const int32_t *z, const Format &f) noexcept {
+  constexpr size_t B = Bits / 8;
+  uint8_t *out = q + first * B;
+  if (!f.stream || n < kStage) {
+    quantize_bytes_to<A, Bits, Signed, PerElement>(x, out, n, s, z, f);
+    return;
+  }
+  const size_t step = PerElement ? 1 : 0;
+  alignas(64) uint8_t stage[kStage * B];
+  for (size_t k = 0; k < n; k += kStage) {
+    const size_t len = n - k < kStage ? n - k : kStage;
+    quantize_bytes_to<A, Bits, Signed, PerElement>(x + k, stage, len, s + k * step, z + k * step,
+                                                   f);
+    ArchOps<A>::stream_copy(out + k * B, stage, len * B);
+  }
+  ArchOps<A>::stream_fence();
 }
 
 // 1-, 2- and 4-bit storage: a scalar head up to a byte boundary, then 64 elements at a time
 // (whole bytes, whole batches), then a scalar tail.
-template <class A, int Bits, bool PerElement>
+template <class A, int Bits, bool PerElement, Code C>
 QNT_FLATTEN void quantize_bits(const float *x, uint8_t *q, size_t first, size_t n, const float *s,
                                const int32_t *z, const Format &f) noexcept {
   constexpr size_t W = Lanes<A>::W;
@@ -221,7 +240,7 @@ QNT_FLATTEN void quantize_bits(const float *x, uint8_t *q, size_t first, size_t 
   for (; k + kChunk <= n; k += kChunk) {
     for (size_t j = 0; j < kChunk; j += W) {
       p.at(k + j, f);
-      const auto v = codes<A>(x + k + j, p, f) & typename Lanes<A>::I(static_cast<int32_t>(mask));
+      const auto v = codes<A, C>(x + k + j, p) & typename Lanes<A>::I(static_cast<int32_t>(mask));
       ArchOps<A>::store_u8(v, buf + j);
     }
     uint8_t *out = q + (first + k) / per_byte;
@@ -293,13 +312,20 @@ typename Lanes<A>::F dequant_values(typename Lanes<A>::I v, const P &p, const Fo
   }
 }
 
+template <class A, Code C, class P>
+typename Lanes<A>::F dequant_values_c(typename Lanes<A>::I v, const P &p) noexcept {
+  using F = typename Lanes<A>::F;
+  if constexpr (C == Code::NF4) return ArchOps<A>::lookup16(ref::kNF4Codebook, v) * p.scale;
+  else if constexpr (C == Code::Binary)
+    return xsimd::select(xsimd::batch_cast<float>(v) != F(0.0f), p.scale, -p.scale);
+  else return xsimd::batch_cast<float>(v - p.zp) * p.scale;
+}
+
 template <class A, int Bits, bool Signed, bool PerElement>
-QNT_FLATTEN void dequantize_bytes(const uint8_t *q, size_t first, float *x, size_t n,
-                                  const float *s, const int32_t *z, const Format &f) noexcept {
+void dequantize_bytes_to(const uint8_t *in, float *x, size_t n, const float *s, const int32_t *z,
+                         const Format &f) noexcept {
   constexpr size_t W = Lanes<A>::W;
-  constexpr size_t B = Bits / 8;
   DParams<A, PerElement> p(s, z);
-  const uint8_t *in = q + first * B;
   size_t k = 0;
   for (; k + W <= n; k += W) {
     p.at(k);
@@ -309,10 +335,31 @@ QNT_FLATTEN void dequantize_bytes(const uint8_t *q, size_t first, float *x, size
     dequant_values<A>(v, p, f).store_unaligned(x + k);
   }
   const size_t step = PerElement ? 1 : 0;
-  scalar_dequantize(q, first + k, x + k, n - k, s + k * step, z + k * step, step, f);
+  scalar_dequantize(in, k, x + k, n - k, s + k * step, z + k * step, step, f);
 }
 
 template <class A, int Bits, bool Signed, bool PerElement>
+QNT_FLATTEN void dequantize_bytes(const uint8_t *q, size_t first, float *x, size_t n,
+                                  const float *s, const int32_t *z, const Format &f) noexcept {
+  constexpr size_t B = Bits / 8;
+  const uint8_t *in = q + first * B;
+  if (!f.stream || n < kStage) {
+    dequantize_bytes_to<A, Bits, Signed, PerElement>(in, x, n, s, z, f);
+    return;
+  }
+  const size_t step = PerElement ? 1 : 0;
+  alignas(64) float stage[kStage];
+  for (size_t k = 0; k < n; k += kStage) {
+    const size_t len = n - k < kStage ? n - k : kStage;
+    dequantize_bytes_to<A, Bits, Signed, PerElement>(in + k * B, stage, len, s + k * step,
+                                                     z + k * step, f);
+    ArchOps<A>::stream_copy(reinterpret_cast<uint8_t *>(x + k),
+                            reinterpret_cast<const uint8_t *>(stage), len * sizeof(float));
+  }
+  ArchOps<A>::stream_fence();
+}
+
+template <class A, int Bits, bool Signed, bool PerElement, Code C>
 QNT_FLATTEN void dequantize_bits(const uint8_t *q, size_t first, float *x, size_t n,
                                  const float *s, const int32_t *z, const Format &f) noexcept {
   using I = typename Lanes<A>::I;
@@ -339,7 +386,7 @@ QNT_FLATTEN void dequantize_bits(const uint8_t *q, size_t first, float *x, size_
       p.at(k + j);
       I v = ArchOps<A>::load_u8(buf + j);
       if constexpr (Signed) v = (v ^ sign) - sign;  // sign-extend the Bits-bit code
-      dequant_values<A>(v, p, f).store_unaligned(x + k + j);
+      dequant_values_c<A, C>(v, p).store_unaligned(x + k + j);
     }
   }
   scalar_dequantize(q, first + k, x + k, n - k, s + k * step, z + k * step, step, f);
@@ -359,34 +406,39 @@ QNT_FLATTEN void scan(const float *x, size_t n, ref::ScanResult *out) noexcept {
   using F = typename Lanes<A>::F;
   constexpr size_t W = Lanes<A>::W;
   const F inf(__builtin_inff());
-  F lo = inf, hi = -inf;
+  // Two independent pairs of running extremes; a pair of batches whose values are all finite
+  // (the common case) costs a min and a max each. Batches with NaN or +-inf take the careful
+  // path, which skips them and counts them.
+  F lo0 = inf, hi0 = -inf, lo1 = inf, hi1 = -inf;
   uint64_t finite = 0, nan = 0;
   size_t i = 0;
-  // Counts accumulate per lane in float, exact below 2^24, and are flushed every 2^22 batches.
-  constexpr size_t kFlush = size_t{1} << 22;
-  while (i + W <= n) {
-    F fin_c(0.0f), nan_c(0.0f);
-    const F one(1.0f), zero(0.0f);
-    for (size_t b = 0; b < kFlush && i + W <= n; ++b, i += W) {
-      const F v = F::load_unaligned(x + i);
-      const auto fin = xsimd::abs(v) < inf;
-      lo = xsimd::select(fin, xsimd::min(v, lo), lo);
-      hi = xsimd::select(fin, xsimd::max(v, hi), hi);
-      fin_c += xsimd::select(fin, one, zero);
-      nan_c += xsimd::select(xsimd::isnan(v), one, zero);
+  for (; i + 2 * W <= n; i += 2 * W) {
+    const F v0 = F::load_unaligned(x + i), v1 = F::load_unaligned(x + i + W);
+    const auto f0 = xsimd::abs(v0) < inf, f1 = xsimd::abs(v1) < inf;
+    if (xsimd::all(f0 & f1)) {
+      lo0 = xsimd::min(v0, lo0);
+      hi0 = xsimd::max(v0, hi0);
+      lo1 = xsimd::min(v1, lo1);
+      hi1 = xsimd::max(v1, hi1);
+      finite += 2 * W;
+      continue;
     }
-    alignas(64) float a[W], b[W];
-    fin_c.store_aligned(a);
-    nan_c.store_aligned(b);
-    for (size_t j = 0; j < W; ++j) {
-      finite += static_cast<uint64_t>(a[j]);
-      nan += static_cast<uint64_t>(b[j]);
+    lo0 = xsimd::select(f0, xsimd::min(v0, lo0), lo0);
+    hi0 = xsimd::select(f0, xsimd::max(v0, hi0), hi0);
+    lo1 = xsimd::select(f1, xsimd::min(v1, lo1), lo1);
+    hi1 = xsimd::select(f1, xsimd::max(v1, hi1), hi1);
+    for (size_t k = 0; k < 2 * W; ++k) {
+      const float v = x[i + k];
+      if (v != v) ++nan;
+      else if (v - v == 0.0f) ++finite;  // finite (inf - inf is NaN)
     }
   }
-  alignas(64) float l[W], h[W];
-  lo.store_aligned(l);
-  hi.store_aligned(h);
-  ref::finish_scan(l, h, W, finite, nan, x + i, n - i, out);
+  alignas(64) float l[2 * W], h[2 * W];
+  lo0.store_aligned(l);
+  lo1.store_aligned(l + W);
+  hi0.store_aligned(h);
+  hi1.store_aligned(h + W);
+  ref::finish_scan(l, h, 2 * W, finite, nan, x + i, n - i, out);
 }
 
 // Histogram bin indices in float32. inv and range are powers of two; where both are normal
@@ -435,16 +487,16 @@ constexpr kern::KernelTable make_table(const char *name, qnt_isa isa) {
   t.quantize[QNT_DTYPE_U16][1] = &quantize_bytes<A, 16, false, true>;
   t.quantize[QNT_DTYPE_I32][0] = &quantize_i32<A, false>;
   t.quantize[QNT_DTYPE_I32][1] = &quantize_i32<A, true>;
-  t.quantize[QNT_DTYPE_I4][0] = &quantize_bits<A, 4, false>;
-  t.quantize[QNT_DTYPE_I4][1] = &quantize_bits<A, 4, true>;
-  t.quantize[QNT_DTYPE_U4][0] = &quantize_bits<A, 4, false>;
-  t.quantize[QNT_DTYPE_U4][1] = &quantize_bits<A, 4, true>;
-  t.quantize[QNT_DTYPE_NF4][0] = &quantize_bits<A, 4, false>;
-  t.quantize[QNT_DTYPE_NF4][1] = &quantize_bits<A, 4, true>;
-  t.quantize[QNT_DTYPE_TERNARY][0] = &quantize_bits<A, 2, false>;
-  t.quantize[QNT_DTYPE_TERNARY][1] = &quantize_bits<A, 2, true>;
-  t.quantize[QNT_DTYPE_BINARY][0] = &quantize_bits<A, 1, false>;
-  t.quantize[QNT_DTYPE_BINARY][1] = &quantize_bits<A, 1, true>;
+  t.quantize[QNT_DTYPE_I4][0] = &quantize_bits<A, 4, false, Code::Integer>;
+  t.quantize[QNT_DTYPE_I4][1] = &quantize_bits<A, 4, true, Code::Integer>;
+  t.quantize[QNT_DTYPE_U4][0] = &quantize_bits<A, 4, false, Code::Integer>;
+  t.quantize[QNT_DTYPE_U4][1] = &quantize_bits<A, 4, true, Code::Integer>;
+  t.quantize[QNT_DTYPE_NF4][0] = &quantize_bits<A, 4, false, Code::NF4>;
+  t.quantize[QNT_DTYPE_NF4][1] = &quantize_bits<A, 4, true, Code::NF4>;
+  t.quantize[QNT_DTYPE_TERNARY][0] = &quantize_bits<A, 2, false, Code::Integer>;
+  t.quantize[QNT_DTYPE_TERNARY][1] = &quantize_bits<A, 2, true, Code::Integer>;
+  t.quantize[QNT_DTYPE_BINARY][0] = &quantize_bits<A, 1, false, Code::Binary>;
+  t.quantize[QNT_DTYPE_BINARY][1] = &quantize_bits<A, 1, true, Code::Binary>;
   t.dequantize[QNT_DTYPE_I8][0] = &dequantize_bytes<A, 8, true, false>;
   t.dequantize[QNT_DTYPE_I8][1] = &dequantize_bytes<A, 8, true, true>;
   t.dequantize[QNT_DTYPE_U8][0] = &dequantize_bytes<A, 8, false, false>;
@@ -455,16 +507,16 @@ constexpr kern::KernelTable make_table(const char *name, qnt_isa isa) {
   t.dequantize[QNT_DTYPE_U16][1] = &dequantize_bytes<A, 16, false, true>;
   t.dequantize[QNT_DTYPE_I32][0] = &dequantize_i32<false>;
   t.dequantize[QNT_DTYPE_I32][1] = &dequantize_i32<true>;
-  t.dequantize[QNT_DTYPE_I4][0] = &dequantize_bits<A, 4, true, false>;
-  t.dequantize[QNT_DTYPE_I4][1] = &dequantize_bits<A, 4, true, true>;
-  t.dequantize[QNT_DTYPE_U4][0] = &dequantize_bits<A, 4, false, false>;
-  t.dequantize[QNT_DTYPE_U4][1] = &dequantize_bits<A, 4, false, true>;
-  t.dequantize[QNT_DTYPE_NF4][0] = &dequantize_bits<A, 4, false, false>;
-  t.dequantize[QNT_DTYPE_NF4][1] = &dequantize_bits<A, 4, false, true>;
-  t.dequantize[QNT_DTYPE_TERNARY][0] = &dequantize_bits<A, 2, true, false>;
-  t.dequantize[QNT_DTYPE_TERNARY][1] = &dequantize_bits<A, 2, true, true>;
-  t.dequantize[QNT_DTYPE_BINARY][0] = &dequantize_bits<A, 1, false, false>;
-  t.dequantize[QNT_DTYPE_BINARY][1] = &dequantize_bits<A, 1, false, true>;
+  t.dequantize[QNT_DTYPE_I4][0] = &dequantize_bits<A, 4, true, false, Code::Integer>;
+  t.dequantize[QNT_DTYPE_I4][1] = &dequantize_bits<A, 4, true, true, Code::Integer>;
+  t.dequantize[QNT_DTYPE_U4][0] = &dequantize_bits<A, 4, false, false, Code::Integer>;
+  t.dequantize[QNT_DTYPE_U4][1] = &dequantize_bits<A, 4, false, true, Code::Integer>;
+  t.dequantize[QNT_DTYPE_NF4][0] = &dequantize_bits<A, 4, false, false, Code::NF4>;
+  t.dequantize[QNT_DTYPE_NF4][1] = &dequantize_bits<A, 4, false, true, Code::NF4>;
+  t.dequantize[QNT_DTYPE_TERNARY][0] = &dequantize_bits<A, 2, true, false, Code::Integer>;
+  t.dequantize[QNT_DTYPE_TERNARY][1] = &dequantize_bits<A, 2, true, true, Code::Integer>;
+  t.dequantize[QNT_DTYPE_BINARY][0] = &dequantize_bits<A, 1, false, false, Code::Binary>;
+  t.dequantize[QNT_DTYPE_BINARY][1] = &dequantize_bits<A, 1, false, true, Code::Binary>;
   t.scan = &scan<A>;
   t.bin_indices = &bin_indices<A>;
   return t;

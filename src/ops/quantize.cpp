@@ -1,6 +1,7 @@
 #include "ops/quantize.hpp"
 
 #include "core/error.hpp"
+#include "hw/machine.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 #include "kernels/registry.hpp"
 #include "ops/common.hpp"
@@ -25,6 +26,14 @@ kern::Format format_of(const ref::QuantSpec &s, qnt_dtype dtype) {
   f.qmin = s.qmin;
   f.qmax = s.qmax;
   return f;
+}
+
+// Whether an op that reads and writes this many bytes should write with non-temporal stores:
+// when its data is larger than the last-level cache (32 MiB where the machine does not say).
+bool streaming(size_t bytes) {
+  size_t llc = hw::machine().cache_bytes[3];
+  if (llc == 0) llc = size_t{32} << 20;
+  return bytes > llc;
 }
 
 // Quantizes x[0 .. end - begin) into elements [begin, end) of out.
@@ -53,7 +62,8 @@ void quantize(const Context &ctx, const Tensor &x, Tensor &y) {
   require_same_shape(x, "x", y, "y");
   require_writable(y, "y");
   require_disjoint(y, x, "y", "x");
-  const kern::Format f = format_of(spec, y.dtype());
+  kern::Format f = format_of(spec, y.dtype());
+  f.stream = streaming(x.byte_size() + y.byte_size());
   const kern::KernelSet &ks = ctx.kernels();
   const auto *in = reinterpret_cast<const float *>(x.data());
   uint8_t *out = y.data();
@@ -68,7 +78,8 @@ void dequantize(const Context &ctx, const Tensor &q, Tensor &y) {
   require_same_shape(q, "q", y, "y");
   require_writable(y, "y");
   require_disjoint(y, q, "y", "q");
-  const kern::Format f = format_of(spec, q.dtype());
+  kern::Format f = format_of(spec, q.dtype());
+  f.stream = streaming(q.byte_size() + y.byte_size());
   const kern::KernelSet &ks = ctx.kernels();
   const uint8_t *in = q.data();
   auto *out = reinterpret_cast<float *>(y.data());

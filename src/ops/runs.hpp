@@ -39,12 +39,19 @@ void for_each_run(const GroupLayout &L, size_t begin, size_t end, F &&fn) {
       const auto block = static_cast<size_t>(L.block);
       const auto blocks = static_cast<size_t>(L.blocks);
       if (inner == 1) {
-        while (i < end) {  // blocks along the last axis: a block shares one parameter
-          const size_t o = i / dim, d = i % dim;
-          const size_t stop = std::min(dim, (d / block + 1) * block);
+        // Blocks along the last axis: a block shares one parameter. One division to find the
+        // first block; then the position advances block by block.
+        if (i >= end) return;
+        size_t d = i % dim, g = (i / dim) * blocks + d / block, bs = (d / block) * block;
+        while (i < end) {
+          const size_t stop = std::min(dim, bs + block);
           const size_t n = std::min(end - i, stop - d);
-          fn(i, n, o * blocks + d / block, kern::kShared);
+          fn(i, n, g, kern::kShared);
           i += n;
+          d += n;
+          ++g;
+          bs += block;
+          if (d == dim) d = bs = 0;  // the next row starts with its first block
         }
       } else {
         while (i < end) {  // along inner, parameters advance with the element

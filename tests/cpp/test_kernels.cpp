@@ -3,6 +3,7 @@
 // both run kinds), the sizes around vector and byte boundaries, edge values, unaligned wrapped
 // memory, several thread counts and every rounding mode.
 #include "helpers.hpp"
+#include "kernels/registry.hpp"
 
 #include <gtest/gtest.h>
 #include <qnt/qnt.h>
@@ -570,5 +571,49 @@ TEST(KernelsCalibration, CalibratorsTakeACustomQuantRange) {
               QNT_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(qnt_calibrator_set_option(m2.c, QNT_CALIB_OPT_QUANT_MAX, 2.5),
               QNT_ERR_INVALID_ARGUMENT);
+  }
+}
+
+// The streaming path (non-temporal stores through an L1 staging buffer, taken for data larger
+// than the last-level cache) writes the same bytes as the plain one, on every table, at
+// unaligned places, for run lengths around the staging size.
+TEST(KernelsStreaming, SameBytesAsThePlainStores) {
+  std::mt19937 rng(77);
+  const std::vector<float> x = data_for(rng, 9000, 40.0f);
+  const std::vector<float> scales = {0.25f, 0.1f};
+  const std::vector<int32_t> zps = {3, 3};
+  for (size_t t = 0; t < qnt::kern::table_count(); ++t) {
+    const qnt::kern::KernelTable &tab = qnt::kern::table(t);
+    for (qnt_dtype d : {QNT_DTYPE_I8, QNT_DTYPE_U8, QNT_DTYPE_I16, QNT_DTYPE_U16, QNT_DTYPE_I32}) {
+      int64_t lo = 0, hi = 0;
+      range_of(d, lo, hi);
+      qnt::kern::Format f;
+      f.dtype = d;
+      f.bits = d == QNT_DTYPE_I8 || d == QNT_DTYPE_U8 ? 8 : d == QNT_DTYPE_I32 ? 32 : 16;
+      f.is_signed = d != QNT_DTYPE_U8 && d != QNT_DTYPE_U16;
+      f.qmin = static_cast<int32_t>(lo);
+      f.qmax = static_cast<int32_t>(hi);
+      const size_t B = static_cast<size_t>(f.bits / 8);
+      for (size_t n : {size_t{2047}, size_t{2048}, size_t{2049}, size_t{8999}}) {
+        for (int kind = 0; kind < 2; ++kind) {
+          std::vector<float> s(n, scales[0]);
+          std::vector<int32_t> z(n, zps[0]);
+          for (size_t i = 1; i < n; i += 2) s[i] = scales[1];
+          std::vector<uint8_t> plain(n * B + 8, 0), streamed(n * B + 8, 0);
+          f.stream = false;
+          tab.quantize[d][kind](x.data() + 1, plain.data() + B, 0, n, s.data(), z.data(), f);
+          f.stream = true;
+          tab.quantize[d][kind](x.data() + 1, streamed.data() + B, 0, n, s.data(), z.data(), f);
+          EXPECT_EQ(plain, streamed) << tab.name << " dtype " << d << " n=" << n;
+          std::vector<float> a(n + 1, 0.0f), b(n + 1, 0.0f);
+          f.stream = false;
+          tab.dequantize[d][kind](plain.data() + B, 0, a.data() + 1, n, s.data(), z.data(), f);
+          f.stream = true;
+          tab.dequantize[d][kind](plain.data() + B, 0, b.data() + 1, n, s.data(), z.data(), f);
+          EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
+              << tab.name << " dtype " << d << " n=" << n;
+        }
+      }
+    }
   }
 }
