@@ -25,20 +25,26 @@ int32_t ref_code(float x, float scale, int32_t zp, const Format &f) noexcept {
   }
 }
 
-template <bool PerElement>
+// The parameter index of run element k for a run kind.
+template <int Kind>
+size_t group(size_t k, const Format &f) noexcept {
+  return Kind == kShared ? 0 : Kind == kPerElement ? k : k / f.block;
+}
+
+template <int Kind>
 void ref_quantize(const float *x, uint8_t *q, size_t first, size_t n, const float *s,
                   const int32_t *z, const Format &f) noexcept {
   for (size_t k = 0; k < n; ++k) {
-    const size_t g = PerElement ? k : 0;
+    const size_t g = group<Kind>(k, f);
     ref::store_element(q, first + k, f.bits, ref_code(x[k], s[g], z[g], f));
   }
 }
 
-template <bool PerElement>
+template <int Kind>
 void ref_dequantize(const uint8_t *q, size_t first, float *x, size_t n, const float *s,
                     const int32_t *z, const Format &f) noexcept {
   for (size_t k = 0; k < n; ++k) {
-    const size_t g = PerElement ? k : 0;
+    const size_t g = group<Kind>(k, f);
     const int32_t v = ref::load_element(q, first + k, f.bits, f.is_signed);
     switch (f.code) {
       case Code::NF4:
@@ -60,10 +66,12 @@ KernelTable make_reference() {
   t.isa = QNT_ISA_REFERENCE;
   for (int d = 1; d < kDTypeSlots; ++d) {
     if (d == QNT_DTYPE_F32) continue;
-    t.quantize[d][kShared] = &ref_quantize<false>;
-    t.quantize[d][kPerElement] = &ref_quantize<true>;
-    t.dequantize[d][kShared] = &ref_dequantize<false>;
-    t.dequantize[d][kPerElement] = &ref_dequantize<true>;
+    t.quantize[d][kShared] = &ref_quantize<kShared>;
+    t.quantize[d][kPerElement] = &ref_quantize<kPerElement>;
+    t.quantize[d][kBlocked] = &ref_quantize<kBlocked>;
+    t.dequantize[d][kShared] = &ref_dequantize<kShared>;
+    t.dequantize[d][kPerElement] = &ref_dequantize<kPerElement>;
+    t.dequantize[d][kBlocked] = &ref_dequantize<kBlocked>;
   }
   t.scan = &ref::scan;
   t.bin_indices = &ref::bin_indices;
@@ -109,7 +117,7 @@ KernelSet build(qnt_isa cap) {
   };
   for (int d = 1; d < kDTypeSlots; ++d) {
     if (d == QNT_DTYPE_F32) continue;
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < kRunKinds; ++r) {
       const KernelTable *q = pick([&](const KernelTable &t) { return t.quantize[d][r]; });
       const KernelTable *dq = pick([&](const KernelTable &t) { return t.dequantize[d][r]; });
       s.quantize[d][r] = q->quantize[d][r];
@@ -124,11 +132,11 @@ KernelSet build(qnt_isa cap) {
   s.scan_name = sc->name;
   s.bin_indices = bi->bin_indices;
   s.bin_indices_name = bi->name;
-  static const char *const runs[2] = {"shared", "per_element"};
+  static const char *const runs[kRunKinds] = {"shared", "per_element", "blocked"};
   std::string &out = s.description;
   for (int d = 1; d < kDTypeSlots; ++d) {
     if (d == QNT_DTYPE_F32) continue;
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < kRunKinds; ++r) {
       out += std::string("quantize.") + dtype_name(d) + "." + runs[r] + "=" +
              s.quantize_name[d][r] + "\n";
       out += std::string("dequantize.") + dtype_name(d) + "." + runs[r] + "=" +

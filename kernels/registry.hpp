@@ -4,8 +4,10 @@
 // Ops see a tensor as runs: a run is a stretch of contiguous elements along which the
 // quantization parameters either stay the same (RunKind::Shared: per-tensor, per-axis with
 // inner > 1, per-block along the last axis) or advance with the element (RunKind::PerElement:
-// per-axis on the last axis, per-block with inner > 1). A granularity is thus a loop over runs
-// (src/ops/runs.hpp), with one division per run and none per element.
+// per-axis on the last axis, per-block with inner > 1), or step once per block of
+// Format::block elements (RunKind::kBlocked: consecutive blocks along the last axis, the run
+// starting on a block boundary). A granularity is thus a loop over runs (src/ops/runs.hpp),
+// with one division per run and none per element.
 #pragma once
 
 #include "kernels/ref/calib_ref.hpp"
@@ -18,7 +20,8 @@
 
 namespace qnt::kern {
 
-enum RunKind : int { kShared = 0, kPerElement = 1 };
+enum RunKind : int { kShared = 0, kPerElement = 1, kBlocked = 2 };
+constexpr int kRunKinds = 3;
 
 // The quantized side of a run, as plain values.
 enum class Code : int { Integer = 0, NF4 = 1, Binary = 2 };
@@ -33,10 +36,12 @@ struct Format {
   // last-level cache, so the output would leave it anyway, and the stores then skip reading
   // the lines they overwrite. Changes no value.
   bool stream = false;
+  size_t block = 0;  // kBlocked runs: the block length (> 0)
 };
 
 // Quantizes x[0 .. n) into elements first .. first + n of the packed tensor q. Element k of the
-// run uses scale[k * kind] and zero_point[k * kind].
+// run uses scale[g] and zero_point[g] with g = 0 (kShared), k (kPerElement) or k / f.block
+// (kBlocked).
 using QuantizeFn = void (*)(const float *x, uint8_t *q, size_t first, size_t n, const float *scale,
                             const int32_t *zero_point, const Format &f) noexcept;
 // Dequantizes elements first .. first + n of q into x[0 .. n).
@@ -55,8 +60,8 @@ constexpr int kDTypeSlots = 12;
 struct KernelTable {
   const char *name;
   qnt_isa isa;
-  QuantizeFn quantize[kDTypeSlots][2];
-  DequantizeFn dequantize[kDTypeSlots][2];
+  QuantizeFn quantize[kDTypeSlots][kRunKinds];
+  DequantizeFn dequantize[kDTypeSlots][kRunKinds];
   ScanFn scan;
   BinIndicesFn bin_indices;
 };
@@ -65,10 +70,10 @@ struct KernelTable {
 // machine runs. Built once per ISA cap; contexts point at one.
 struct KernelSet {
   qnt_isa isa;  // the cap it was chosen under (never QNT_ISA_NATIVE)
-  QuantizeFn quantize[kDTypeSlots][2];
-  DequantizeFn dequantize[kDTypeSlots][2];
-  const char *quantize_name[kDTypeSlots][2];
-  const char *dequantize_name[kDTypeSlots][2];
+  QuantizeFn quantize[kDTypeSlots][kRunKinds];
+  DequantizeFn dequantize[kDTypeSlots][kRunKinds];
+  const char *quantize_name[kDTypeSlots][kRunKinds];
+  const char *dequantize_name[kDTypeSlots][kRunKinds];
   ScanFn scan;
   BinIndicesFn bin_indices;
   const char *scan_name;

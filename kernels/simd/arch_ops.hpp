@@ -39,6 +39,24 @@ struct ArchOps<xsimd::avx2> {
   static F round_even(F v) noexcept { return xsimd::nearbyint(v); }
   static F div(F a, F b) noexcept { return a / b; }  // vdivps: a true division
   static F floor(F v) noexcept { return xsimd::floor(v); }  // roundps, explicit mode
+  // A comparison's lanes as int32: -1 where true, 0 where false (the register as it is).
+  static I mask_to_int(xsimd::batch_bool<float, xsimd::avx2> m) noexcept {
+    return _mm256_castps_si256(m);
+  }
+  // Four batches (32 values in range) stored as 32 bytes: two packs and one lane permute for
+  // what would otherwise take four narrowings.
+  static constexpr bool kStore4 = true;
+  static __m256i pack4(I a, I b, I c, I d, bool is_signed) noexcept {
+    const __m256i ab = _mm256_packs_epi32(a, b), cd = _mm256_packs_epi32(c, d);
+    const __m256i x = is_signed ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);
+    return _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  }
+  static void store4_i8(I a, I b, I c, I d, uint8_t *p) noexcept {
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), pack4(a, b, c, d, true));
+  }
+  static void store4_u8(I a, I b, I c, I d, uint8_t *p) noexcept {
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), pack4(a, b, c, d, false));
+  }
   static __m128i pack16(I v) noexcept {
     return _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   }
@@ -101,6 +119,10 @@ struct ArchOps<xsimd::avx512bw> {
   static F round_even(F v) noexcept { return xsimd::nearbyint(v); }
   static F div(F a, F b) noexcept { return a / b; }  // vdivps: a true division
   static F floor(F v) noexcept { return xsimd::floor(v); }  // roundps, explicit mode
+  static I mask_to_int(xsimd::batch_bool<float, xsimd::avx512bw> m) noexcept {
+    return _mm512_movm_epi32(m);
+  }
+  static constexpr bool kStore4 = false;
   static void store_i8(I v, uint8_t *p) noexcept {
     _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm512_cvtepi32_epi8(v));
   }
@@ -151,6 +173,10 @@ struct ArchOps<xsimd::neon64> {
   static F div(F a, F b) noexcept { return vdivq_f32(a, b); }
   // frintm (xsimd 8 has no neon64 floor of its own; its generic one goes through int32).
   static F floor(F v) noexcept { return vrndmq_f32(v); }
+  static I mask_to_int(xsimd::batch_bool<float, xsimd::neon64> m) noexcept {
+    return vreinterpretq_s32_u32(m);
+  }
+  static constexpr bool kStore4 = false;
   static void store_i8(I v, uint8_t *p) noexcept {
     const int16x4_t h = vmovn_s32(v);
     const uint32_t w = vget_lane_u32(vreinterpret_u32_s8(vmovn_s16(vcombine_s16(h, h))), 0);

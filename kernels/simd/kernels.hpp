@@ -151,10 +151,12 @@ typename Lanes<A>::I nf4_codes(const float *x, const P &p) noexcept {
   using I = typename Lanes<A>::I;
   const F xv = F::load_unaligned(x);
   const F n = xv * p.inv;
-  // The number of thresholds below n: each true comparison is an all-ones lane, -1 as int32.
-  I c(0);
-  for (float t : ref::kNF4Thresholds)
-    c -= xsimd::bitwise_cast<I>(xsimd::bitwise_cast(n > F(t)));
+  // The number of thresholds below n: each true comparison is an all-ones lane, -1 as int32;
+  // summed as a tree, so no chain of 15 dependent additions.
+  I m[15];
+  for (int k = 0; k < 15; ++k) m[k] = ArchOps<A>::mask_to_int(n > F(ref::kNF4Thresholds[k]));
+  const I c = -((((m[0] + m[1]) + (m[2] + m[3])) + ((m[4] + m[5]) + (m[6] + m[7]))) +
+                (((m[8] + m[9]) + (m[10] + m[11])) + ((m[12] + m[13]) + m[14])));
   // NaN -> 7, the code of 0.0 (every comparison above was false).
   return xsimd::batch_cast<int32_t>(
       xsimd::select(xsimd::isnan(xv), F(7.0f), xsimd::batch_cast<float>(c)));
@@ -183,6 +185,20 @@ void quantize_bytes_to(const float *x, uint8_t *out, size_t n, const float *s, c
   constexpr size_t W = Lanes<A>::W;
   Params<A, PerElement> p(s, z, f);
   size_t k = 0;
+  if constexpr (Bits == 8 && ArchOps<A>::kStore4) {
+    for (; k + 4 * W <= n; k += 4 * W) {
+      p.at(k, f);
+      const auto a = integer_codes<A>(x + k, p);
+      p.at(k + W, f);
+      const auto b = integer_codes<A>(x + k + W, p);
+      p.at(k + 2 * W, f);
+      const auto c = integer_codes<A>(x + k + 2 * W, p);
+      p.at(k + 3 * W, f);
+      const auto d = integer_codes<A>(x + k + 3 * W, p);
+      if constexpr (Signed) ArchOps<A>::store4_i8(a, b, c, d, out + k);
+      else ArchOps<A>::store4_u8(a, b, c, d, out + k);
+    }
+  }
   for (; k + W <= n; k += W) {
     p.at(k, f);
     const auto v = integer_codes<A>(x + k, p);
@@ -228,7 +244,7 @@ QNT_FLATTEN void quantize_bits(const float *x, uint8_t *q, size_t first, size_t 
                                const int32_t *z, const Format &f) noexcept {
   constexpr size_t W = Lanes<A>::W;
   constexpr size_t per_byte = 8 / Bits;
-  constexpr size_t kChunk = 64;
+  constexpr size_t kChunk = W > 8 ? W : 8;  // whole batches and whole 64-bit code words
   const size_t step = PerElement ? 1 : 0;
   size_t head = (per_byte - first % per_byte) % per_byte;
   if (head > n) head = n;
@@ -365,7 +381,7 @@ QNT_FLATTEN void dequantize_bits(const uint8_t *q, size_t first, float *x, size_
   using I = typename Lanes<A>::I;
   constexpr size_t W = Lanes<A>::W;
   constexpr size_t per_byte = 8 / Bits;
-  constexpr size_t kChunk = 64;
+  constexpr size_t kChunk = W > 8 ? W : 8;  // whole batches and whole 64-bit code words
   const size_t step = PerElement ? 1 : 0;
   size_t head = (per_byte - first % per_byte) % per_byte;
   if (head > n) head = n;
@@ -470,6 +486,24 @@ QNT_FLATTEN void bin_indices(const float *x, size_t n, double inv, double range,
   ref::bin_indices(x + i, n - i, inv, range, offset, idx + i);
 }
 
+// --- blocked runs: the shared-parameter kernel once per block, inlined ------------------------
+
+template <auto Shared>
+QNT_FLATTEN void quantize_blocked(const float *x, uint8_t *q, size_t first, size_t n,
+                                  const float *s, const int32_t *z, const Format &f) noexcept {
+  const size_t B = f.block;
+  for (size_t k = 0, b = 0; k < n; k += B, ++b)
+    Shared(x + k, q, first + k, n - k < B ? n - k : B, s + b, z + b, f);
+}
+
+template <auto Shared>
+QNT_FLATTEN void dequantize_blocked(const uint8_t *q, size_t first, float *x, size_t n,
+                                    const float *s, const int32_t *z, const Format &f) noexcept {
+  const size_t B = f.block;
+  for (size_t k = 0, b = 0; k < n; k += B, ++b)
+    Shared(q, first + k, x + k, n - k < B ? n - k : B, s + b, z + b, f);
+}
+
 // --- the table -------------------------------------------------------------------------------
 
 template <class A>
@@ -478,44 +512,64 @@ constexpr kern::KernelTable make_table(const char *name, qnt_isa isa) {
   t.name = name;
   t.isa = isa;
   t.quantize[QNT_DTYPE_I8][0] = &quantize_bytes<A, 8, true, false>;
+  t.quantize[QNT_DTYPE_I8][2] = &quantize_blocked<&quantize_bytes<A, 8, true, false>>;
   t.quantize[QNT_DTYPE_I8][1] = &quantize_bytes<A, 8, true, true>;
   t.quantize[QNT_DTYPE_U8][0] = &quantize_bytes<A, 8, false, false>;
+  t.quantize[QNT_DTYPE_U8][2] = &quantize_blocked<&quantize_bytes<A, 8, false, false>>;
   t.quantize[QNT_DTYPE_U8][1] = &quantize_bytes<A, 8, false, true>;
   t.quantize[QNT_DTYPE_I16][0] = &quantize_bytes<A, 16, true, false>;
+  t.quantize[QNT_DTYPE_I16][2] = &quantize_blocked<&quantize_bytes<A, 16, true, false>>;
   t.quantize[QNT_DTYPE_I16][1] = &quantize_bytes<A, 16, true, true>;
   t.quantize[QNT_DTYPE_U16][0] = &quantize_bytes<A, 16, false, false>;
+  t.quantize[QNT_DTYPE_U16][2] = &quantize_blocked<&quantize_bytes<A, 16, false, false>>;
   t.quantize[QNT_DTYPE_U16][1] = &quantize_bytes<A, 16, false, true>;
   t.quantize[QNT_DTYPE_I32][0] = &quantize_i32<A, false>;
+  t.quantize[QNT_DTYPE_I32][2] = &quantize_blocked<&quantize_i32<A, false>>;
   t.quantize[QNT_DTYPE_I32][1] = &quantize_i32<A, true>;
   t.quantize[QNT_DTYPE_I4][0] = &quantize_bits<A, 4, false, Code::Integer>;
+  t.quantize[QNT_DTYPE_I4][2] = &quantize_blocked<&quantize_bits<A, 4, false, Code::Integer>>;
   t.quantize[QNT_DTYPE_I4][1] = &quantize_bits<A, 4, true, Code::Integer>;
   t.quantize[QNT_DTYPE_U4][0] = &quantize_bits<A, 4, false, Code::Integer>;
+  t.quantize[QNT_DTYPE_U4][2] = &quantize_blocked<&quantize_bits<A, 4, false, Code::Integer>>;
   t.quantize[QNT_DTYPE_U4][1] = &quantize_bits<A, 4, true, Code::Integer>;
   t.quantize[QNT_DTYPE_NF4][0] = &quantize_bits<A, 4, false, Code::NF4>;
+  t.quantize[QNT_DTYPE_NF4][2] = &quantize_blocked<&quantize_bits<A, 4, false, Code::NF4>>;
   t.quantize[QNT_DTYPE_NF4][1] = &quantize_bits<A, 4, true, Code::NF4>;
   t.quantize[QNT_DTYPE_TERNARY][0] = &quantize_bits<A, 2, false, Code::Integer>;
+  t.quantize[QNT_DTYPE_TERNARY][2] = &quantize_blocked<&quantize_bits<A, 2, false, Code::Integer>>;
   t.quantize[QNT_DTYPE_TERNARY][1] = &quantize_bits<A, 2, true, Code::Integer>;
   t.quantize[QNT_DTYPE_BINARY][0] = &quantize_bits<A, 1, false, Code::Binary>;
+  t.quantize[QNT_DTYPE_BINARY][2] = &quantize_blocked<&quantize_bits<A, 1, false, Code::Binary>>;
   t.quantize[QNT_DTYPE_BINARY][1] = &quantize_bits<A, 1, true, Code::Binary>;
   t.dequantize[QNT_DTYPE_I8][0] = &dequantize_bytes<A, 8, true, false>;
+  t.dequantize[QNT_DTYPE_I8][2] = &dequantize_blocked<&dequantize_bytes<A, 8, true, false>>;
   t.dequantize[QNT_DTYPE_I8][1] = &dequantize_bytes<A, 8, true, true>;
   t.dequantize[QNT_DTYPE_U8][0] = &dequantize_bytes<A, 8, false, false>;
+  t.dequantize[QNT_DTYPE_U8][2] = &dequantize_blocked<&dequantize_bytes<A, 8, false, false>>;
   t.dequantize[QNT_DTYPE_U8][1] = &dequantize_bytes<A, 8, false, true>;
   t.dequantize[QNT_DTYPE_I16][0] = &dequantize_bytes<A, 16, true, false>;
+  t.dequantize[QNT_DTYPE_I16][2] = &dequantize_blocked<&dequantize_bytes<A, 16, true, false>>;
   t.dequantize[QNT_DTYPE_I16][1] = &dequantize_bytes<A, 16, true, true>;
   t.dequantize[QNT_DTYPE_U16][0] = &dequantize_bytes<A, 16, false, false>;
+  t.dequantize[QNT_DTYPE_U16][2] = &dequantize_blocked<&dequantize_bytes<A, 16, false, false>>;
   t.dequantize[QNT_DTYPE_U16][1] = &dequantize_bytes<A, 16, false, true>;
   t.dequantize[QNT_DTYPE_I32][0] = &dequantize_i32<false>;
+  t.dequantize[QNT_DTYPE_I32][2] = &dequantize_blocked<&dequantize_i32<false>>;
   t.dequantize[QNT_DTYPE_I32][1] = &dequantize_i32<true>;
   t.dequantize[QNT_DTYPE_I4][0] = &dequantize_bits<A, 4, true, false, Code::Integer>;
+  t.dequantize[QNT_DTYPE_I4][2] = &dequantize_blocked<&dequantize_bits<A, 4, true, false, Code::Integer>>;
   t.dequantize[QNT_DTYPE_I4][1] = &dequantize_bits<A, 4, true, true, Code::Integer>;
   t.dequantize[QNT_DTYPE_U4][0] = &dequantize_bits<A, 4, false, false, Code::Integer>;
+  t.dequantize[QNT_DTYPE_U4][2] = &dequantize_blocked<&dequantize_bits<A, 4, false, false, Code::Integer>>;
   t.dequantize[QNT_DTYPE_U4][1] = &dequantize_bits<A, 4, false, true, Code::Integer>;
   t.dequantize[QNT_DTYPE_NF4][0] = &dequantize_bits<A, 4, false, false, Code::NF4>;
+  t.dequantize[QNT_DTYPE_NF4][2] = &dequantize_blocked<&dequantize_bits<A, 4, false, false, Code::NF4>>;
   t.dequantize[QNT_DTYPE_NF4][1] = &dequantize_bits<A, 4, false, true, Code::NF4>;
   t.dequantize[QNT_DTYPE_TERNARY][0] = &dequantize_bits<A, 2, true, false, Code::Integer>;
+  t.dequantize[QNT_DTYPE_TERNARY][2] = &dequantize_blocked<&dequantize_bits<A, 2, true, false, Code::Integer>>;
   t.dequantize[QNT_DTYPE_TERNARY][1] = &dequantize_bits<A, 2, true, true, Code::Integer>;
   t.dequantize[QNT_DTYPE_BINARY][0] = &dequantize_bits<A, 1, false, false, Code::Binary>;
+  t.dequantize[QNT_DTYPE_BINARY][2] = &dequantize_blocked<&dequantize_bits<A, 1, false, false, Code::Binary>>;
   t.dequantize[QNT_DTYPE_BINARY][1] = &dequantize_bits<A, 1, false, true, Code::Binary>;
   t.scan = &scan<A>;
   t.bin_indices = &bin_indices<A>;

@@ -66,12 +66,15 @@ std::shared_ptr<const QParams> minmax(const Context &ctx, const Tensor &x, qnt_d
     Range *ranges = all.data() + w * l.groups;
     ops::for_each_run(l, b, e, [&](size_t first, size_t len, size_t g, int kind) {
       const float *v = data + first;
-      if (kind == kern::kShared) {
-        ref::ScanResult r;
-        ks.scan(v, len, &r);
-        if (r.finite == 0) return;
-        ranges[g].lo = std::min(ranges[g].lo, r.min);
-        ranges[g].hi = std::max(ranges[g].hi, r.max);
+      if (kind != kern::kPerElement) {  // a shared run, or blocks of one parameter each
+        const size_t step = kind == kern::kShared ? len : static_cast<size_t>(l.block);
+        for (size_t k = 0; k < len; k += step, ++g) {
+          ref::ScanResult r;
+          ks.scan(v + k, std::min(step, len - k), &r);
+          if (r.finite == 0) continue;
+          ranges[g].lo = std::min(ranges[g].lo, r.min);
+          ranges[g].hi = std::max(ranges[g].hi, r.max);
+        }
         return;
       }
       Range *rg = ranges + g;
@@ -122,7 +125,9 @@ std::shared_ptr<const QParams> codebook(const Tensor &x, qnt_dtype dtype,
     for (size_t k = 0; k < len; ++k) {
       const float v = data[first + k];
       if (!std::isfinite(v)) continue;
-      const size_t g = g0 + k * static_cast<size_t>(kind);
+      const size_t g = kind == kern::kShared       ? g0
+                       : kind == kern::kPerElement ? g0 + k
+                                                   : g0 + k / static_cast<size_t>(l.block);
       const double a = std::fabs(static_cast<double>(v));
       acc[g] = dtype == QNT_DTYPE_NF4 ? std::max(acc[g], a) : acc[g] + a;
       ++count[g];

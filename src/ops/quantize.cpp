@@ -25,6 +25,7 @@ kern::Format format_of(const ref::QuantSpec &s, qnt_dtype dtype) {
   f.is_signed = s.is_signed;
   f.qmin = s.qmin;
   f.qmax = s.qmax;
+  f.block = static_cast<size_t>(s.layout.block);
   return f;
 }
 

@@ -11,7 +11,7 @@
 namespace qnt::ops {
 
 // fn(first, n, group, kind): elements first .. first + n; element k of the run uses parameter
-// group + k * kind.
+// group (kShared), group + k (kPerElement) or group + k / L.block (kBlocked).
 template <class F>
 void for_each_run(const GroupLayout &L, size_t begin, size_t end, F &&fn) {
   const auto inner = static_cast<size_t>(L.inner);
@@ -39,19 +39,24 @@ void for_each_run(const GroupLayout &L, size_t begin, size_t end, F &&fn) {
       const auto block = static_cast<size_t>(L.block);
       const auto blocks = static_cast<size_t>(L.blocks);
       if (inner == 1) {
-        // Blocks along the last axis: a block shares one parameter. One division to find the
-        // first block; then the position advances block by block.
+        // Blocks along the last axis: a partial first block as a shared run, then each row's
+        // whole blocks as one blocked run (one division a row).
         if (i >= end) return;
-        size_t d = i % dim, g = (i / dim) * blocks + d / block, bs = (d / block) * block;
+        size_t d = i % dim, g = (i / dim) * blocks + d / block;
         while (i < end) {
-          const size_t stop = std::min(dim, bs + block);
-          const size_t n = std::min(end - i, stop - d);
-          fn(i, n, g, kern::kShared);
+          size_t n;
+          if (d % block != 0) {
+            n = std::min(end - i, std::min(dim, (d / block + 1) * block) - d);
+            fn(i, n, g, kern::kShared);
+            ++g;
+          } else {
+            n = std::min(end - i, dim - d);
+            fn(i, n, g, kern::kBlocked);
+            g += (n + block - 1) / block;
+          }
           i += n;
           d += n;
-          ++g;
-          bs += block;
-          if (d == dim) d = bs = 0;  // the next row starts with its first block
+          if (d == dim) d = 0;
         }
       } else {
         while (i < end) {  // along inner, parameters advance with the element

@@ -96,6 +96,9 @@ std::vector<Case> cases_for(int64_t n) {
                static_cast<size_t>(2 * blocks)});
   v.push_back({"per_block_inner", {5, n}, QNT_GRANULARITY_PER_BLOCK, 0, 2,
                static_cast<size_t>(3 * n)});
+  // Blocks of 48: threads' tasks (multiples of 64 elements) then start inside a block.
+  v.push_back({"per_block_last48", {3, n}, QNT_GRANULARITY_PER_BLOCK, 1, 48,
+               static_cast<size_t>(3 * ((n + 47) / 48))});
   return v;
 }
 
@@ -328,7 +331,7 @@ TEST(Kernels, ThreadCountsGiveTheSameBits) {
   isas.push_back(QNT_ISA_REFERENCE);
   for (qnt_dtype d : {QNT_DTYPE_U8, QNT_DTYPE_I4, QNT_DTYPE_TERNARY, QNT_DTYPE_BINARY,
                       QNT_DTYPE_I16}) {
-    for (const Case &c : cases_for(200003 / 5)) {
+    for (const Case &c : cases_for(40001)) {  // tasks of 65536 start mid-row, mid-block
       QP qp;
       make_qparams(qp, d, c, rng);
       const std::vector<float> x = data_for(rng, count_of(c.shape), 20.0f);
@@ -468,7 +471,7 @@ TEST(KernelsCalibration, OneShotMinMaxIsTheSameEverywhere) {
   std::mt19937 rng(31);
   std::vector<qnt_isa> isas = fast_isas();
   isas.push_back(QNT_ISA_REFERENCE);
-  for (int64_t n : {int64_t{1}, int64_t{65}, int64_t{1023}, int64_t{40000}}) {
+  for (int64_t n : {int64_t{1}, int64_t{65}, int64_t{1023}, int64_t{40001}}) {
     for (const Case &c : cases_for(n)) {
       std::vector<float> x = data_for(rng, count_of(c.shape), 10.0f);
       for (size_t i = 0; i < x.size(); i += 9) x[i] = 0.5f;  // no infinities: only finite count
