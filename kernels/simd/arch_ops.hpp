@@ -29,6 +29,32 @@ template <class A>
 struct ArchOps;
 
 #if defined(__AVX2__)
+// 32 codes, one per byte (each below 2^Bits), packed in element order into 32 * Bits / 8 bytes
+// at p: neighbouring bytes merged by shifts within 16- and 32-bit lanes, then narrowed.
+template <int Bits>
+void store_packed32(__m256i b, uint8_t *p) noexcept {
+  if constexpr (Bits == 4) {
+    __m256i t = _mm256_or_si256(b, _mm256_srli_epi16(b, 4));  // low byte: b0 | b1 << 4
+    t = _mm256_and_si256(t, _mm256_set1_epi16(0x00FF));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(p),
+                     _mm_packus_epi16(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1)));
+  } else if constexpr (Bits == 2) {
+    __m256i t = _mm256_or_si256(b, _mm256_srli_epi16(b, 6));  // b0 | b1 << 2
+    t = _mm256_and_si256(t, _mm256_set1_epi16(0x000F));
+    t = _mm256_or_si256(t, _mm256_srli_epi32(t, 12));  // | (b2 | b3 << 2) << 4
+    t = _mm256_and_si256(t, _mm256_set1_epi32(0xFF));
+    const __m128i w =
+        _mm_packus_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(p), _mm_packus_epi16(w, w));
+  } else {
+    // Each byte's bit 0 moved to its top bit, then gathered: bit k is element k.
+    const auto m = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_slli_epi16(b, 7)));
+    __builtin_memcpy(p, &m, 4);
+  }
+}
+#endif
+
+#if defined(__AVX2__)
 // AVX2: 8 lanes. The values stored are always in the range of the storage type (the kernels
 // saturate first), so the saturating packs below never saturate.
 template <>
@@ -56,6 +82,12 @@ struct ArchOps<xsimd::avx2> {
   }
   static void store4_u8(I a, I b, I c, I d, uint8_t *p) noexcept {
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(p), pack4(a, b, c, d, false));
+  }
+  // 32 sub-byte codes (four batches) packed in registers.
+  static constexpr bool kPack32 = true;
+  template <int Bits>
+  static void store_packed(const I *v, uint8_t *p) noexcept {
+    store_packed32<Bits>(pack4(v[0], v[1], v[2], v[3], false), p);
   }
   static __m128i pack16(I v) noexcept {
     return _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -123,6 +155,13 @@ struct ArchOps<xsimd::avx512bw> {
     return _mm512_movm_epi32(m);
   }
   static constexpr bool kStore4 = false;
+  static constexpr bool kPack32 = true;
+  template <int Bits>
+  static void store_packed(const I *v, uint8_t *p) noexcept {
+    const __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(v[0])),
+                                              _mm512_cvtepi32_epi8(v[1]), 1);
+    store_packed32<Bits>(b, p);
+  }
   static void store_i8(I v, uint8_t *p) noexcept {
     _mm_storeu_si128(reinterpret_cast<__m128i *>(p), _mm512_cvtepi32_epi8(v));
   }
@@ -177,6 +216,7 @@ struct ArchOps<xsimd::neon64> {
     return vreinterpretq_s32_u32(m);
   }
   static constexpr bool kStore4 = false;
+  static constexpr bool kPack32 = false;  // sub-byte codes go through 64-bit words
   static void store_i8(I v, uint8_t *p) noexcept {
     const int16x4_t h = vmovn_s32(v);
     const uint32_t w = vget_lane_u32(vreinterpret_u32_s8(vmovn_s16(vcombine_s16(h, h))), 0);

@@ -252,6 +252,18 @@ QNT_FLATTEN void quantize_bits(const float *x, uint8_t *q, size_t first, size_t 
   Params<A, PerElement> p(s, z, f);
   const uint32_t mask = (1u << Bits) - 1u;
   size_t k = head;
+  if constexpr (ArchOps<A>::kPack32) {
+    using I = typename Lanes<A>::I;
+    constexpr size_t NB = 32 / W;
+    for (; k + 32 <= n; k += 32) {
+      I v[NB];
+      for (size_t j = 0; j < NB; ++j) {
+        p.at(k + j * W, f);
+        v[j] = codes<A, C>(x + k + j * W, p) & I(static_cast<int32_t>(mask));
+      }
+      ArchOps<A>::template store_packed<Bits>(v, q + (first + k) / per_byte);
+    }
+  }
   alignas(64) uint8_t buf[kChunk];
   for (; k + kChunk <= n; k += kChunk) {
     for (size_t j = 0; j < kChunk; j += W) {
