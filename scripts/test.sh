@@ -1,8 +1,10 @@
 #!/bin/sh
-# Builds qnt three times and runs every test: once as released (with the CUDA module when nvcc
+# Builds qnt four times and runs every test: once as released (with the CUDA module when nvcc
 # is there, warnings as errors), once with AddressSanitizer and UndefinedBehaviorSanitizer over
-# the C and C++ suites, and once with clang and libFuzzer, running each fuzz target for
-# QNT_FUZZ_SECONDS (default 60) from its corpus.
+# the C and C++ suites, once with clang and libFuzzer, running each fuzz target for
+# QNT_FUZZ_SECONDS (default 60) from its corpus, and once cross-compiled for aarch64 with the
+# C++ suites run under qemu-user (the NEON kernels against the reference; QNT_SKIP_AARCH64=1
+# leaves it out).
 set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh test
@@ -20,3 +22,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_O
   ctest --test-dir build-sanitize --output-on-failure
 
 scripts/fuzz.sh "${QNT_FUZZ_SECONDS:-60}"
+
+if [ "${QNT_SKIP_AARCH64:-0}" != 1 ]; then
+  scripts/test-aarch64.sh
+fi
