@@ -242,18 +242,49 @@ RealRange mse_range(const SearchInput &in) {
   const Histogram &h = *in.hist;
   const ErrorModel model(h);
   auto error_of = [&](double lo, double hi) { return model.error(grid(in, lo, hi), in.range); };
+  // The model's best candidates are then compared by the exact rule (a few O(bins) evaluations),
+  // so the answer is the exact search's wherever the model's ranking is right to a few bins.
+  auto exact_of = [&](double lo, double hi) {
+    const ScaleZeroPoint p = grid(in, lo, hi);
+    return expected_sq_error(h, p.scale, p.zero_point, in.range.qmin, in.range.qmax);
+  };
   const double w = h.bin_width();
   const size_t b = h.bins_per_side();
   if (in.scheme == QNT_SCHEME_SYMMETRIC) {
     const double amax = amax_of(in);
-    double best_t = amax, best = error_of(-amax, amax);
-    for (size_t k = 1; static_cast<double>(k) * w < amax; ++k) {
-      const double t = static_cast<double>(k) * w, e = error_of(-t, t);
+    // Candidates: k * w below amax (k >= 1), and amax itself (k = 0 stands for it).
+    size_t last_k = 0;
+    while (static_cast<double>(last_k + 1) * w < amax) ++last_k;
+    auto t_of = [&](size_t k) { return k == 0 ? amax : static_cast<double>(k) * w; };
+    double best = error_of(-amax, amax);
+    size_t best_k = 0;
+    for (size_t k = 1; k <= last_k; ++k) {
+      const double t = t_of(k), e = error_of(-t, t);
       if (e < best) {
         best = e;
-        best_t = t;
+        best_k = k;
       }
     }
+    // The exact rule over a window of +-32 bins around the model's best, every 4th bin, then
+    // every bin within 4 of the best of those (26 exact evaluations).
+    const size_t top = last_k + 1;  // amax sits above the last edge
+    const size_t centre = best_k == 0 ? top : best_k;
+    double best_exact = std::numeric_limits<double>::infinity();
+    double best_t = amax;
+    size_t best_j = centre;
+    auto scan = [&](size_t from, size_t to, size_t step) {
+      for (size_t k = std::max<size_t>(from, 1); k <= std::min(to, top); k += step) {
+        const double t = k == top ? amax : t_of(k), e = exact_of(-t, t);
+        if (e < best_exact) {
+          best_exact = e;
+          best_t = t;
+          best_j = k;
+        }
+      }
+    };
+    scan(centre > 32 ? centre - 32 : 1, centre + 32, 4);
+    const size_t c1 = best_j;
+    scan(c1 > 4 ? c1 - 4 : 1, c1 + 4, 1);
     return {static_cast<float>(-best_t), static_cast<float>(best_t)};
   }
   // Affine: ends on bin edges inside [min, 0] and [0, max], shrunk greedily from the extremes.
@@ -264,11 +295,13 @@ RealRange mse_range(const SearchInput &in) {
       lo = std::min(lo, j);
       hi = std::max(hi, j + 1);
     }
-  // A candidate's ends, kept inside what was observed.
+  const size_t lo_start = lo, hi_start = hi;
+  // A candidate's ends, kept inside what was observed (at the start they are min and max).
   auto lo_at = [&](size_t j) { return std::max<double>(edge(j), in.min); };
   auto hi_at = [&](size_t j) { return std::min<double>(edge(j), in.max); };
   const double inf = std::numeric_limits<double>::infinity();
-  double best_lo = in.min, best_hi = in.max, best = error_of(in.min, in.max);
+  size_t best_lo = lo, best_hi = hi;
+  double best = error_of(lo_at(lo), hi_at(hi));
   while (lo < b || hi > b) {
     const double e_lo = lo < b ? error_of(lo_at(lo + 1), hi_at(hi)) : inf;
     const double e_hi = hi > b ? error_of(lo_at(lo), hi_at(hi - 1)) : inf;
@@ -279,11 +312,35 @@ RealRange mse_range(const SearchInput &in) {
     const double e = std::min(e_lo, e_hi);
     if (e < best) {
       best = e;
-      best_lo = lo_at(lo);
-      best_hi = hi_at(hi);
+      best_lo = lo;
+      best_hi = hi;
     }
   }
-  return {static_cast<float>(best_lo), static_cast<float>(best_hi)};
+  // The exact rule around the model's best, one end at a time: the lower end over +-32 bins
+  // every 4th, then +-4 every bin; then the upper end the same way.
+  double best_exact = inf;
+  auto refine = [&](size_t &end, size_t lowest, size_t highest, bool is_lo) {
+    auto run = [&](size_t centre, size_t radius, size_t step) {
+      const size_t from = centre > lowest + radius ? centre - radius : lowest;
+      const size_t to = std::min(centre + radius, highest);
+      size_t best_at = end;
+      for (size_t j = from; j <= to; j += step) {
+        const double e = is_lo ? exact_of(lo_at(j), hi_at(best_hi)) : exact_of(lo_at(best_lo), hi_at(j));
+        if (e < best_exact) {
+          best_exact = e;
+          best_at = j;
+        }
+      }
+      end = best_at;
+    };
+    run(end, 32, 4);
+    run(end, 4, 1);
+  };
+  best_exact = exact_of(lo_at(best_lo), hi_at(best_hi));
+  refine(best_lo, lo_start, b, true);
+  refine(best_hi, b, hi_start, false);
+  const double out_lo = lo_at(best_lo), out_hi = hi_at(best_hi);
+  return {static_cast<float>(out_lo), static_cast<float>(out_hi)};
 }
 
 }  // namespace qnt::calib
