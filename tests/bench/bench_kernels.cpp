@@ -2,8 +2,9 @@
 // run: a streaming read and a streaming copy over buffers much larger than the last-level cache,
 // and a plain auto-vectorized quantize loop (no semantics checks) for the L2-resident size.
 // Prints one tab-separated line per measurement:
-//   work  threads  seconds  bytes  limit  limit_bytes_per_s
-// where `limit` names the denominator (copy, read, plain, none). scripts/bench.sh adds PyTorch's
+//   work  threads  seconds  bytes  limit  limit_bytes_per_s  read_bytes  read_bytes_per_s
+// where `limit` names the denominator (copy, read, plain, none); the last two give the share of
+// the streaming read bandwidth the op's reads reached. scripts/bench.sh adds PyTorch's
 // times (same run) and prints the table.
 #include <qnt/qnt.h>
 
@@ -18,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#if defined(__AVX2__)
+#if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -51,9 +52,12 @@ void check(qnt_status s, const char *what) {
   }
 }
 
+double g_read_bw = 0;  // this thread count's streaming read bandwidth
+
 void line(const std::string &work, int threads, double sec, double bytes, const char *limit,
-          double limit_bw) {
-  std::printf("%s\t%d\t%.6g\t%.6g\t%s\t%.6g\n", work.c_str(), threads, sec, bytes, limit, limit_bw);
+          double limit_bw, double read_bytes = 0) {
+  std::printf("%s\t%d\t%.6g\t%.6g\t%s\t%.6g\t%.6g\t%.6g\n", work.c_str(), threads, sec, bytes,
+              limit, limit_bw, read_bytes, g_read_bw);
   std::fflush(stdout);
 }
 
@@ -106,13 +110,63 @@ double copy_bw(const std::vector<float> &x, std::vector<float> &y, int threads) 
   return static_cast<double>(n) * 8.0 / best;  // bytes read + bytes written
 }
 
-// The plain loop: multiply by the inverse scale, round, clamp, store; no NaN, tie or division
-// rules. Compiled with the bench's flags (-O3 -march=native), so the compiler vectorizes it.
-__attribute__((noinline)) void plain_quantize(const float *x, int8_t *q, size_t n, float inv) {
-  for (size_t i = 0; i < n; ++i) {
-    const float r = std::nearbyint(x[i] * inv);
+// The plain loop: multiply by the inverse scale, convert (the MXCSR rounding), narrow with
+// saturation, store; no NaN, tie, division or rounding-mode rules. Written with the widest
+// vectors of the machine (the compiler does not vectorize nearbyint), so it is the fast loop a
+// user could write by hand.
+__attribute__((noinline)) void scalar_tail(const float *x, int8_t *q, size_t i, size_t n, float c,
+                                           bool divide) {
+  for (; i < n; ++i) {
+    const float r = std::nearbyint(divide ? x[i] / c : x[i] * c);
     q[i] = static_cast<int8_t>(std::min(127.0f, std::max(-128.0f, r)));
   }
+}
+
+__attribute__((noinline)) void plain_quantize(const float *x, int8_t *q, size_t n, float inv) {
+  size_t i = 0;
+#if defined(__AVX512BW__)
+  const __m512 vi = _mm512_set1_ps(inv);
+  for (; i + 16 <= n; i += 16) {
+    const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i), vi));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(q + i), _mm512_cvtsepi32_epi8(v));
+  }
+#elif defined(__AVX2__)
+  const __m256 vi = _mm256_set1_ps(inv);
+  for (; i + 32 <= n; i += 32) {
+    const __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vi));
+    const __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vi));
+    const __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 16), vi));
+    const __m256i d = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 24), vi));
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + i),
+                        _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  }
+#endif
+  scalar_tail(x, q, i, n, inv, false);
+}
+
+// The same with a true division instead of the multiplication: what the division alone costs.
+__attribute__((noinline)) void plain_quantize_div(const float *x, int8_t *q, size_t n, float s) {
+  size_t i = 0;
+#if defined(__AVX512BW__)
+  const __m512 vs = _mm512_set1_ps(s);
+  for (; i + 16 <= n; i += 16) {
+    const __m512i v = _mm512_cvtps_epi32(_mm512_div_ps(_mm512_loadu_ps(x + i), vs));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(q + i), _mm512_cvtsepi32_epi8(v));
+  }
+#elif defined(__AVX2__)
+  const __m256 vs = _mm256_set1_ps(s);
+  for (; i + 32 <= n; i += 32) {
+    const __m256i a = _mm256_cvtps_epi32(_mm256_div_ps(_mm256_loadu_ps(x + i), vs));
+    const __m256i b = _mm256_cvtps_epi32(_mm256_div_ps(_mm256_loadu_ps(x + i + 8), vs));
+    const __m256i c = _mm256_cvtps_epi32(_mm256_div_ps(_mm256_loadu_ps(x + i + 16), vs));
+    const __m256i d = _mm256_cvtps_epi32(_mm256_div_ps(_mm256_loadu_ps(x + i + 24), vs));
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + i),
+                        _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  }
+#endif
+  scalar_tail(x, q, i, n, s, true);
 }
 
 struct Tensor {
@@ -148,6 +202,7 @@ int main(int argc, char **argv) {
 
   for (int threads : {1, 2}) {
     const double rbw = read_bw(x, threads), cbw = copy_bw(x, y, threads);
+    g_read_bw = rbw;
     line("stream read", threads, 0, 0, "none", rbw);
     line("stream copy", threads, 0, 0, "none", cbw);
     qnt_context *ctx = nullptr;
@@ -179,11 +234,13 @@ int main(int argc, char **argv) {
         check(qnt_tensor_wrap(d, shape, 2, qp, qbuf.data(), bytes_of(d, big), &tq.t), "q");
         check(qnt_tensor_wrap(QNT_DTYPE_F32, shape, 2, nullptr, y.data(), big * 4, &ty.t), "y");
         const double bytes = static_cast<double>(big) * 4 + static_cast<double>(bytes_of(d, big));
-        const double tqz = best_of(3, [&] { check(qnt_quantize(ctx, tx.t, tq.t), "quantize"); });
-        line(std::string("quantize f32->") + dn + " " + g + " 64Mi", threads, tqz, bytes, "copy", cbw);
+        const double tqz = best_of(5, [&] { check(qnt_quantize(ctx, tx.t, tq.t), "quantize"); });
+        line(std::string("quantize f32->") + dn + " " + g + " 64Mi", threads, tqz, bytes, "copy", cbw,
+             static_cast<double>(big) * 4);
         if (g[4] == 't' || d == QNT_DTYPE_I8) {
-          const double tdq = best_of(3, [&] { check(qnt_dequantize(ctx, tq.t, ty.t), "dequantize"); });
-          line(std::string("dequantize ") + dn + "->f32 " + g + " 64Mi", threads, tdq, bytes, "copy", cbw);
+          const double tdq = best_of(5, [&] { check(qnt_dequantize(ctx, tq.t, ty.t), "dequantize"); });
+          line(std::string("dequantize ") + dn + "->f32 " + g + " 64Mi", threads, tdq, bytes, "copy", cbw,
+               static_cast<double>(bytes_of(d, big)));
         }
         qnt_qparams_destroy(qp);
       }
@@ -204,11 +261,18 @@ int main(int argc, char **argv) {
       const double plain = best_of(50, [&] {
         plain_quantize(x.data(), reinterpret_cast<int8_t *>(qbuf.data() + n), n, 50.0f);
       });
+      const double plain_div = best_of(50, [&] {
+        plain_quantize_div(x.data(), reinterpret_cast<int8_t *>(qbuf.data() + n), n, 0.02f);
+      });
       const double t = best_of(50, [&] { check(qnt_quantize(one, tx.t, tq.t), "quantize"); });
       if (threads == 1) {
         line("plain loop f32->i8 128Ki (L2)", 1, plain, static_cast<double>(n), "none", 0);
+        line("plain loop, true division, 128Ki (L2)", 1, plain_div, static_cast<double>(n),
+             "plain", static_cast<double>(n) / plain);
         line("quantize f32->i8 per_tensor 128Ki (L2)", 1, t, static_cast<double>(n), "plain",
              static_cast<double>(n) / plain);
+        line("quantize f32->i8 vs the division loop (L2)", 1, t, static_cast<double>(n), "plain",
+             static_cast<double>(n) / plain_div);
       }
       qnt_context_destroy(one);
       qnt_qparams_destroy(qp);
@@ -237,9 +301,10 @@ int main(int argc, char **argv) {
         Tensor tx, tq;
         check(qnt_tensor_wrap(QNT_DTYPE_F32, shape, 2, nullptr, x.data(), n * 4, &tx.t), "x");
         check(qnt_tensor_wrap(w.d, shape, 2, qp, qbuf.data(), bytes_of(w.d, n), &tq.t), "q");
-        const double t = best_of(3, [&] { check(qnt_quantize(ctx, tx.t, tq.t), "quantize"); });
+        const double t = best_of(10, [&] { check(qnt_quantize(ctx, tx.t, tq.t), "quantize"); });
         line(std::string("weights 4096x4096 -> ") + w.name, threads, t,
-             static_cast<double>(n) * 4 + static_cast<double>(bytes_of(w.d, n)), "copy", cbw);
+             static_cast<double>(n) * 4 + static_cast<double>(bytes_of(w.d, n)), "copy", cbw,
+             static_cast<double>(n) * 4);
         qnt_qparams_destroy(qp);
       }
     }
@@ -249,13 +314,14 @@ int main(int argc, char **argv) {
       int64_t shape[1] = {static_cast<int64_t>(big)};
       Tensor tx;
       check(qnt_tensor_wrap(QNT_DTYPE_F32, shape, 1, nullptr, x.data(), big * 4, &tx.t), "x");
-      const double t = best_of(3, [&] {
+      const double t = best_of(5, [&] {
         qnt_qparams *qp = nullptr;
         check(qnt_calibrate_minmax(ctx, tx.t, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
                                    QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp), "minmax");
         qnt_qparams_destroy(qp);
       });
-      line("calibrate_minmax 64Mi", threads, t, static_cast<double>(big) * 4, "read", rbw);
+      line("calibrate_minmax 64Mi", threads, t, static_cast<double>(big) * 4, "read", rbw,
+           static_cast<double>(big) * 4);
     }
 
     // Per-channel entropy / MSE / adaptive compute: 768 channels x 2048 bins.

@@ -1,7 +1,8 @@
 """Prints the kernel benchmark table: qnt's lines (from qnt_bench_kernels) with PyTorch's times
 for the same work measured now, in this run. Ratios: to the limit measured in qnt's run (bytes
-over the limit's bandwidth, or the plain loop's time), and to PyTorch (torch time / qnt time, so
-above 1 means qnt is faster)."""
+read + written over the streaming-copy bandwidth, bytes read over the streaming-read bandwidth,
+or the plain loop's time over qnt's), to the streaming read alone (the op's bytes read), and to
+PyTorch (torch time / qnt time, so above 1 means qnt is faster)."""
 import sys
 import time
 
@@ -42,9 +43,10 @@ except ImportError:
     pass
 
 bw = {}
-print(f"{'work':48} {'thr':>3} {'qnt ms':>9} {'vs limit':>9} {'vs torch':>9}")
-for work, threads, sec, nbytes, limit, limit_bw in rows:
+print(f"{'work':48} {'thr':>3} {'qnt ms':>9} {'vs limit':>9} {'vs read':>8} {'vs torch':>9}")
+for work, threads, sec, nbytes, limit, limit_bw, rbytes, rbw in rows:
     threads, sec, nbytes, limit_bw = int(threads), float(sec), float(nbytes), float(limit_bw)
+    rbytes, rbw = float(rbytes), float(rbw)
     if limit == "none" and work.startswith("stream"):
         print(f"{work + ' (GB/s)':48} {threads:>3} {limit_bw / 1e9:>9.2f}")
         continue
@@ -55,4 +57,5 @@ for work, threads, sec, nbytes, limit, limit_bw in rows:
         ratio = f"{(nbytes / sec) / limit_bw:9.2f}"
     p = peer.get((work, threads))
     vs = f"{p / sec:9.2f}" if p else ""
-    print(f"{work:48} {threads:>3} {sec * 1e3:>9.2f} {ratio:>9} {vs:>9}")
+    vr = f"{(rbytes / sec) / rbw:8.2f}" if rbytes > 0 and rbw > 0 else ""
+    print(f"{work:48} {threads:>3} {sec * 1e3:>9.2f} {ratio:>9} {vr:>8} {vs:>9}")
