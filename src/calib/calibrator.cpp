@@ -271,6 +271,13 @@ void Calibrator::observe(const Context &ctx, const Tensor &x) {
     add_count(n, stats[c].nan);
     add_count(i, stats[c].inf);
   }
+  // One channel's histogram is filled by every worker, each into its own, folded in after;
+  // allocated here, before anything changes.
+  const size_t total = empty ? 0 : static_cast<size_t>(outer) * in;
+  const size_t hist_workers =
+      uses_histogram() && nch == 1 ? ops::parallel_workers(threads, total, kPiece) : 1;
+  std::vector<Histogram> part;
+  if (hist_workers > 1) part.assign(hist_workers, Histogram(bins_));
   if (!started_) {
     std::vector<ChannelStats> fresh(nch);
     if (uses_histogram())
@@ -304,6 +311,21 @@ void Calibrator::observe(const Context &ctx, const Tensor &x) {
       ch.hist.cover(std::max(-static_cast<double>(b.min), static_cast<double>(b.max)));
   }
   if (!uses_histogram() || empty) return;
+  if (hist_workers > 1) {
+    if (stats[0].finite == 0) return;
+    const double amax = std::max(-static_cast<double>(stats[0].min), static_cast<double>(stats[0].max));
+    Histogram &h = channels_[0].hist;
+    ops::parallel_for_workers(threads, total, kPiece, [&](size_t b, size_t e, size_t w) {
+      part[w].cover(amax);  // this batch's range: never wider than the channel's
+      for (size_t i = b; i < e;) {
+        const size_t o = i / in, off = i % in, len = std::min(e - i, in - off);
+        part[w].add(ks, block(static_cast<int64_t>(o), 0) + off, len);
+        i += len;
+      }
+    });
+    for (Histogram &p : part) h.absorb(p);
+    return;
+  }
   // Histograms: a channel a task, each channel's own counts written by one worker only.
   ops::parallel_for(threads, nch, 1, [&](size_t c0, size_t c1) {
     for (size_t c = c0; c < c1; ++c) {

@@ -81,6 +81,22 @@ void Histogram::merge(const Histogram &other) {
   for (size_t j = 0; j < counts_.size(); ++j) counts_[j] += wider.counts_[j];
 }
 
+void Histogram::absorb(Histogram &other) noexcept {
+  if (!other.has_range_) return;
+  if (!has_range_) {
+    exponent_ = other.exponent_;
+    has_range_ = true;
+  }
+  while (other.exponent_ < exponent_) other.double_range();
+  for (size_t j = 0; j < counts_.size(); ++j) counts_[j] += other.counts_[j];
+}
+
+void Histogram::clear() noexcept {
+  std::fill(counts_.begin(), counts_.end(), 0);
+  has_range_ = false;
+  exponent_ = kMinExponent;
+}
+
 bool Histogram::consistent_with(float min, float max) const noexcept {
   if (!has_range_ || !(min <= max)) return false;
   const double amax = std::max(-static_cast<double>(min), static_cast<double>(max));

@@ -33,6 +33,11 @@ class Histogram {
   void add(const kern::KernelSet &k, const float *x, size_t n) noexcept;
   // Adds other's counts, first bringing both to the wider range. Same bins per side.
   void merge(const Histogram &other);
+  // The same without allocating: other (same bins per side, range no wider than this one's) is
+  // widened in place, then added.
+  void absorb(Histogram &other) noexcept;
+  // Sets every count to 0 and forgets the range; keeps the storage.
+  void clear() noexcept;
 
   // For deserialization: whether this histogram is the one the values with these exact extremes
   // give (min <= max finite): the range is the smallest that covers them, the bins of min and
