@@ -14,17 +14,6 @@ namespace {
 
 // --- the reference table: the scalar rules of kernels/ref over a run --------------------------
 
-int32_t ref_code(float x, float scale, int32_t zp, const Format &f) noexcept {
-  switch (f.code) {
-    case Code::NF4:
-      return ref::quantize_nf4(x, scale);
-    case Code::Binary:
-      return ref::quantize_binary(x);
-    default:
-      return ref::quantize_integer(x, scale, zp, f.qmin, f.qmax);
-  }
-}
-
 // The parameter index of run element k for a run kind.
 template <int Kind>
 size_t group(size_t k, const Format &f) noexcept {
@@ -36,7 +25,8 @@ void ref_quantize(const float *x, uint8_t *q, size_t first, size_t n, const floa
                   const int32_t *z, const Format &f) noexcept {
   for (size_t k = 0; k < n; ++k) {
     const size_t g = group<Kind>(k, f);
-    ref::store_element(q, first + k, f.bits, ref_code(x[k], s[g], z[g], f));
+    ref::store_element(q, first + k, f.bits,
+                       ref::quantize_code(f.code, x[k], s[g], z[g], f.qmin, f.qmax));
   }
 }
 
@@ -45,18 +35,8 @@ void ref_dequantize(const uint8_t *q, size_t first, float *x, size_t n, const fl
                     const int32_t *z, const Format &f) noexcept {
   for (size_t k = 0; k < n; ++k) {
     const size_t g = group<Kind>(k, f);
-    const int32_t v = ref::load_element(q, first + k, f.bits, f.is_signed);
-    switch (f.code) {
-      case Code::NF4:
-        x[k] = ref::dequantize_nf4(static_cast<uint8_t>(v), s[g]);
-        break;
-      case Code::Binary:
-        x[k] = ref::dequantize_binary(static_cast<uint8_t>(v), s[g]);
-        break;
-      default:
-        x[k] = ref::dequantize_integer(v, s[g], z[g]);
-        break;
-    }
+    x[k] = ref::dequantize_code(f.code, ref::load_element(q, first + k, f.bits, f.is_signed),
+                                s[g], z[g]);
   }
 }
 

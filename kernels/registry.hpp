@@ -11,6 +11,7 @@
 #pragma once
 
 #include "kernels/ref/calib_ref.hpp"
+#include "kernels/ref/quantize_ref.hpp"
 
 #include <qnt/qnt.h>
 
@@ -24,7 +25,7 @@ enum RunKind : int { kShared = 0, kPerElement = 1, kBlocked = 2 };
 constexpr int kRunKinds = 3;
 
 // The quantized side of a run, as plain values.
-enum class Code : int { Integer = 0, NF4 = 1, Binary = 2 };
+using Code = ref::Code;
 struct Format {
   qnt_dtype dtype = QNT_DTYPE_I8;
   Code code = Code::Integer;

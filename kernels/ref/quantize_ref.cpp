@@ -131,44 +131,43 @@ void store_element(uint8_t *base, size_t i, int bits, int32_t v) noexcept {
   }
 }
 
+int32_t quantize_code(Code code, float x, float scale, int32_t zero_point, int32_t qmin,
+                      int32_t qmax) noexcept {
+  switch (code) {
+    case Code::NF4:
+      return quantize_nf4(x, scale);
+    case Code::Binary:
+      return quantize_binary(x);
+    default:
+      return quantize_integer(x, scale, zero_point, qmin, qmax);
+  }
+}
+
+float dequantize_code(Code code, int32_t v, float scale, int32_t zero_point) noexcept {
+  switch (code) {
+    case Code::NF4:
+      return dequantize_nf4(static_cast<uint8_t>(v), scale);
+    case Code::Binary:
+      return dequantize_binary(static_cast<uint8_t>(v), scale);
+    default:
+      return dequantize_integer(v, scale, zero_point);
+  }
+}
+
 void quantize(const QuantSpec &spec, const float *x, uint8_t *q, size_t begin, size_t end) {
   for (size_t i = begin; i < end; ++i) {
     const size_t g = spec.layout.group_of(i);
-    const float scale = spec.scales[g];
-    const float xi = x[i - begin];
-    int32_t v = 0;
-    switch (spec.code) {
-      case Code::Integer:
-        v = quantize_integer(xi, scale, spec.zero_points[g], spec.qmin, spec.qmax);
-        break;
-      case Code::NF4:
-        v = quantize_nf4(xi, scale);
-        break;
-      case Code::Binary:
-        v = quantize_binary(xi);
-        break;
-    }
-    store_element(q, i, spec.bits, v);
+    store_element(q, i, spec.bits,
+                  quantize_code(spec.code, x[i - begin], spec.scales[g], spec.zero_points[g],
+                                spec.qmin, spec.qmax));
   }
 }
 
 void dequantize(const QuantSpec &spec, const uint8_t *q, float *x, size_t begin, size_t end) {
   for (size_t i = begin; i < end; ++i) {
     const size_t g = spec.layout.group_of(i);
-    const float scale = spec.scales[g];
-    const int32_t v = load_element(q, i, spec.bits, spec.is_signed);
-    float &xi = x[i - begin];
-    switch (spec.code) {
-      case Code::Integer:
-        xi = dequantize_integer(v, scale, spec.zero_points[g]);
-        break;
-      case Code::NF4:
-        xi = dequantize_nf4(static_cast<uint8_t>(v), scale);
-        break;
-      case Code::Binary:
-        xi = dequantize_binary(static_cast<uint8_t>(v), scale);
-        break;
-    }
+    x[i - begin] = dequantize_code(spec.code, load_element(q, i, spec.bits, spec.is_signed),
+                                   spec.scales[g], spec.zero_points[g]);
   }
 }
 

@@ -53,6 +53,12 @@ float dequantize_nf4(uint8_t code, float scale) noexcept;
 uint8_t quantize_binary(float x) noexcept;
 float dequantize_binary(uint8_t bit, float scale) noexcept;
 
+// The code of x under any rule (Integer: quantize_integer; NF4; Binary), and back: the one
+// switch every kernel's scalar path goes through.
+int32_t quantize_code(Code code, float x, float scale, int32_t zero_point, int32_t qmin,
+                      int32_t qmax) noexcept;
+float dequantize_code(Code code, int32_t v, float scale, int32_t zero_point) noexcept;
+
 // --- element access in packed storage -------------------------------------------------------
 
 // The q value of element i: sign-extended for signed types, zero-extended otherwise.

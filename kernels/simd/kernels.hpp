@@ -29,39 +29,18 @@ using kern::Format;
 
 // --- scalar element rules (heads and tails), exactly the reference's -------------------------
 
-int32_t scalar_code(float x, float scale, int32_t zp, const Format &f) noexcept {
-  switch (f.code) {
-    case Code::NF4:
-      return ref::quantize_nf4(x, scale);
-    case Code::Binary:
-      return ref::quantize_binary(x);
-    default:
-      return ref::quantize_integer(x, scale, zp, f.qmin, f.qmax);
-  }
-}
-
-float scalar_value(int32_t v, float scale, int32_t zp, const Format &f) noexcept {
-  switch (f.code) {
-    case Code::NF4:
-      return ref::dequantize_nf4(static_cast<uint8_t>(v), scale);
-    case Code::Binary:
-      return ref::dequantize_binary(static_cast<uint8_t>(v), scale);
-    default:
-      return ref::dequantize_integer(v, scale, zp);
-  }
-}
-
 void scalar_quantize(const float *x, uint8_t *q, size_t first, size_t n, const float *s,
                      const int32_t *z, size_t step, const Format &f) noexcept {
   for (size_t k = 0; k < n; ++k)
-    ref::store_element(q, first + k, f.bits, scalar_code(x[k], s[k * step], z[k * step], f));
+    ref::store_element(q, first + k, f.bits,
+                       ref::quantize_code(f.code, x[k], s[k * step], z[k * step], f.qmin, f.qmax));
 }
 
 void scalar_dequantize(const uint8_t *q, size_t first, float *x, size_t n, const float *s,
                        const int32_t *z, size_t step, const Format &f) noexcept {
   for (size_t k = 0; k < n; ++k)
-    x[k] = scalar_value(ref::load_element(q, first + k, f.bits, f.is_signed), s[k * step],
-                        z[k * step], f);
+    x[k] = ref::dequantize_code(f.code, ref::load_element(q, first + k, f.bits, f.is_signed),
+                                s[k * step], z[k * step]);
 }
 
 // --- sub-byte packing: eight codes (one per byte of a 64-bit word) to 8 * Bits bits -----------

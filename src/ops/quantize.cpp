@@ -18,9 +18,7 @@ constexpr size_t kGrain = 65536;
 kern::Format format_of(const ref::QuantSpec &s, qnt_dtype dtype) {
   kern::Format f;
   f.dtype = dtype;
-  f.code = s.code == ref::Code::NF4      ? kern::Code::NF4
-           : s.code == ref::Code::Binary ? kern::Code::Binary
-                                         : kern::Code::Integer;
+  f.code = s.code;
   f.bits = s.bits;
   f.is_signed = s.is_signed;
   f.qmin = s.qmin;

@@ -122,51 +122,31 @@ __attribute__((noinline)) void scalar_tail(const float *x, int8_t *q, size_t i, 
   }
 }
 
-__attribute__((noinline)) void plain_quantize(const float *x, int8_t *q, size_t n, float inv) {
+// Divide: x / c (a true division), else x * c.
+template <bool Divide>
+__attribute__((noinline)) void plain_quantize(const float *x, int8_t *q, size_t n, float c) {
   size_t i = 0;
 #if defined(__AVX512BW__)
-  const __m512 vi = _mm512_set1_ps(inv);
+  const __m512 vc = _mm512_set1_ps(c);
   for (; i + 16 <= n; i += 16) {
-    const __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i), vi));
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(q + i), _mm512_cvtsepi32_epi8(v));
+    const __m512 v = _mm512_loadu_ps(x + i);
+    const __m512i r = _mm512_cvtps_epi32(Divide ? _mm512_div_ps(v, vc) : _mm512_mul_ps(v, vc));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(q + i), _mm512_cvtsepi32_epi8(r));
   }
 #elif defined(__AVX2__)
-  const __m256 vi = _mm256_set1_ps(inv);
+  const __m256 vc = _mm256_set1_ps(c);
+  auto one = [&](size_t k) {
+    const __m256 v = _mm256_loadu_ps(x + k);
+    return _mm256_cvtps_epi32(Divide ? _mm256_div_ps(v, vc) : _mm256_mul_ps(v, vc));
+  };
   for (; i + 32 <= n; i += 32) {
-    const __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vi));
-    const __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vi));
-    const __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 16), vi));
-    const __m256i d = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 24), vi));
-    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(one(i), one(i + 8)),
+                                         _mm256_packs_epi32(one(i + 16), one(i + 24)));
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + i),
                         _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
   }
 #endif
-  scalar_tail(x, q, i, n, inv, false);
-}
-
-// The same with a true division instead of the multiplication: what the division alone costs.
-__attribute__((noinline)) void plain_quantize_div(const float *x, int8_t *q, size_t n, float s) {
-  size_t i = 0;
-#if defined(__AVX512BW__)
-  const __m512 vs = _mm512_set1_ps(s);
-  for (; i + 16 <= n; i += 16) {
-    const __m512i v = _mm512_cvtps_epi32(_mm512_div_ps(_mm512_loadu_ps(x + i), vs));
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(q + i), _mm512_cvtsepi32_epi8(v));
-  }
-#elif defined(__AVX2__)
-  const __m256 vs = _mm256_set1_ps(s);
-  for (; i + 32 <= n; i += 32) {
-    const __m256i a = _mm256_cvtps_epi32(_mm256_div_ps(_mm256_loadu_ps(x + i), vs));
-    const __m256i b = _mm256_cvtps_epi32(_mm256_div_ps(_mm256_loadu_ps(x + i + 8), vs));
-    const __m256i c = _mm256_cvtps_epi32(_mm256_div_ps(_mm256_loadu_ps(x + i + 16), vs));
-    const __m256i d = _mm256_cvtps_epi32(_mm256_div_ps(_mm256_loadu_ps(x + i + 24), vs));
-    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + i),
-                        _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
-  }
-#endif
-  scalar_tail(x, q, i, n, s, true);
+  scalar_tail(x, q, i, n, c, Divide);
 }
 
 struct Tensor {
@@ -259,10 +239,10 @@ int main(int argc, char **argv) {
       check(qnt_context_create(&one), "ctx");
       check(qnt_context_set_num_threads(one, 1), "threads");
       const double plain = best_of(50, [&] {
-        plain_quantize(x.data(), reinterpret_cast<int8_t *>(qbuf.data() + n), n, 50.0f);
+        plain_quantize<false>(x.data(), reinterpret_cast<int8_t *>(qbuf.data() + n), n, 50.0f);
       });
       const double plain_div = best_of(50, [&] {
-        plain_quantize_div(x.data(), reinterpret_cast<int8_t *>(qbuf.data() + n), n, 0.02f);
+        plain_quantize<true>(x.data(), reinterpret_cast<int8_t *>(qbuf.data() + n), n, 0.02f);
       });
       const double t = best_of(50, [&] { check(qnt_quantize(one, tx.t, tq.t), "quantize"); });
       if (threads == 1) {
