@@ -131,6 +131,11 @@ struct ArchOps<xsimd::avx2> {
     __builtin_memcpy(dst + i, src + i, n - i);
   }
   static void stream_fence() noexcept { _mm_sfence(); }
+  // table[idx] for idx in [0, 8): one in-register permute.
+  static constexpr bool kLookup8 = true;
+  static F lookup8(const float *table, I idx) noexcept {
+    return _mm256_permutevar8x32_ps(_mm256_loadu_ps(table), idx);
+  }
   // table[idx] for idx in [0, 16): two in-register permutes and a blend.
   static F lookup16(const float *table, I idx) noexcept {
     const __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table), idx);
@@ -185,6 +190,10 @@ struct ArchOps<xsimd::avx512bw> {
   static F lookup16(const float *table, I idx) noexcept {
     return _mm512_permutexvar_ps(idx, _mm512_loadu_ps(table));
   }
+  static constexpr bool kLookup8 = true;
+  static F lookup8(const float *table, I idx) noexcept {
+    return _mm512_permutexvar_ps(idx, _mm512_broadcast_f32x8(_mm256_loadu_ps(table)));
+  }
   static void stream_copy(uint8_t *dst, const uint8_t *src, size_t n) noexcept {
     size_t head = (64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64;
     if (head > n) head = n;
@@ -217,6 +226,7 @@ struct ArchOps<xsimd::neon64> {
   }
   static constexpr bool kStore4 = false;
   static constexpr bool kPack32 = false;  // sub-byte codes go through 64-bit words
+  static constexpr bool kLookup8 = false;  // NF4 counts its thresholds instead
   static void store_i8(I v, uint8_t *p) noexcept {
     const int16x4_t h = vmovn_s32(v);
     const uint32_t w = vget_lane_u32(vreinterpret_u32_s8(vmovn_s16(vcombine_s16(h, h))), 0);

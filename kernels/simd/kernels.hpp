@@ -89,6 +89,24 @@ struct Lanes {
   static constexpr size_t W = F::size;
 };
 
+// NF4's thresholds as the binary search probes them: {t1, t5, t9, t13} and {t0, t2, ..., t14}.
+// Built on first use, by the first kernel that needs them (so never by a CPU that cannot run
+// this translation unit's instructions, as a load-time initializer could).
+struct NF4Tables {
+  alignas(32) float quarter[8];
+  alignas(32) float even[8];
+};
+
+const NF4Tables &nf4_tables() noexcept {
+  static const NF4Tables tables = [] {
+    NF4Tables t{};
+    for (int k = 0; k < 4; ++k) t.quarter[k] = ref::kNF4Thresholds[4 * k + 1];
+    for (int k = 0; k < 8; ++k) t.even[k] = ref::kNF4Thresholds[2 * k];
+    return t;
+  }();
+  return tables;
+}
+
 // The parameters of the batch at run offset k: broadcast once (shared) or loaded (per element).
 template <class A, bool PerElement>
 struct Params {
@@ -97,8 +115,17 @@ struct Params {
   const float *s;
   const int32_t *z;
   F scale = F(1.0f), lo = F(0.0f), hi = F(0.0f), zpf = F(0.0f), inv = F(1.0f);
+  // NF4's binary search (nf4_codes): t3, t7, t11 broadcast, and its 8-entry tables.
+  F t3 = F(0.0f), t7 = F(0.0f), t11 = F(0.0f);
+  const NF4Tables *nf4 = nullptr;
   Params(const float *s_, const int32_t *z_, const Format &f) noexcept : s(s_), z(z_) {
     if constexpr (!PerElement) set(F(s[0]), I(z[0]), f);
+    if (f.code == Code::NF4) {
+      nf4 = &nf4_tables();
+      t3 = F(ref::kNF4Thresholds[3]);
+      t7 = F(ref::kNF4Thresholds[7]);
+      t11 = F(ref::kNF4Thresholds[11]);
+    }
   }
   void set(F sc, I zp, const Format &f) noexcept {
     scale = sc;
@@ -130,12 +157,23 @@ typename Lanes<A>::I nf4_codes(const float *x, const P &p) noexcept {
   using I = typename Lanes<A>::I;
   const F xv = F::load_unaligned(x);
   const F n = xv * p.inv;
-  // The number of thresholds below n: each true comparison is an all-ones lane, -1 as int32;
-  // summed as a tree, so no chain of 15 dependent additions.
-  I m[15];
-  for (int k = 0; k < 15; ++k) m[k] = ArchOps<A>::mask_to_int(n > F(ref::kNF4Thresholds[k]));
-  const I c = -((((m[0] + m[1]) + (m[2] + m[3])) + ((m[4] + m[5]) + (m[6] + m[7]))) +
-                (((m[8] + m[9]) + (m[10] + m[11])) + ((m[12] + m[13]) + m[14])));
+  // The number of thresholds below n (they ascend): a binary search of four comparisons,
+  // its probes taken from registers (a blend, then two 8-entry permutes); where the
+  // architecture has no such permute, each comparison's all-ones lane counts -1, summed as a
+  // tree.
+  I c(0);
+  if constexpr (ArchOps<A>::kLookup8) {
+    const auto m1 = n > p.t7;
+    c = ArchOps<A>::mask_to_int(m1) & I(8);
+    c += ArchOps<A>::mask_to_int(n > xsimd::select(m1, p.t11, p.t3)) & I(4);
+    c += ArchOps<A>::mask_to_int(n > ArchOps<A>::lookup8(p.nf4->quarter, c >> 2)) & I(2);
+    c += ArchOps<A>::mask_to_int(n > ArchOps<A>::lookup8(p.nf4->even, c >> 1)) & I(1);
+  } else {
+    I m[15];
+    for (int k = 0; k < 15; ++k) m[k] = ArchOps<A>::mask_to_int(n > F(ref::kNF4Thresholds[k]));
+    c = -((((m[0] + m[1]) + (m[2] + m[3])) + ((m[4] + m[5]) + (m[6] + m[7]))) +
+          (((m[8] + m[9]) + (m[10] + m[11])) + ((m[12] + m[13]) + m[14])));
+  }
   // NaN -> 7, the code of 0.0 (every comparison above was false).
   return xsimd::batch_cast<int32_t>(
       xsimd::select(xsimd::isnan(xv), F(7.0f), xsimd::batch_cast<float>(c)));

@@ -620,3 +620,51 @@ TEST(KernelsStreaming, SameBytesAsThePlainStores) {
     }
   }
 }
+
+// NF4 at its decision thresholds: a value equal to a threshold belongs to the code below it;
+// a step above, to the code above. Scale 1 (n = x exactly) and scale 2 (n = x * 0.5).
+TEST(Kernels, NF4AtItsThresholds) {
+  std::vector<float> x;
+  float book[16];
+  ASSERT_EQ(qnt_nf4_codebook(book, 16), QNT_OK);
+  for (float scale : {1.0f, 2.0f}) {
+    x.clear();
+    for (int k = 0; k < 15; ++k) {
+      const float t = (book[k] + book[k + 1]) * 0.5f;  // near the threshold; then the exact ones
+      x.push_back(t * scale);
+    }
+    // The reference's thresholds exactly, reached through the reference itself: bisect the
+    // float line for each code change and take both sides.
+    std::vector<float> edges;
+    for (int k = 0; k < 15; ++k) {
+      float lo = book[k] * scale, hi = book[k + 1] * scale;
+      for (int it = 0; it < 200 && std::nextafter(lo, hi) < hi; ++it) {
+        const float mid = lo + (hi - lo) * 0.5f;
+        const Case c = cases_for(1)[0];
+        QP qp;
+        ASSERT_EQ(qnt_qparams_create_per_tensor(QNT_DTYPE_NF4, scale, 0, &qp.p), QNT_OK);
+        Ctx ref(QNT_ISA_REFERENCE, 1);
+        const std::vector<uint8_t> q = quantize_with(ref.c, QNT_DTYPE_NF4, c, qp.p, {mid}, 0);
+        if ((q[0] & 15) <= k) lo = mid;
+        else hi = mid;
+      }
+      edges.push_back(lo);
+      edges.push_back(hi);
+      edges.push_back(std::nextafter(lo, -INFINITY));
+      edges.push_back(std::nextafter(hi, INFINITY));
+    }
+    x.insert(x.end(), edges.begin(), edges.end());
+    for (float v : edges) x.push_back(-v);
+    x.push_back(NAN);
+    const Case c = cases_for(static_cast<int64_t>(x.size()))[0];
+    QP qp;
+    ASSERT_EQ(qnt_qparams_create_per_tensor(QNT_DTYPE_NF4, scale, 0, &qp.p), QNT_OK);
+    Ctx ref(QNT_ISA_REFERENCE, 1);
+    const std::vector<uint8_t> want = quantize_with(ref.c, QNT_DTYPE_NF4, c, qp.p, x, 0);
+    for (qnt_isa isa : fast_isas()) {
+      Ctx fast(isa, 1);
+      EXPECT_EQ(quantize_with(fast.c, QNT_DTYPE_NF4, c, qp.p, x, 3), want)
+          << qnt_isa_name(isa) << " scale " << scale;
+    }
+  }
+}
