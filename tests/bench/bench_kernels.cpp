@@ -226,6 +226,26 @@ int main(int argc, char **argv) {
       }
     }
 
+    // DRAM-sized quantize against the plain loop over the same 64 Mi (one thread; what the
+    // machine gives a loop that reads floats and computes as it goes).
+    if (threads == 1) {
+      int64_t shape[1] = {static_cast<int64_t>(big)};
+      qnt_qparams *qp = nullptr;
+      check(qnt_qparams_create_per_tensor(QNT_DTYPE_I8, 0.02f, 0, &qp), "qp");
+      Tensor tx, tq;
+      check(qnt_tensor_wrap(QNT_DTYPE_F32, shape, 1, nullptr, x.data(), big * 4, &tx.t), "x");
+      check(qnt_tensor_wrap(QNT_DTYPE_I8, shape, 1, qp, qbuf.data(), big, &tq.t), "q");
+      const double plain = best_of(5, [&] {
+        plain_quantize<false>(x.data(), reinterpret_cast<int8_t *>(qbuf.data() + big), big, 50.0f);
+      });
+      const double t = best_of(5, [&] { check(qnt_quantize(ctx, tx.t, tq.t), "quantize"); });
+      line("plain loop f32->i8 64Mi (DRAM)", 1, plain, static_cast<double>(big) * 5, "copy", cbw,
+           static_cast<double>(big) * 4);
+      line("quantize f32->i8 per_tensor 64Mi vs the plain loop", 1, t, static_cast<double>(big),
+           "plain", static_cast<double>(big) / plain);
+      qnt_qparams_destroy(qp);
+    }
+
     // L2-resident quantize (128 Ki elements) against the plain loop.
     {
       const size_t n = size_t{1} << 17;
