@@ -15,3 +15,6 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 # where the program asks for them: qemu needs no -L prefix. (With -L /usr/aarch64-linux-gnu, the
 # cross toolchain's own copies, OpenMP programs of two threads hang under qemu 7.2.)
 set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
+# pkg-config reads the arm64 .pc files only (here rather than in the calling script, so that a
+# reconfiguration started by the build sees the same).
+set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)

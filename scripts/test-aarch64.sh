@@ -8,8 +8,7 @@ cd "$(dirname "$0")/.."
 sh scripts/deps.sh aarch64
 build=${BUILD_DIR:-build-aarch64}
 jobs=$(nproc 2>/dev/null || echo 2)
-PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig \
-  cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
+cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQNT_WERROR=ON -DQNT_WITH_CUDA=OFF -DQNT_BUILD_TESTS=ON
 cmake --build "$build" -j "$jobs"
 # The suites that run the library's code (under the emulator); the others check the host's

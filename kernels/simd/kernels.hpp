@@ -343,20 +343,6 @@ struct DParams {
   }
 };
 
-template <class A, class P>
-typename Lanes<A>::F dequant_values(typename Lanes<A>::I v, const P &p, const Format &f) noexcept {
-  using F = typename Lanes<A>::F;
-  switch (f.code) {
-    case Code::NF4:
-      return ArchOps<A>::lookup16(ref::kNF4Codebook, v) * p.scale;
-    case Code::Binary:
-      return xsimd::select(xsimd::batch_cast<float>(v) != F(0.0f), p.scale, -p.scale);
-    default:
-      // q - zp is exact in int32, and exact as a float for every dtype up to 16 bits.
-      return xsimd::batch_cast<float>(v - p.zp) * p.scale;
-  }
-}
-
 template <class A, Code C, class P>
 typename Lanes<A>::F dequant_values_c(typename Lanes<A>::I v, const P &p) noexcept {
   using F = typename Lanes<A>::F;
@@ -377,7 +363,7 @@ void dequantize_bytes_to(const uint8_t *in, float *x, size_t n, const float *s, 
     typename Lanes<A>::I v;
     if constexpr (Bits == 8) v = Signed ? ArchOps<A>::load_i8(in + k) : ArchOps<A>::load_u8(in + k);
     else v = Signed ? ArchOps<A>::load_i16(in + 2 * k) : ArchOps<A>::load_u16(in + 2 * k);
-    dequant_values<A>(v, p, f).store_unaligned(x + k);
+    dequant_values_c<A, Code::Integer>(v, p).store_unaligned(x + k);
   }
   const size_t step = PerElement ? 1 : 0;
   scalar_dequantize(in, k, x + k, n - k, s + k * step, z + k * step, step, f);
@@ -535,71 +521,48 @@ QNT_FLATTEN void dequantize_blocked(const uint8_t *q, size_t first, float *x, si
 
 // --- the table -------------------------------------------------------------------------------
 
+// A dtype's kernels for the three run kinds: the shared and per-element kernels, and the
+// blocked one built on the shared.
+template <auto QShared, auto QPerElement, auto DShared, auto DPerElement>
+constexpr void set_kernels(kern::KernelTable &t, qnt_dtype d) {
+  t.quantize[d][kern::kShared] = QShared;
+  t.quantize[d][kern::kPerElement] = QPerElement;
+  t.quantize[d][kern::kBlocked] = &quantize_blocked<QShared>;
+  t.dequantize[d][kern::kShared] = DShared;
+  t.dequantize[d][kern::kPerElement] = DPerElement;
+  t.dequantize[d][kern::kBlocked] = &dequantize_blocked<DShared>;
+}
+
+template <class A, int Bits, bool Signed>
+constexpr void set_bytes(kern::KernelTable &t, qnt_dtype d) {
+  set_kernels<&quantize_bytes<A, Bits, Signed, false>, &quantize_bytes<A, Bits, Signed, true>,
+              &dequantize_bytes<A, Bits, Signed, false>, &dequantize_bytes<A, Bits, Signed, true>>(
+      t, d);
+}
+
+template <class A, int Bits, bool Signed, Code C>
+constexpr void set_bits(kern::KernelTable &t, qnt_dtype d) {
+  set_kernels<&quantize_bits<A, Bits, false, C>, &quantize_bits<A, Bits, true, C>,
+              &dequantize_bits<A, Bits, Signed, false, C>,
+              &dequantize_bits<A, Bits, Signed, true, C>>(t, d);
+}
+
 template <class A>
 constexpr kern::KernelTable make_table(const char *name, qnt_isa isa) {
   kern::KernelTable t{};
   t.name = name;
   t.isa = isa;
-  t.quantize[QNT_DTYPE_I8][0] = &quantize_bytes<A, 8, true, false>;
-  t.quantize[QNT_DTYPE_I8][2] = &quantize_blocked<&quantize_bytes<A, 8, true, false>>;
-  t.quantize[QNT_DTYPE_I8][1] = &quantize_bytes<A, 8, true, true>;
-  t.quantize[QNT_DTYPE_U8][0] = &quantize_bytes<A, 8, false, false>;
-  t.quantize[QNT_DTYPE_U8][2] = &quantize_blocked<&quantize_bytes<A, 8, false, false>>;
-  t.quantize[QNT_DTYPE_U8][1] = &quantize_bytes<A, 8, false, true>;
-  t.quantize[QNT_DTYPE_I16][0] = &quantize_bytes<A, 16, true, false>;
-  t.quantize[QNT_DTYPE_I16][2] = &quantize_blocked<&quantize_bytes<A, 16, true, false>>;
-  t.quantize[QNT_DTYPE_I16][1] = &quantize_bytes<A, 16, true, true>;
-  t.quantize[QNT_DTYPE_U16][0] = &quantize_bytes<A, 16, false, false>;
-  t.quantize[QNT_DTYPE_U16][2] = &quantize_blocked<&quantize_bytes<A, 16, false, false>>;
-  t.quantize[QNT_DTYPE_U16][1] = &quantize_bytes<A, 16, false, true>;
-  t.quantize[QNT_DTYPE_I32][0] = &quantize_i32<A, false>;
-  t.quantize[QNT_DTYPE_I32][2] = &quantize_blocked<&quantize_i32<A, false>>;
-  t.quantize[QNT_DTYPE_I32][1] = &quantize_i32<A, true>;
-  t.quantize[QNT_DTYPE_I4][0] = &quantize_bits<A, 4, false, Code::Integer>;
-  t.quantize[QNT_DTYPE_I4][2] = &quantize_blocked<&quantize_bits<A, 4, false, Code::Integer>>;
-  t.quantize[QNT_DTYPE_I4][1] = &quantize_bits<A, 4, true, Code::Integer>;
-  t.quantize[QNT_DTYPE_U4][0] = &quantize_bits<A, 4, false, Code::Integer>;
-  t.quantize[QNT_DTYPE_U4][2] = &quantize_blocked<&quantize_bits<A, 4, false, Code::Integer>>;
-  t.quantize[QNT_DTYPE_U4][1] = &quantize_bits<A, 4, true, Code::Integer>;
-  t.quantize[QNT_DTYPE_NF4][0] = &quantize_bits<A, 4, false, Code::NF4>;
-  t.quantize[QNT_DTYPE_NF4][2] = &quantize_blocked<&quantize_bits<A, 4, false, Code::NF4>>;
-  t.quantize[QNT_DTYPE_NF4][1] = &quantize_bits<A, 4, true, Code::NF4>;
-  t.quantize[QNT_DTYPE_TERNARY][0] = &quantize_bits<A, 2, false, Code::Integer>;
-  t.quantize[QNT_DTYPE_TERNARY][2] = &quantize_blocked<&quantize_bits<A, 2, false, Code::Integer>>;
-  t.quantize[QNT_DTYPE_TERNARY][1] = &quantize_bits<A, 2, true, Code::Integer>;
-  t.quantize[QNT_DTYPE_BINARY][0] = &quantize_bits<A, 1, false, Code::Binary>;
-  t.quantize[QNT_DTYPE_BINARY][2] = &quantize_blocked<&quantize_bits<A, 1, false, Code::Binary>>;
-  t.quantize[QNT_DTYPE_BINARY][1] = &quantize_bits<A, 1, true, Code::Binary>;
-  t.dequantize[QNT_DTYPE_I8][0] = &dequantize_bytes<A, 8, true, false>;
-  t.dequantize[QNT_DTYPE_I8][2] = &dequantize_blocked<&dequantize_bytes<A, 8, true, false>>;
-  t.dequantize[QNT_DTYPE_I8][1] = &dequantize_bytes<A, 8, true, true>;
-  t.dequantize[QNT_DTYPE_U8][0] = &dequantize_bytes<A, 8, false, false>;
-  t.dequantize[QNT_DTYPE_U8][2] = &dequantize_blocked<&dequantize_bytes<A, 8, false, false>>;
-  t.dequantize[QNT_DTYPE_U8][1] = &dequantize_bytes<A, 8, false, true>;
-  t.dequantize[QNT_DTYPE_I16][0] = &dequantize_bytes<A, 16, true, false>;
-  t.dequantize[QNT_DTYPE_I16][2] = &dequantize_blocked<&dequantize_bytes<A, 16, true, false>>;
-  t.dequantize[QNT_DTYPE_I16][1] = &dequantize_bytes<A, 16, true, true>;
-  t.dequantize[QNT_DTYPE_U16][0] = &dequantize_bytes<A, 16, false, false>;
-  t.dequantize[QNT_DTYPE_U16][2] = &dequantize_blocked<&dequantize_bytes<A, 16, false, false>>;
-  t.dequantize[QNT_DTYPE_U16][1] = &dequantize_bytes<A, 16, false, true>;
-  t.dequantize[QNT_DTYPE_I32][0] = &dequantize_i32<false>;
-  t.dequantize[QNT_DTYPE_I32][2] = &dequantize_blocked<&dequantize_i32<false>>;
-  t.dequantize[QNT_DTYPE_I32][1] = &dequantize_i32<true>;
-  t.dequantize[QNT_DTYPE_I4][0] = &dequantize_bits<A, 4, true, false, Code::Integer>;
-  t.dequantize[QNT_DTYPE_I4][2] = &dequantize_blocked<&dequantize_bits<A, 4, true, false, Code::Integer>>;
-  t.dequantize[QNT_DTYPE_I4][1] = &dequantize_bits<A, 4, true, true, Code::Integer>;
-  t.dequantize[QNT_DTYPE_U4][0] = &dequantize_bits<A, 4, false, false, Code::Integer>;
-  t.dequantize[QNT_DTYPE_U4][2] = &dequantize_blocked<&dequantize_bits<A, 4, false, false, Code::Integer>>;
-  t.dequantize[QNT_DTYPE_U4][1] = &dequantize_bits<A, 4, false, true, Code::Integer>;
-  t.dequantize[QNT_DTYPE_NF4][0] = &dequantize_bits<A, 4, false, false, Code::NF4>;
-  t.dequantize[QNT_DTYPE_NF4][2] = &dequantize_blocked<&dequantize_bits<A, 4, false, false, Code::NF4>>;
-  t.dequantize[QNT_DTYPE_NF4][1] = &dequantize_bits<A, 4, false, true, Code::NF4>;
-  t.dequantize[QNT_DTYPE_TERNARY][0] = &dequantize_bits<A, 2, true, false, Code::Integer>;
-  t.dequantize[QNT_DTYPE_TERNARY][2] = &dequantize_blocked<&dequantize_bits<A, 2, true, false, Code::Integer>>;
-  t.dequantize[QNT_DTYPE_TERNARY][1] = &dequantize_bits<A, 2, true, true, Code::Integer>;
-  t.dequantize[QNT_DTYPE_BINARY][0] = &dequantize_bits<A, 1, false, false, Code::Binary>;
-  t.dequantize[QNT_DTYPE_BINARY][2] = &dequantize_blocked<&dequantize_bits<A, 1, false, false, Code::Binary>>;
-  t.dequantize[QNT_DTYPE_BINARY][1] = &dequantize_bits<A, 1, false, true, Code::Binary>;
+  set_bytes<A, 8, true>(t, QNT_DTYPE_I8);
+  set_bytes<A, 8, false>(t, QNT_DTYPE_U8);
+  set_bytes<A, 16, true>(t, QNT_DTYPE_I16);
+  set_bytes<A, 16, false>(t, QNT_DTYPE_U16);
+  set_kernels<&quantize_i32<A, false>, &quantize_i32<A, true>, &dequantize_i32<false>,
+              &dequantize_i32<true>>(t, QNT_DTYPE_I32);
+  set_bits<A, 4, true, Code::Integer>(t, QNT_DTYPE_I4);
+  set_bits<A, 4, false, Code::Integer>(t, QNT_DTYPE_U4);
+  set_bits<A, 4, false, Code::NF4>(t, QNT_DTYPE_NF4);
+  set_bits<A, 2, true, Code::Integer>(t, QNT_DTYPE_TERNARY);
+  set_bits<A, 1, false, Code::Binary>(t, QNT_DTYPE_BINARY);
   t.scan = &scan<A>;
   t.bin_indices = &bin_indices<A>;
   return t;

@@ -21,7 +21,12 @@ void set_last_error(const char *function, const char *message) noexcept {
 const char *last_error_message() noexcept { return last_error.c_str(); }
 
 const Context &context_of(const qnt_context *ctx) {
-  static const Context defaults;
+  // The context of calls given no handle: its kernels chosen once, on first use.
+  static const Context defaults = [] {
+    Context c;
+    c.choose_kernels();
+    return c;
+  }();
   if (ctx == nullptr) return defaults;
   if (ctx->magic != kContextMagic) fail(QNT_ERR_INVALID_ARGUMENT, "ctx is not a live qnt_context");
   return ctx->ctx;
