@@ -68,6 +68,7 @@ std::vector<const KernelTable *> runnable() {
   if (f & QNT_CPU_AVX2) v.push_back(&simd::avx2_table());
   const uint64_t avx512 = QNT_CPU_AVX512F | QNT_CPU_AVX512BW | QNT_CPU_AVX512VL;
   if ((f & avx512) == avx512) v.push_back(&simd::avx512_table());
+  if ((f & avx512) == avx512 && (f & QNT_CPU_AVX512VNNI)) v.push_back(&simd::avx512_vnni_table());
 #elif defined(QNT_WITH_NEON_KERNELS)
   v.push_back(&simd::neon_table());  // Advanced SIMD is part of every aarch64 CPU
 #endif
@@ -112,6 +113,9 @@ KernelSet build(qnt_isa cap) {
   s.scan_name = sc->name;
   s.bin_indices = bi->bin_indices;
   s.bin_indices_name = bi->name;
+  const KernelTable *gm = pick([](const KernelTable &t) { return t.gemm; });
+  s.gemm = gm->gemm;
+  s.gemm_name = gm->name;
   static const char *const runs[kRunKinds] = {"shared", "per_element", "blocked"};
   std::string &out = s.description;
   for (int d = 1; d < kDTypeSlots; ++d) {
@@ -125,6 +129,7 @@ KernelSet build(qnt_isa cap) {
   }
   out += std::string("calibrate.scan=") + s.scan_name + "\n";
   out += std::string("calibrate.histogram=") + s.bin_indices_name + "\n";
+  out += std::string("gemm.u8s8s32=") + s.gemm_name + "\n";
   return s;
 }
 
@@ -145,7 +150,7 @@ const KernelTable &table(size_t i) { return *tables().at(i); }
 
 const char *compiled_tables() {
 #if defined(QNT_WITH_X86_KERNELS)
-  return "ref,avx2,avx512";
+  return "ref,avx2,avx512,avx512_vnni";
 #elif defined(QNT_WITH_NEON_KERNELS)
   return "ref,neon";
 #else

@@ -10,6 +10,7 @@
 // with one division per run and none per element.
 #pragma once
 
+#include "kernels/gemm/gemm.hpp"
 #include "kernels/ref/calib_ref.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 
@@ -65,6 +66,9 @@ struct KernelTable {
   DequantizeFn dequantize[kDTypeSlots][kRunKinds];
   ScanFn scan;
   BinIndicesFn bin_indices;
+  // The integer GEMM's micro-tile (gemm.hpp); null in the reference table, whose ops run the
+  // scalar reference GEMM of kernels/ref instead.
+  const GemmKernel *gemm;
 };
 
 // The kernels one context uses: for every key, the best kernel at most its ISA cap that the
@@ -79,6 +83,8 @@ struct KernelSet {
   BinIndicesFn bin_indices;
   const char *scan_name;
   const char *bin_indices_name;
+  const GemmKernel *gemm;  // null: the scalar reference GEMM
+  const char *gemm_name;
   std::string description;  // "family.dtype.run=isa" lines, as the context query returns them
 };
 

@@ -73,7 +73,7 @@
 /* ------------------------------------------------------------------------------------------- */
 
 #define QNT_VERSION_MAJOR 0
-#define QNT_VERSION_MINOR 3
+#define QNT_VERSION_MINOR 4
 #define QNT_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH, as qnt_version() returns it. */
 #define QNT_VERSION_NUMBER (QNT_VERSION_MAJOR * 10000 + QNT_VERSION_MINOR * 100 + QNT_VERSION_PATCH)
@@ -670,10 +670,24 @@ enum {
   QNT_OP_DILATION_H = 7,  /* >= 1; default 1 */
   QNT_OP_DILATION_W = 8,  /* >= 1; default 1 */
   QNT_OP_GROUPS = 9,      /* >= 1; C and M multiples of it; groups == C == M is depthwise */
-  /* qnt_qadd: */
-  QNT_OP_FUSE_RELU = 10,  /* 0 or 1; default 0: y = max(y, zy) */
+  /* qnt_qadd, qnt_qconv2d, qnt_linear_dynamic and the prepared static and dynamic linear
+   * layers and convolution (since 0.4): */
+  QNT_OP_FUSE_RELU = 10,  /* 0 or 1; default 0: 8-bit y = max(y, zy); i32 and f32 y = max(y, 0)
+                             (a NaN stays NaN) */
   /* qnt_linear_dynamic and its prepared form: */
-  QNT_OP_ACT_QUANT = 11   /* a qnt_act_quant; default QNT_ACT_PER_TENSOR */
+  QNT_OP_ACT_QUANT = 11,   /* a qnt_act_quant; default QNT_ACT_PER_TENSOR */
+  QNT_OP_REDUCE_RANGE = 12, /* 0 or 1 (since 0.4); default 0. 1: the activations are quantized
+                               to [0, 127] (PyTorch's reduce_range on x86) instead of [0, 255] */
+  /* qnt_qconv2d and its prepared form (since 0.4): */
+  QNT_OP_LAYOUT = 13       /* a qnt_layout, of both x and y; default QNT_LAYOUT_NCHW */
+};
+
+/* The memory layout of a convolution's activations (QNT_OP_LAYOUT). The filter is always
+ * [M, C / groups, KH, KW]. */
+typedef int32_t qnt_layout;
+enum {
+  QNT_LAYOUT_NCHW = 0, /* x [N, C, H, W], y [N, M, OH, OW] */
+  QNT_LAYOUT_NHWC = 1  /* x [N, H, W, C], y [N, OH, OW, M] (channels last) */
 };
 
 /* How qnt_linear_dynamic quantizes its activations at run time (QNT_OP_ACT_QUANT). */
@@ -724,11 +738,15 @@ QNT_API qnt_status qnt_dynamic_quantize_linear(qnt_context *ctx, const qnt_tenso
  * DynamicQuantizeLinear + MatMulInteger pattern):
  *  x: f32 [..., K]; its rows are quantized to u8 by the DynamicQuantizeLinear rule (see
  *     qnt_dynamic_quantize_linear), per tensor or per row as QNT_OP_ACT_QUANT says (desc may be
- *     NULL: per tensor), giving sx, zx;
+ *     NULL: per tensor), giving sx, zx; with QNT_OP_REDUCE_RANGE, the rule's 255 becomes 127
+ *     (scale = (hi - lo) / 127, zero point and values clamped to [0, 127]);
  *  w: i8 [N, K] (nn.Linear's layout) with qparams per-tensor or per-axis along axis 0 (one per
  *     output feature), symmetric or not;
  *  bias: NULL or f32 [N];
- *  y: f32 [..., N] = (float)acc * (sx * sw[n]) + bias[n], acc over (xq - zx) * (w - zw[n]). */
+ *  y: f32 [..., N] = (float)acc * (sx * sw[n]) + bias[n], acc over (xq - zx) * (w - zw[n]);
+ *     with QNT_OP_FUSE_RELU, max(y, 0).
+ * The activations are quantized as they are packed for the GEMM kernel: no quantized copy of x
+ * is made. */
 QNT_API qnt_status qnt_linear_dynamic(qnt_context *ctx, const qnt_tensor *x, const qnt_tensor *w,
                                       const qnt_tensor *bias, const qnt_op_desc *desc,
                                       qnt_tensor *y);
@@ -744,23 +762,33 @@ QNT_API qnt_status qnt_linear_weight_only(qnt_context *ctx, const qnt_tensor *x,
                                           const qnt_tensor *w, const qnt_tensor *bias,
                                           qnt_tensor *y);
 
-/* The output shape [N, M, OH, OW] of qnt_qconv2d for these x and w shapes and options (desc may
- * be NULL), with OH = (H + top + bottom - dilation_h * (KH - 1) - 1) / stride_h + 1 (floor), OW
+/* The output shape [N, M, OH, OW] ([N, OH, OW, M] with QNT_LAYOUT_NHWC) of qnt_qconv2d for
+ * these x and w shapes and options (desc may be NULL), with OH = (H + top + bottom - dilation_h * (KH - 1) - 1) / stride_h + 1 (floor), OW
  * alike, written to shape_out, which holds capacity values. Errors: as qnt_qconv2d's shape
  * checks, QNT_ERR_BUFFER_TOO_SMALL (capacity < 4). */
 QNT_API qnt_status qnt_conv2d_output_shape(const qnt_tensor *x, const qnt_tensor *w,
                                            const qnt_op_desc *desc, int64_t *shape_out,
                                            size_t capacity);
 
-/* Quantized 2-D convolution, ONNX QLinearConv and ConvInteger in one call (NCHW):
- *  x: i8 or u8 [N, C, H, W], qparams per-tensor (or none: zero point 0);
+/* Quantized 2-D convolution, ONNX QLinearConv and ConvInteger in one call:
+ *  x: i8 or u8 [N, C, H, W] (or [N, H, W, C] with QNT_LAYOUT_NHWC), qparams per-tensor (or
+ *     none: zero point 0);
  *  w: i8 or u8 [M, C / groups, KH, KW], qparams per-tensor or per-axis along axis 0;
- *  bias: NULL or i32 [M] (scale sx * sw[m], zero point 0);
- *  y: [N, M, OH, OW] (see qnt_conv2d_output_shape), and i32 (ConvInteger: acc), i8 / u8 with
- *     per-tensor qparams (QLinearConv: requantized per output channel), or f32.
- * desc: strides, pads, dilations and groups (QNT_OP_STRIDE_H ... QNT_OP_GROUPS); NULL for the
- *     defaults (stride 1, no padding, dilation 1, one group).
- * The reference kernel lowers each group to im2col (padding with x's zero point) and a GEMM. */
+ *  bias: NULL, i32 [M] (scale sx * sw[m], zero point 0; part of acc) or, since 0.4, f32 [M]
+ *     (f32 and 8-bit y: added in float32 to (float)acc * (sx * sw[m]) before the quantization,
+ *     as oneDNN and PyTorch do; not with an i32 y);
+ *  y: [N, M, OH, OW] (or [N, OH, OW, M] with QNT_LAYOUT_NHWC; see qnt_conv2d_output_shape), and
+ *     - i32 (ConvInteger: acc);
+ *     - i8 / u8 with per-tensor qparams (QLinearConv): with an i32 bias or none,
+ *       saturate(round((float)acc * ((sx * sw[m]) / sy)) + zy); with an f32 bias,
+ *       saturate(round(((float)acc * (sx * sw[m]) + bias[m]) / sy) + zy);
+ *     - f32: (float)acc * (sx * sw[m]) (+ an f32 bias as a separate addition).
+ * desc: strides, pads, dilations and groups (QNT_OP_STRIDE_H ... QNT_OP_GROUPS),
+ *     QNT_OP_FUSE_RELU, QNT_OP_LAYOUT; NULL for the defaults (stride 1, no padding, dilation 1,
+ *     one group, no ReLU, NCHW).
+ * The reference kernel lowers each group to im2col (padding with x's zero point) and a GEMM; the
+ * fast kernels gather each block of output pixels' windows as they pack them (implicit GEMM),
+ * never the whole im2col matrix, with scratch from the context's workspace. */
 QNT_API qnt_status qnt_qconv2d(qnt_context *ctx, const qnt_tensor *x, const qnt_tensor *w,
                                const qnt_tensor *bias, const qnt_op_desc *desc, qnt_tensor *y);
 
@@ -841,8 +869,9 @@ QNT_API qnt_status qnt_prepared_create_linear_dynamic(qnt_context *ctx, const qn
  *   - i8 / u8 output, i32 or no bias: the requantization rule (multiplier (sx * sw[n]) / sy);
  *   - i8 / u8 output, f32 bias: v = (float)acc * (sx * sw[n]) + bias[n] in float32, then
  *     y = saturate(round_half_to_even(v / sy) + zy) (the quantize rule);
- *   - f32 output: (float)acc * (sx * sw[n]) (+ f32 bias), as qnt_qmatmul's f32 mode.
- * desc must be NULL or have no option set. Run with x ([..., K]) and y ([..., N]). */
+ *   - f32 output: (float)acc * (sx * sw[n]) (+ f32 bias), as qnt_qmatmul's f32 mode;
+ *   then, with QNT_OP_FUSE_RELU, max(y, zy) (8-bit) or max(y, 0) (f32).
+ * desc must be NULL or set only QNT_OP_FUSE_RELU. Run with x ([..., K]) and y ([..., N]). */
 QNT_API qnt_status qnt_prepared_create_linear_static(qnt_context *ctx, const qnt_tensor *w,
                                                      const qnt_tensor *bias,
                                                      const qnt_qparams *x_qparams,

@@ -1,11 +1,15 @@
-// The xsimd kernels (kernels/simd/kernels.hpp) instantiated for AVX2; this translation unit is
-// compiled with its own -m flags and runs only where the CPU and the OS support them.
+// The xsimd kernels (kernels/simd/kernels.hpp) and the GEMM tile (kernels/gemm/tiles_x86.hpp)
+// instantiated for AVX2; this translation unit is compiled with its own -m flags and runs only
+// where the CPU and the OS support them.
+#include "kernels/gemm/tiles_x86.hpp"
 #include "kernels/simd/kernels.hpp"
 #include "kernels/simd/tables.hpp"
 
 namespace qnt::simd {
 namespace {
-constexpr kern::KernelTable kTable = make_table<xsimd::avx2>("avx2", QNT_ISA_AVX2);
+constexpr kern::GemmKernel kGemm{"avx2", kern::Split256::kMR, kern::Split256::kNP, 8,
+                                 &kern::gemm_tile<kern::Split256>};
+constexpr kern::KernelTable kTable = make_table<xsimd::avx2>("avx2", QNT_ISA_AVX2, &kGemm);
 }  // namespace
 
 const kern::KernelTable &avx2_table() noexcept { return kTable; }

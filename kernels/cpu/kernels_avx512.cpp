@@ -1,11 +1,16 @@
-// The xsimd kernels (kernels/simd/kernels.hpp) instantiated for AVX512; this translation unit is
-// compiled with its own -m flags and runs only where the CPU and the OS support them.
+// The xsimd kernels (kernels/simd/kernels.hpp) and the GEMM tile (kernels/gemm/tiles_x86.hpp)
+// instantiated for AVX-512 (F, BW, VL); this translation unit is compiled with its own -m flags
+// and runs only where the CPU and the OS support them.
+#include "kernels/gemm/tiles_x86.hpp"
 #include "kernels/simd/kernels.hpp"
 #include "kernels/simd/tables.hpp"
 
 namespace qnt::simd {
 namespace {
-constexpr kern::KernelTable kTable = make_table<xsimd::avx512bw>("avx512", QNT_ISA_AVX512);
+constexpr kern::GemmKernel kGemm{"avx512", kern::Split512::kMR, kern::Split512::kNP, 8,
+                                 &kern::gemm_tile<kern::Split512>};
+constexpr kern::KernelTable kTable =
+    make_table<xsimd::avx512bw>("avx512", QNT_ISA_AVX512, &kGemm);
 }  // namespace
 
 const kern::KernelTable &avx512_table() noexcept { return kTable; }

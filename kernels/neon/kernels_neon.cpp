@@ -5,7 +5,7 @@
 
 namespace qnt::simd {
 namespace {
-constexpr kern::KernelTable kTable = make_table<xsimd::neon64>("neon", QNT_ISA_NEON);
+constexpr kern::KernelTable kTable = make_table<xsimd::neon64>("neon", QNT_ISA_NEON, &kern::kGenericGemm);
 }  // namespace
 
 const kern::KernelTable &neon_table() noexcept { return kTable; }

@@ -84,7 +84,8 @@ float dot(const float *x, const float *w, int64_t K) noexcept {
   return s[0];
 }
 
-bool dynamic_qparams(const float *x, size_t n, float *scale, int32_t *zero_point) noexcept {
+bool dynamic_qparams(const float *x, size_t n, float *scale, int32_t *zero_point,
+                     int32_t qmax) noexcept {
   float lo = 0.0f, hi = 0.0f;
   for (size_t i = 0; i < n; ++i) {
     const float v = x[i];
@@ -98,11 +99,12 @@ bool dynamic_qparams(const float *x, size_t n, float *scale, int32_t *zero_point
     *zero_point = 0;
     return true;
   }
-  const float s = (hi - lo) / 255.0f;
+  const float q = static_cast<float>(qmax);
+  const float s = (hi - lo) / q;
   if (!(s > 0.0f) || std::isinf(s)) return false;  // a range too wide for float32
   const float z = round_half_to_even((0.0f - lo) / s);
   *scale = s;
-  *zero_point = static_cast<int32_t>(std::min(255.0f, std::max(0.0f, z)));
+  *zero_point = static_cast<int32_t>(std::min(q, std::max(0.0f, z)));
   return true;
 }
 

@@ -67,10 +67,12 @@ float acc_to_float(int32_t acc, float scale, float bias) noexcept;
 // k % 16, then the sums added pairwise (i += i + 8, + 4, + 2, + 1).
 float dot(const float *x, const float *w, int64_t K) noexcept;
 
-// ONNX DynamicQuantizeLinear's parameters for n floats (NaN skipped): scale = (hi - lo) / 255,
-// zero point = clamp(round_half_to_even((0 - lo) / scale), 0, 255), with lo = min(min, 0),
-// hi = max(max, 0); hi == lo gives scale 1, zero point 0. Returns false if an infinity is seen.
-bool dynamic_qparams(const float *x, size_t n, float *scale, int32_t *zero_point) noexcept;
+// ONNX DynamicQuantizeLinear's parameters for n floats (NaN skipped) and u8 range [0, qmax]
+// (255; 127 for PyTorch's reduce_range): scale = (hi - lo) / qmax, zero point =
+// clamp(round_half_to_even((0 - lo) / scale), 0, qmax), with lo = min(min, 0), hi = max(max, 0);
+// hi == lo gives scale 1, zero point 0. Returns false if an infinity is seen.
+bool dynamic_qparams(const float *x, size_t n, float *scale, int32_t *zero_point,
+                     int32_t qmax = 255) noexcept;
 
 // The geometry of one convolution, for im2col.
 struct ConvGeometry {

@@ -548,10 +548,12 @@ constexpr void set_bits(kern::KernelTable &t, qnt_dtype d) {
 }
 
 template <class A>
-constexpr kern::KernelTable make_table(const char *name, qnt_isa isa) {
+constexpr kern::KernelTable make_table(const char *name, qnt_isa isa,
+                                      const kern::GemmKernel *gemm) {
   kern::KernelTable t{};
   t.name = name;
   t.isa = isa;
+  t.gemm = gemm;
   set_bytes<A, 8, true>(t, QNT_DTYPE_I8);
   set_bytes<A, 8, false>(t, QNT_DTYPE_U8);
   set_bytes<A, 16, true>(t, QNT_DTYPE_I16);

@@ -8,6 +8,7 @@ namespace qnt::simd {
 
 const kern::KernelTable &avx2_table() noexcept;
 const kern::KernelTable &avx512_table() noexcept;
+const kern::KernelTable &avx512_vnni_table() noexcept;
 const kern::KernelTable &neon_table() noexcept;
 
 }  // namespace qnt::simd

@@ -4,6 +4,9 @@
 #include <qnt/qnt.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 namespace qnt {
 namespace kern {
@@ -26,6 +29,14 @@ struct Context {
   void choose_kernels();
 
   const kern::KernelSet *kernel_set = nullptr;
+
+  // Scratch memory the ops reuse from call to call (ops::Scratch): held by one call at a time;
+  // a call that finds it taken allocates its own.
+  struct Workspace {
+    std::mutex mutex;
+    std::vector<uint8_t> buffer;
+  };
+  std::shared_ptr<Workspace> workspace = std::make_shared<Workspace>();
 };
 
 // The best kernel set this machine runs, and whether `isa` names a set of this architecture.

@@ -4,6 +4,8 @@
 #include "kernels/ref/ops_ref.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 #include "ops/common.hpp"
+#include "ops/epilogue.hpp"
+#include "ops/gemm.hpp"
 #include "ops/packed.hpp"
 #include "ops/parallel.hpp"
 #include "ops/prepared.hpp"
@@ -18,6 +20,7 @@ namespace {
 struct Geometry {
   int64_t stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w,
       groups;
+  bool nhwc;
   explicit Geometry(const OpDesc &d)
       : stride_h(d.get(QNT_OP_STRIDE_H)),
         stride_w(d.get(QNT_OP_STRIDE_W)),
@@ -27,7 +30,8 @@ struct Geometry {
         pad_right(d.get(QNT_OP_PAD_RIGHT)),
         dilation_h(d.get(QNT_OP_DILATION_H)),
         dilation_w(d.get(QNT_OP_DILATION_W)),
-        groups(d.get(QNT_OP_GROUPS)) {}
+        groups(d.get(QNT_OP_GROUPS)),
+        nhwc(d.get(QNT_OP_LAYOUT) == QNT_LAYOUT_NHWC) {}
 };
 
 // dilation * (k - 1) + 1, or QNT_ERR_SHAPE_MISMATCH when it passes `limit` (the padded input,
@@ -51,9 +55,11 @@ void check_weight_shape(const std::vector<int64_t> &wd, const Geometry &g) {
 std::vector<int64_t> output_shape(const Geometry &g, const Tensor &x,
                                   const std::vector<int64_t> &wd) {
   if (x.rank() != 4)
-    fail(QNT_ERR_SHAPE_MISMATCH, "x must be [N, C, H, W], not ", shape_string(x.dims()));
+    fail(QNT_ERR_SHAPE_MISMATCH, "x must be ", g.nhwc ? "[N, H, W, C]" : "[N, C, H, W]",
+         ", not ", shape_string(x.dims()));
   check_weight_shape(wd, g);
-  const int64_t C = x.dims()[1], H = x.dims()[2], W = x.dims()[3];
+  const auto &xd = x.dims();
+  const int64_t C = g.nhwc ? xd[3] : xd[1], H = g.nhwc ? xd[1] : xd[2], W = g.nhwc ? xd[2] : xd[3];
   const int64_t M = wd[0], Cg = wd[1], KH = wd[2], KW = wd[3];
   if (C % g.groups != 0)
     fail(QNT_ERR_SHAPE_MISMATCH, "C = ", C, " must be a multiple of groups = ", g.groups);
@@ -63,7 +69,9 @@ std::vector<int64_t> output_shape(const Geometry &g, const Tensor &x,
   const int64_t ph = H + g.pad_top + g.pad_bottom, pw = W + g.pad_left + g.pad_right;
   const int64_t span_h = kernel_span(g.dilation_h, KH, ph, "height");
   const int64_t span_w = kernel_span(g.dilation_w, KW, pw, "width");
-  return {x.dims()[0], M, (ph - span_h) / g.stride_h + 1, (pw - span_w) / g.stride_w + 1};
+  const int64_t OH = (ph - span_h) / g.stride_h + 1, OW = (pw - span_w) / g.stride_w + 1;
+  if (g.nhwc) return {xd[0], OH, OW, M};
+  return {xd[0], M, OH, OW};
 }
 
 class PreparedConv final : public Prepared {
@@ -71,21 +79,40 @@ class PreparedConv final : public Prepared {
   PreparedConv(const Context &ctx, const Tensor &w, const Tensor *bias, const OpDesc &desc)
       : Prepared(QNT_PREPARED_CONV2D, ctx.isa()),
         g_(desc),
+        relu_(desc.get(QNT_OP_FUSE_RELU) != 0),
+        kernel_(ctx.kernels().gemm),
         wdims_(w.dims()),
         wq_(w.qparams()),
         bias_(bias) {
-    const int64_t M = wdims_[0];
+    const int64_t M = wdims_[0], Cg = wdims_[1], KH = wdims_[2], KW = wdims_[3];
     const ChannelParams pw = channel_params(w, "w", 0, M, true, false);
     w_.channels = M;
-    w_.K = wdims_[1] * wdims_[2] * wdims_[3];
+    w_.K = Cg * KH * KW;
     w_.is_signed = w.info().is_signed;
     w_.scales = pw.scales;
+    if (kernel_ != nullptr) {
+      // One packed B per group: K in (kh, kw, c) order, the order of an NHWC window.
+      const int64_t G = g_.groups, Mg = M / G;
+      fast_.resize(static_cast<size_t>(G));
+      const uint8_t *wd = w.data();
+      for (int64_t gi = 0; gi < G; ++gi)
+        fast_[static_cast<size_t>(gi)].pack(
+            w_.K, Mg, w_.is_signed, pw.zero_points.data() + gi * Mg, [&](int64_t k, int64_t n) {
+              const int64_t c = k % Cg, j = (k / Cg) % KW, i = k / (Cg * KW);
+              return wd[(((gi * Mg + n) * Cg + c) * KH + i) * KW + j];
+            });
+      return;
+    }
     w_.zero_points = pw.zero_points;
     w_.data.assign(w.data(), w.data() + w.byte_size());  // [M, Cg * KH * KW]: one row each
     w_.finish();
   }
 
-  size_t packed_size() const noexcept override { return w_.bytes() + bias_.bytes(); }
+  size_t packed_size() const noexcept override {
+    size_t n = w_.bytes() + bias_.bytes();
+    for (const GemmB &f : fast_) n += f.bytes();
+    return n;
+  }
 
   void run(const Context &ctx, const Tensor &x, Tensor &y) const override {
     require_int8(x, "x");
@@ -97,12 +124,113 @@ class PreparedConv final : public Prepared {
     const bool scales = mode != OutputMode::Int32;
     check_channel_qparams(x.qparams(), x.rank(), "x", 0, false, scales);
     check_channel_qparams(wq_, wdims_.size(), "w", 0, true, scales);
+    if (bias_.f32_or_null() != nullptr && mode == OutputMode::Int32)
+      fail(QNT_ERR_DTYPE_MISMATCH, "an f32 bias needs an f32 or 8-bit y (use an i32 bias)");
     require_writable(y, "y");
     require_disjoint(y, x, "y", "x");
     if (y.element_count() == 0) return;
 
-    const int64_t N = out[0], M = out[1], OH = out[2], OW = out[3];
-    const int64_t C = x.dims()[1], H = x.dims()[2], W = x.dims()[3];
+    const auto &xd = x.dims();
+    Shape s;
+    s.N = xd[0];
+    s.C = g_.nhwc ? xd[3] : xd[1];
+    s.H = g_.nhwc ? xd[1] : xd[2];
+    s.W = g_.nhwc ? xd[2] : xd[3];
+    s.M = wdims_[0];
+    s.OH = g_.nhwc ? out[1] : out[2];
+    s.OW = g_.nhwc ? out[2] : out[3];
+    const float sx = scales ? x.qparams()->scales()[0] : 0.0f;
+    const Epilogue epi =
+        make_epilogue(mode, y.qparams().get(), bias_, sx, scales ? w_.scales : std::vector<float>(),
+                      relu_);
+    const int32_t zx = x.qparams() ? x.qparams()->zero_points()[0] : 0;
+    if (kernel_ != nullptr)
+      run_fast(ctx, s, x, zx, epi, y);
+    else
+      run_reference(ctx, s, x, zx, epi, y);
+  }
+
+ private:
+  struct Shape {
+    int64_t N, C, H, W, M, OH, OW;
+  };
+
+  // Implicit GEMM per group: rows are output pixels, K their (kh, kw, c) window in an NHWC
+  // image (NCHW x is first transposed into the workspace), columns the group's filters.
+  void run_fast(const Context &ctx, const Shape &s, const Tensor &x, int32_t zx,
+                const Epilogue &epi, Tensor &y) const {
+    const int64_t G = g_.groups, Cg = s.C / G, Mg = s.M / G, KH = wdims_[2], KW = wdims_[3];
+    const int64_t P = s.OH * s.OW, rows = s.N * P;
+    const GemmPlan plan(*kernel_, fast_[0], rows, ctx.threads());
+    const size_t x_bytes = g_.nhwc ? 0 : (x.byte_size() + 63) / 64 * 64;
+    Scratch scratch(ctx, x_bytes + plan.scratch_bytes());
+    const uint8_t *xin = x.data();
+    if (!g_.nhwc) {
+      uint8_t *t = scratch.data();
+      const auto planes = static_cast<size_t>(s.N * s.H);
+      parallel_for(ctx.threads(), planes, 8, [&](size_t r0, size_t r1) {
+        for (size_t r = r0; r < r1; ++r) {
+          const int64_t n = static_cast<int64_t>(r) / s.H, h = static_cast<int64_t>(r) % s.H;
+          for (int64_t c = 0; c < s.C; ++c) {
+            const uint8_t *src = xin + ((n * s.C + c) * s.H + h) * s.W;
+            uint8_t *dst = t + ((n * s.H + h) * s.W) * s.C + c;
+            for (int64_t w = 0; w < s.W; ++w) dst[w * s.C] = src[w];
+          }
+        }
+      });
+      xin = t;
+    }
+    const bool is_signed = x.info().is_signed;
+    const uint8_t flip = is_signed ? 0x80 : 0;
+    const auto pad = static_cast<uint8_t>((static_cast<uint32_t>(zx) & 0xFFu) ^ flip);
+    const int32_t za = zx + (is_signed ? 128 : 0);
+    const auto cg = static_cast<size_t>(Cg);
+    uint8_t *yd = y.data();
+    for (int64_t gi = 0; gi < G; ++gi) {
+      auto source = [&](int64_t m, uint8_t *row) {
+        const int64_t img = m / P, p = m % P, oh = p / s.OW, ow = p % s.OW;
+        for (int64_t i = 0; i < KH; ++i) {
+          const int64_t h = oh * g_.stride_h - g_.pad_top + i * g_.dilation_h;
+          for (int64_t j = 0; j < KW; ++j) {
+            const int64_t w = ow * g_.stride_w - g_.pad_left + j * g_.dilation_w;
+            uint8_t *dst = row + (i * KW + j) * Cg;
+            if (h < 0 || h >= s.H || w < 0 || w >= s.W) {
+              std::memset(dst, pad, cg);
+              continue;
+            }
+            const uint8_t *src = xin + ((img * s.H + h) * s.W + w) * s.C + gi * Cg;
+            if (is_signed)
+              for (size_t c = 0; c < cg; ++c) dst[c] = static_cast<uint8_t>(src[c] ^ 0x80u);
+            else
+              std::memcpy(dst, src, cg);
+          }
+        }
+        return za;
+      };
+      auto tile = [&](int64_t m0, int n_rows, int64_t n0, int cols, const int32_t *acc,
+                      size_t ldc) {
+        for (int r = 0; r < n_rows; ++r) {
+          const int64_t m = m0 + r;
+          const int32_t *a = acc + static_cast<size_t>(r) * ldc;
+          const auto c0 = static_cast<size_t>(gi * Mg + n0);
+          if (g_.nhwc) {
+            epi.span(a, c0, static_cast<size_t>(cols), yd, static_cast<size_t>(m * s.M) + c0);
+          } else {
+            const int64_t img = m / P, p = m % P;
+            for (int j = 0; j < cols; ++j) {
+              const size_t c = c0 + static_cast<size_t>(j);
+              epi.put(a[j], c, yd, static_cast<size_t>((img * s.M) * P + p) + c * static_cast<size_t>(P));
+            }
+          }
+        }
+      };
+      gemm_run(ctx, plan, fast_[static_cast<size_t>(gi)], scratch.data() + x_bytes, source, tile);
+    }
+  }
+
+  void run_reference(const Context &ctx, const Shape &s, const Tensor &x, int32_t zx,
+                     const Epilogue &epi, Tensor &y) const {
+    const int64_t N = s.N, M = s.M, OH = s.OH, OW = s.OW, C = s.C, H = s.H, W = s.W;
     const int64_t G = g_.groups, Cg = C / G, Mg = M / G, KH = wdims_[2], KW = wdims_[3];
     // The im2col buffer of one image and group: Kc rows of P columns.
     const int64_t Kc = Cg * KH * KW, P = OH * OW;
@@ -123,23 +251,20 @@ class PreparedConv final : public Prepared {
     geo.dilation_w = g_.dilation_w;
     geo.out_h = OH;
     geo.out_w = OW;
-    const int32_t zx = x.qparams() ? x.qparams()->zero_points()[0] : 0;
     const auto pad_byte = static_cast<uint8_t>(static_cast<uint32_t>(zx) & 0xFFu);
-    const int32_t *bias_i32 = bias_.i32_or_null();
 
-    float sy = 1.0f;
-    int32_t zy = 0;
-    if (mode == OutputMode::Requantize) {
-      sy = y.qparams()->scales()[0];
-      zy = y.qparams()->zero_points()[0];
-    }
-    const float sx = scales ? x.qparams()->scales()[0] : 0.0f;
-    std::vector<float> factor(static_cast<size_t>(M));  // per output channel
-    for (size_t m = 0; m < factor.size(); ++m) {
-      if (mode == OutputMode::Requantize)
-        factor[m] = ref::requant_multiplier(sx, w_.scales[m], sy);
-      else if (mode == OutputMode::Float)
-        factor[m] = sx * w_.scales[m];
+    // The reference reads NCHW: an NHWC x is transposed first.
+    const uint8_t *xin = x.data();
+    std::vector<uint8_t> nchw;
+    if (g_.nhwc) {
+      nchw.resize(x.byte_size());
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t w = 0; w < W; ++w)
+            for (int64_t c = 0; c < C; ++c)
+              nchw[static_cast<size_t>(((n * C + c) * H + h) * W + w)] =
+                  xin[((n * H + h) * W + w) * C + c];
+      xin = nchw.data();
     }
 
     const ref::PackedInt8 w = w_.view();
@@ -154,44 +279,35 @@ class PreparedConv final : public Prepared {
     std::vector<std::vector<uint8_t>> cols(workers, std::vector<uint8_t>(col_bytes));
     std::vector<std::vector<int32_t>> accs(workers,
                                            std::vector<int32_t>(static_cast<size_t>(Mg * P)));
-    const int qmin = y.info().qmin, qmax = y.info().qmax;
     parallel_for_workers(ctx.threads(), tasks, 1, [&](size_t t0, size_t t1, size_t worker) {
       uint8_t *col = cols[worker].data();
       int32_t *acc = accs[worker].data();
       for (size_t t = t0; t < t1; ++t) {
         const int64_t n = static_cast<int64_t>(t) / G, gi = static_cast<int64_t>(t) % G;
-        ref::im2col(geo, x.data() + ((n * C + gi * Cg) * H) * W, pad_byte, col);
+        ref::im2col(geo, xin + ((n * C + gi * Cg) * H) * W, pad_byte, col);
         ref::Int8Matrix b = col_view;
         b.data = col;
         // acc[mi * P + p] for this group's filters mi.
         ref::qgemm_packed(P, b, &zx, 0, w, gi * Mg, (gi + 1) * Mg, acc, 1, P);
         for (int64_t mi = 0; mi < Mg; ++mi) {
           const int64_t m = gi * Mg + mi;
-          const auto mc = static_cast<size_t>(m);
-          const size_t base = static_cast<size_t>((n * M + m) * P);
           for (int64_t p = 0; p < P; ++p) {
-            int32_t v = acc[mi * P + p];
-            if (bias_i32 != nullptr) v = ref::wrap_add(v, bias_i32[m]);
-            const size_t i = base + static_cast<size_t>(p);
-            if (mode == OutputMode::Int32) {
-              std::memcpy(y.data() + 4 * i, &v, 4);
-            } else if (mode == OutputMode::Requantize) {
-              ref::store_element(y.data(), i, 8, ref::requantize(v, factor[mc], zy, qmin, qmax));
-            } else {
-              const float f = ref::acc_to_float(v, factor[mc], 0.0f);
-              std::memcpy(y.data() + 4 * i, &f, 4);
-            }
+            const size_t i = g_.nhwc ? static_cast<size_t>((n * P + p) * M + m)
+                                     : static_cast<size_t>((n * M + m) * P + p);
+            epi.put(acc[mi * P + p], static_cast<size_t>(m), y.data(), i);
           }
         }
       }
     });
   }
 
- private:
   Geometry g_;
+  bool relu_;
+  const kern::GemmKernel *kernel_;
   std::vector<int64_t> wdims_;
   std::shared_ptr<const QParams> wq_;
-  PackedWeights w_;
+  PackedWeights w_;  // the reference path's weights (fast path: K, scales only)
+  std::vector<GemmB> fast_;  // the fast path's, one per group
   Bias bias_;
 };
 
@@ -200,7 +316,7 @@ void check_conv_weights(const Tensor &w, const Tensor *bias, const OpDesc &desc)
   require_int8(w, "w");
   check_weight_shape(w.dims(), Geometry(desc));
   check_channel_qparams(w.qparams(), w.rank(), "w", 0, true, false);
-  check_bias(bias, w.dims()[0], false);
+  check_bias(bias, w.dims()[0], true);
 }
 
 }  // namespace
@@ -228,6 +344,8 @@ void qconv2d(const Context &ctx, const OpDesc &d, const Tensor &x, const Tensor 
   const bool scales = mode != OutputMode::Int32;
   check_channel_qparams(x.qparams(), x.rank(), "x", 0, false, scales);
   check_channel_qparams(w.qparams(), w.rank(), "w", 0, true, scales);
+  if (bias != nullptr && bias->dtype() == QNT_DTYPE_F32 && mode == OutputMode::Int32)
+    fail(QNT_ERR_DTYPE_MISMATCH, "an f32 bias needs an f32 or 8-bit y (use an i32 bias)");
   require_writable(y, "y");
   require_disjoint(y, x, "y", "x");
   require_disjoint(y, w, "y", "w");

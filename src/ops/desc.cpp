@@ -17,7 +17,9 @@ const char *key_name(qnt_op_option key) noexcept {
                                                    "QNT_OP_DILATION_W",
                                                    "QNT_OP_GROUPS",
                                                    "QNT_OP_FUSE_RELU",
-                                                   "QNT_OP_ACT_QUANT"};
+                                                   "QNT_OP_ACT_QUANT",
+                                                   "QNT_OP_REDUCE_RANGE",
+                                                   "QNT_OP_LAYOUT"};
   return key >= 1 && key < OpDesc::kKeys ? names[key] : "?";
 }
 
@@ -43,7 +45,12 @@ void OpDesc::set(qnt_op_option key, int64_t v) {
       lo = 1;
       break;
     case QNT_OP_FUSE_RELU:
+    case QNT_OP_REDUCE_RANGE:
       hi = 1;
+      break;
+    case QNT_OP_LAYOUT:
+      lo = QNT_LAYOUT_NCHW;
+      hi = QNT_LAYOUT_NHWC;
       break;
     case QNT_OP_ACT_QUANT:
       lo = QNT_ACT_PER_TENSOR;

@@ -8,8 +8,8 @@
 namespace qnt::ops {
 
 struct OpDesc {
-  static constexpr int kKeys = 12;  // keys 1..11; slot 0 unused
-  int64_t value[kKeys] = {0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, QNT_ACT_PER_TENSOR};
+  static constexpr int kKeys = 14;  // keys 1..13; slot 0 unused
+  int64_t value[kKeys] = {0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, QNT_ACT_PER_TENSOR, 0, QNT_LAYOUT_NCHW};
   uint32_t set_mask = 0;  // bit k: key k was set
 
   int64_t get(qnt_op_option key) const noexcept { return value[key]; }
@@ -22,7 +22,9 @@ struct OpDesc {
   void require_only(uint32_t allowed, const char *op) const;
 
   static constexpr uint32_t bit(qnt_op_option key) { return uint32_t{1} << key; }
-  static constexpr uint32_t kConvKeys = (uint32_t{1} << 10) - 2;  // keys 1..9
+  // Geometry (keys 1..9), QNT_OP_FUSE_RELU and QNT_OP_LAYOUT.
+  static constexpr uint32_t kConvKeys =
+      ((uint32_t{1} << 10) - 2) | (uint32_t{1} << QNT_OP_FUSE_RELU) | (uint32_t{1} << QNT_OP_LAYOUT);
 };
 
 // The defaults, for a NULL descriptor.

@@ -5,6 +5,8 @@
 #include "kernels/ref/ops_ref.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 #include "ops/common.hpp"
+#include "ops/epilogue.hpp"
+#include "ops/gemm.hpp"
 #include "ops/packed.hpp"
 #include "ops/parallel.hpp"
 #include "ops/prepared.hpp"
@@ -65,74 +67,6 @@ std::vector<int64_t> broadcast_shapes(const std::vector<int64_t> &a,
     out[i] = da == 1 ? db : da;
   }
   return out;
-}
-
-// How a row of accumulators becomes y, for output channels n.
-struct Epilogue {
-  enum class Mode { Int32, Requantize, Float, FloatQuantize } mode = Mode::Int32;
-  const int32_t *bias_i32 = nullptr;
-  const float *bias_f32 = nullptr;
-  // Requantize: (sa * sb[n]) / sy; Float and FloatQuantize: sa * sb[n].
-  std::vector<float> multiplier;
-  float sy = 1.0f;
-  int32_t zy = 0, qmin = 0, qmax = 0;
-
-  void row(const int32_t *acc, int64_t n_count, uint8_t *y_row) const {
-    for (int64_t n = 0; n < n_count; ++n) {
-      const auto c = static_cast<size_t>(n);
-      const int32_t a = bias_i32 != nullptr ? ref::wrap_add(acc[n], bias_i32[n]) : acc[n];
-      switch (mode) {
-        case Mode::Int32:
-          std::memcpy(y_row + 4 * n, &a, 4);
-          break;
-        case Mode::Requantize:
-          ref::store_element(y_row, c, 8, ref::requantize(a, multiplier[c], zy, qmin, qmax));
-          break;
-        case Mode::Float: {
-          const float v =
-              ref::acc_to_float(a, multiplier[c], bias_f32 != nullptr ? bias_f32[n] : 0.0f);
-          std::memcpy(y_row + 4 * n, &v, 4);
-          break;
-        }
-        case Mode::FloatQuantize: {
-          const float v = ref::acc_to_float(a, multiplier[c], bias_f32[n]);
-          ref::store_element(y_row, c, 8, ref::quantize_integer(v, sy, zy, qmin, qmax));
-          break;
-        }
-      }
-    }
-  }
-};
-
-// The epilogue for output y (mode from its dtype) with input scale sa and weight scales sb.
-Epilogue make_epilogue(OutputMode mode, const QParams *yq, const Bias &bias, float sa,
-                       const std::vector<float> &sb) {
-  Epilogue e;
-  e.bias_i32 = bias.i32_or_null();
-  e.bias_f32 = bias.f32_or_null();
-  switch (mode) {
-    case OutputMode::Int32:
-      e.mode = Epilogue::Mode::Int32;
-      return e;
-    case OutputMode::Float:
-      e.mode = Epilogue::Mode::Float;
-      for (float s : sb) e.multiplier.push_back(sa * s);
-      return e;
-    case OutputMode::Requantize:
-      break;
-  }
-  e.sy = yq->scales()[0];
-  e.zy = yq->zero_points()[0];
-  e.qmin = yq->info().qmin;
-  e.qmax = yq->info().qmax;
-  if (e.bias_f32 != nullptr) {
-    e.mode = Epilogue::Mode::FloatQuantize;
-    for (float s : sb) e.multiplier.push_back(sa * s);
-  } else {
-    e.mode = Epilogue::Mode::Requantize;
-    for (float s : sb) e.multiplier.push_back(ref::requant_multiplier(sa, s, e.sy));
-  }
-  return e;
 }
 
 // body(row, acc) for every row, on the context's threads, with N accumulators per worker
@@ -238,10 +172,36 @@ MatmulRun check_matmul_run(const Tensor &a, const std::vector<int64_t> &bd,
   return r;
 }
 
+// The rows of an int8 operand as a' values for the fast kernels: za' from its zero point.
+int32_t int8_row(const uint8_t *src, bool is_signed, int32_t zero_point, int64_t K,
+                 uint8_t *row) noexcept {
+  const auto k = static_cast<size_t>(K);
+  if (is_signed) {
+    for (size_t i = 0; i < k; ++i) row[i] = static_cast<uint8_t>(src[i] ^ 0x80u);
+    return zero_point + 128;
+  }
+  std::memcpy(row, src, k);
+  return zero_point;
+}
+
+// The tile epilogue of a row-major y [rows, N].
+auto row_major(const Epilogue &epi, uint8_t *y, int64_t N) {
+  return [&epi, y, N](int64_t m0, int rows, int64_t n0, int cols, const int32_t *acc,
+                      size_t ldc) {
+    for (int r = 0; r < rows; ++r)
+      epi.span(acc + static_cast<size_t>(r) * ldc, static_cast<size_t>(n0),
+               static_cast<size_t>(cols), y, static_cast<size_t>((m0 + r) * N + n0));
+  };
+}
+
 class PreparedMatmul final : public Prepared {
  public:
   PreparedMatmul(const Context &ctx, const Tensor &b, const Tensor *bias)
-      : Prepared(QNT_PREPARED_MATMUL, ctx.isa()), dims_(b.dims()), bq_(b.qparams()), bias_(bias) {
+      : Prepared(QNT_PREPARED_MATMUL, ctx.isa()),
+        kernel_(ctx.kernels().gemm),
+        dims_(b.dims()),
+        bq_(b.qparams()),
+        bias_(bias) {
     const int64_t K = dims_[dims_.size() - 2], N = dims_.back();
     // The batch count from the dimensions (not the element count: K = 0 leaves it > 0).
     const int64_t batches = product(std::vector<int64_t>(dims_.begin(), dims_.end() - 2));
@@ -251,6 +211,15 @@ class PreparedMatmul final : public Prepared {
     w_.K = K;
     w_.is_signed = b.info().is_signed;
     w_.scales = pb.scales;
+    if (kernel_ != nullptr) {
+      fast_.resize(static_cast<size_t>(batches));
+      for (int64_t i = 0; i < batches; ++i) {
+        const uint8_t *bi = b.data() + i * K * N;
+        fast_[static_cast<size_t>(i)].pack(K, N, w_.is_signed, pb.zero_points.data(),
+                                           [&](int64_t k, int64_t n) { return bi[k * N + n]; });
+      }
+      return;
+    }
     // Channel (batch i, column n) holds b[i][:, n]: the transpose, so the K values are contiguous.
     w_.data.resize(b.element_count());
     for (int64_t i = 0; i < batches; ++i)
@@ -263,7 +232,11 @@ class PreparedMatmul final : public Prepared {
     w_.finish();
   }
 
-  size_t packed_size() const noexcept override { return w_.bytes() + bias_.bytes(); }
+  size_t packed_size() const noexcept override {
+    size_t n = w_.bytes() + bias_.bytes();
+    for (const GemmB &f : fast_) n += f.bytes();
+    return n;
+  }
 
   void run(const Context &ctx, const Tensor &a, Tensor &y) const override {
     const MatmulRun r = check_matmul_run(a, dims_, bq_, bias_, y);
@@ -273,51 +246,87 @@ class PreparedMatmul final : public Prepared {
     const float sa = scales ? a.qparams()->scales()[0] : 0.0f;
     const int32_t za = a.qparams() ? a.qparams()->zero_points()[0] : 0;
     const Epilogue epi = make_epilogue(r.mode, y.qparams().get(), bias_, sa,
-                                       scales ? w_.scales : std::vector<float>());
+                                       scales ? w_.scales : std::vector<float>(), false);
     const std::vector<int64_t> a_index = broadcast_index(r.a_batch, r.batch);
     const std::vector<int64_t> b_index = broadcast_index(r.b_batch, r.batch);
-    const size_t y_elem = static_cast<size_t>(y.info().bits / 8);
+    const bool a_signed = a.info().is_signed;
+    if (kernel_ != nullptr) {
+      const size_t y_batch = static_cast<size_t>(M * N) * static_cast<size_t>(y.info().bits / 8);
+      for (size_t bi = 0; bi < a_index.size(); ++bi) {
+        const GemmB &b = fast_[static_cast<size_t>(b_index[bi])];
+        const GemmPlan plan(*kernel_, b, M, ctx.threads());
+        Scratch scratch(ctx, plan.scratch_bytes());
+        const uint8_t *ab = a.data() + a_index[bi] * M * K;
+        uint8_t *yb = y.data() + bi * y_batch;
+        gemm_run(
+            ctx, plan, b, scratch.data(),
+            [&](int64_t m, uint8_t *row) { return int8_row(ab + m * K, a_signed, za, K, row); },
+            [&](int64_t m0, int rows, int64_t n0, int cols, const int32_t *acc, size_t ldc) {
+              for (int q = 0; q < rows; ++q)
+                epi.span(acc + static_cast<size_t>(q) * ldc, static_cast<size_t>(n0),
+                         static_cast<size_t>(cols), yb, static_cast<size_t>((m0 + q) * N + n0));
+            });
+      }
+      return;
+    }
     const auto rows = static_cast<size_t>(static_cast<int64_t>(a_index.size()) * M);
     const ref::PackedInt8 w = w_.view();
     for_rows(ctx, rows, N, K, [&](size_t row, int32_t *out) {
       const auto bi = static_cast<size_t>(static_cast<int64_t>(row) / M);
       const int64_t m = static_cast<int64_t>(row) % M;
-      const ref::Int8Matrix am = row_view(a.data() + (a_index[bi] * M + m) * K, a.info().is_signed);
+      const ref::Int8Matrix am = row_view(a.data() + (a_index[bi] * M + m) * K, a_signed);
       const int64_t c0 = b_index[bi] * N;
       ref::qgemm_packed(1, am, &za, 0, w, c0, c0 + N, out, 0, 1);
-      epi.row(out, N, y.data() + row * static_cast<size_t>(N) * y_elem);
+      epi.span(out, 0, static_cast<size_t>(N), y.data(), row * static_cast<size_t>(N));
     });
   }
 
  private:
+  const kern::GemmKernel *kernel_;
   std::vector<int64_t> dims_;
   std::shared_ptr<const QParams> bq_;
   Bias bias_;
-  PackedWeights w_;
+  PackedWeights w_;  // the reference path's weights (fast path: K, scales only)
+  std::vector<GemmB> fast_;  // the fast path's, one per batch of b
 };
 
 // --- the linear layers ------------------------------------------------------------------------
 
-PackedWeights pack_linear(const Tensor &w, bool need_scales) {
-  const int64_t N = w.dims()[0], K = w.dims()[1];
-  const ChannelParams pw = channel_params(w, "w", 0, N, true, need_scales);
-  PackedWeights p;
-  p.channels = N;
-  p.K = K;
-  p.is_signed = w.info().is_signed;
-  p.data.assign(w.data(), w.data() + w.byte_size());
-  p.zero_points = pw.zero_points;
-  p.scales = pw.scales;
-  p.finish();
-  return p;
-}
+// w [N, K] for the context's kernels: the reference's rows (PackedWeights) or packed B.
+struct LinearWeights {
+  const kern::GemmKernel *kernel = nullptr;
+  PackedWeights ref;  // on the fast path only channels, K, is_signed and scales
+  GemmB fast;
+
+  LinearWeights(const Context &ctx, const Tensor &w, bool need_scales) : kernel(ctx.kernels().gemm) {
+    const int64_t N = w.dims()[0], K = w.dims()[1];
+    const ChannelParams pw = channel_params(w, "w", 0, N, true, need_scales);
+    ref.channels = N;
+    ref.K = K;
+    ref.is_signed = w.info().is_signed;
+    ref.scales = pw.scales;
+    if (kernel != nullptr) {
+      const uint8_t *d = w.data();
+      fast.pack(K, N, ref.is_signed, pw.zero_points.data(),
+                [&](int64_t k, int64_t n) { return d[n * K + k]; });
+      return;
+    }
+    ref.data.assign(w.data(), w.data() + w.byte_size());
+    ref.zero_points = pw.zero_points;
+    ref.finish();
+  }
+  size_t bytes() const noexcept { return ref.bytes() + fast.bytes(); }
+};
 
 class PreparedLinearDynamic final : public Prepared {
  public:
-  PreparedLinearDynamic(const Context &ctx, const Tensor &w, const Tensor *bias, qnt_act_quant mode)
+  PreparedLinearDynamic(const Context &ctx, const Tensor &w, const Tensor *bias, const OpDesc &desc)
       : Prepared(QNT_PREPARED_LINEAR_DYNAMIC, ctx.isa()),
-        mode_(mode),
-        w_(pack_linear(w, true)),
+        mode_(static_cast<qnt_act_quant>(desc.get(QNT_OP_ACT_QUANT))),
+        qmax_(desc.get(QNT_OP_REDUCE_RANGE) != 0 ? 127 : 255),
+        relu_(desc.get(QNT_OP_FUSE_RELU) != 0),
+        kernels_(&ctx.kernels()),
+        w_(ctx, w, true),
         bias_(bias) {}
 
   size_t packed_size() const noexcept override { return w_.bytes() + bias_.bytes(); }
@@ -325,7 +334,7 @@ class PreparedLinearDynamic final : public Prepared {
   void run(const Context &ctx, const Tensor &x, Tensor &y) const override {
     require_float(x, "x");
     require_float(y, "y");
-    const int64_t K = w_.K, N = w_.channels;
+    const int64_t K = w_.ref.K, N = w_.ref.channels;
     const int64_t R = linear_io(x, K, N, y);
     if (y.element_count() == 0) return;
     const auto *xs = reinterpret_cast<const float *>(x.data());
@@ -333,43 +342,80 @@ class PreparedLinearDynamic final : public Prepared {
     std::vector<float> sx(rows, 1.0f);
     std::vector<int32_t> zx(rows, 0);
     if (mode_ == QNT_ACT_PER_TENSOR) {
-      if (!ref::dynamic_qparams(xs, x.element_count(), &sx[0], &zx[0]))
+      if (!ref::dynamic_qparams(xs, x.element_count(), &sx[0], &zx[0], qmax_))
         fail(QNT_ERR_INVALID_ARGUMENT, "x holds an infinity or a range too wide for float32");
       std::fill(sx.begin(), sx.end(), sx[0]);
       std::fill(zx.begin(), zx.end(), zx[0]);
     } else {
       for (size_t r = 0; r < rows; ++r)
         if (!ref::dynamic_qparams(xs + r * static_cast<size_t>(K), static_cast<size_t>(K), &sx[r],
-                                  &zx[r]))
+                                  &zx[r], qmax_))
           fail(QNT_ERR_INVALID_ARGUMENT, "row ", r, " of x holds an infinity or too wide a range");
     }
     const float *bf = bias_.f32_or_null();
     auto *out = reinterpret_cast<float *>(y.data());
+    const std::vector<float> &sw = w_.ref.scales;
+    // y = (float)acc * (sx[r] * sw[n]) (+ bias[n]), then ReLU.
+    auto value = [&](int32_t a, size_t r, size_t n) {
+      float v = ref::acc_to_float(a, sx[r] * sw[n], bf != nullptr ? bf[n] : 0.0f);
+      return relu_ && v < 0.0f ? 0.0f : v;
+    };
+    if (w_.kernel != nullptr) {
+      // The activations are quantized as A is packed, with the set's quantize kernel.
+      kern::Format f;
+      f.dtype = QNT_DTYPE_U8;
+      f.is_signed = false;
+      f.qmin = 0;
+      f.qmax = qmax_;
+      const kern::QuantizeFn quantize = kernels_->quantize[QNT_DTYPE_U8][kern::kShared];
+      const GemmPlan plan(*w_.kernel, w_.fast, R, ctx.threads());
+      Scratch scratch(ctx, plan.scratch_bytes());
+      gemm_run(
+          ctx, plan, w_.fast, scratch.data(),
+          [&](int64_t m, uint8_t *row) {
+            const auto r = static_cast<size_t>(m);
+            quantize(xs + r * static_cast<size_t>(K), row, 0, static_cast<size_t>(K), &sx[r],
+                     &zx[r], f);
+            return zx[r];
+          },
+          [&](int64_t m0, int rows_here, int64_t n0, int cols, const int32_t *acc, size_t ldc) {
+            for (int q = 0; q < rows_here; ++q) {
+              const auto r = static_cast<size_t>(m0 + q);
+              float *o = out + r * static_cast<size_t>(N);
+              for (int j = 0; j < cols; ++j) {
+                const auto n = static_cast<size_t>(n0 + j);
+                o[n] = value(acc[static_cast<size_t>(q) * ldc + static_cast<size_t>(j)], r, n);
+              }
+            }
+          });
+      return;
+    }
     const size_t grain = row_grain(N, K);
     const size_t workers = parallel_workers(ctx.threads(), rows, grain);
     std::vector<std::vector<uint8_t>> xq(workers, std::vector<uint8_t>(static_cast<size_t>(K)));
     std::vector<std::vector<int32_t>> acc(workers, std::vector<int32_t>(static_cast<size_t>(N)));
-    const ref::PackedInt8 w = w_.view();
+    const ref::PackedInt8 w = w_.ref.view();
     parallel_for_workers(ctx.threads(), rows, grain, [&](size_t r0, size_t r1, size_t t) {
       uint8_t *q = xq[t].data();
       int32_t *a = acc[t].data();
       for (size_t r = r0; r < r1; ++r) {
         for (int64_t k = 0; k < K; ++k)
           q[k] = static_cast<uint8_t>(ref::quantize_integer(
-              xs[r * static_cast<size_t>(K) + static_cast<size_t>(k)], sx[r], zx[r], 0, 255));
+              xs[r * static_cast<size_t>(K) + static_cast<size_t>(k)], sx[r], zx[r], 0, qmax_));
         ref::qgemm_packed(1, row_view(q, false), &zx[r], 0, w, 0, N, a, 0, 1);
-        for (int64_t n = 0; n < N; ++n) {
-          const float scale = sx[r] * w_.scales[static_cast<size_t>(n)];
+        for (int64_t n = 0; n < N; ++n)
           out[r * static_cast<size_t>(N) + static_cast<size_t>(n)] =
-              ref::acc_to_float(a[n], scale, bf != nullptr ? bf[n] : 0.0f);
-        }
+              value(a[n], r, static_cast<size_t>(n));
       }
     });
   }
 
  private:
   qnt_act_quant mode_;
-  PackedWeights w_;
+  int32_t qmax_;
+  bool relu_;
+  const kern::KernelSet *kernels_;
+  LinearWeights w_;
   Bias bias_;
 };
 
@@ -383,20 +429,20 @@ void require_per_tensor_int8(const QParams &qp, const char *role) {
 class PreparedLinearStatic final : public Prepared {
  public:
   PreparedLinearStatic(const Context &ctx, const Tensor &w, const Tensor *bias, const QParams &x_qp,
-                       const std::shared_ptr<const QParams> &y_qp)
+                       const std::shared_ptr<const QParams> &y_qp, bool relu)
       : Prepared(QNT_PREPARED_LINEAR_STATIC, ctx.isa()),
         x_dtype_(x_qp.dtype()),
         sx_(x_qp.scales()[0]),
         zx_(x_qp.zero_points()[0]),
         yq_(y_qp),
-        w_(pack_linear(w, true)),
+        w_(ctx, w, true),
         bias_(bias) {
     epi_ = make_epilogue(yq_ ? OutputMode::Requantize : OutputMode::Float, yq_.get(), bias_, sx_,
-                         w_.scales);
+                         w_.ref.scales, relu);
   }
 
   size_t packed_size() const noexcept override {
-    return w_.bytes() + bias_.bytes() + 4 * epi_.multiplier.size();
+    return w_.bytes() + bias_.bytes() + epi_.bytes();
   }
 
   void run(const Context &ctx, const Tensor &x, Tensor &y) const override {
@@ -418,17 +464,26 @@ class PreparedLinearStatic final : public Prepared {
     } else {
       require_float(y, "y");
     }
-    const int64_t K = w_.K, N = w_.channels;
+    const int64_t K = w_.ref.K, N = w_.ref.channels;
     const int64_t R = linear_io(x, K, N, y);
     if (y.element_count() == 0) return;
+    const bool x_signed = x.info().is_signed;
+    if (w_.kernel != nullptr) {
+      const GemmPlan plan(*w_.kernel, w_.fast, R, ctx.threads());
+      Scratch scratch(ctx, plan.scratch_bytes());
+      const uint8_t *xd = x.data();
+      gemm_run(
+          ctx, plan, w_.fast, scratch.data(),
+          [&](int64_t m, uint8_t *row) { return int8_row(xd + m * K, x_signed, zx_, K, row); },
+          row_major(epi_, y.data(), N));
+      return;
+    }
     const auto rows = static_cast<size_t>(R);
-    const size_t y_elem = static_cast<size_t>(y.info().bits / 8);
-    const ref::PackedInt8 w = w_.view();
+    const ref::PackedInt8 w = w_.ref.view();
     for_rows(ctx, rows, N, K, [&](size_t r, int32_t *a) {
-      const ref::Int8Matrix xm =
-          row_view(x.data() + r * static_cast<size_t>(K), x.info().is_signed);
+      const ref::Int8Matrix xm = row_view(x.data() + r * static_cast<size_t>(K), x_signed);
       ref::qgemm_packed(1, xm, &zx_, 0, w, 0, N, a, 0, 1);
-      epi_.row(a, N, y.data() + r * static_cast<size_t>(N) * y_elem);
+      epi_.span(a, 0, static_cast<size_t>(N), y.data(), r * static_cast<size_t>(N));
     });
   }
 
@@ -437,7 +492,7 @@ class PreparedLinearStatic final : public Prepared {
   float sx_;
   int32_t zx_;
   std::shared_ptr<const QParams> yq_;
-  PackedWeights w_;
+  LinearWeights w_;
   Bias bias_;
   Epilogue epi_;
 };
@@ -494,6 +549,9 @@ void check_weight_only(const Tensor &w, const Tensor *bias) {
   check_linear_weights(w, bias, false);
 }
 
+constexpr uint32_t kDynamicKeys = OpDesc::bit(QNT_OP_ACT_QUANT) | OpDesc::bit(QNT_OP_REDUCE_RANGE) |
+                                  OpDesc::bit(QNT_OP_FUSE_RELU);
+
 void check_dynamic(const Tensor &w, const Tensor *bias) {
   if (w.dtype() != QNT_DTYPE_I8)
     fail(QNT_ERR_UNSUPPORTED, "w must be i8 for the dynamic linear layer, not ", w.info().name);
@@ -512,23 +570,23 @@ std::unique_ptr<Prepared> prepare_matmul(const Context &ctx, const Tensor &b, co
 
 std::unique_ptr<Prepared> prepare_linear_dynamic(const Context &ctx, const Tensor &w,
                                                  const Tensor *bias, const OpDesc &desc) {
-  desc.require_only(OpDesc::bit(QNT_OP_ACT_QUANT), "the dynamic linear layer");
+  desc.require_only(kDynamicKeys, "the dynamic linear layer");
   check_dynamic(w, bias);
-  return std::make_unique<PreparedLinearDynamic>(
-      ctx, w, bias, static_cast<qnt_act_quant>(desc.get(QNT_OP_ACT_QUANT)));
+  return std::make_unique<PreparedLinearDynamic>(ctx, w, bias, desc);
 }
 
 std::unique_ptr<Prepared> prepare_linear_static(const Context &ctx, const Tensor &w,
                                                 const Tensor *bias, const QParams &x_qp,
                                                 const std::shared_ptr<const QParams> &y_qp,
                                                 const OpDesc &desc) {
-  desc.require_only(0, "the static linear layer");
+  desc.require_only(OpDesc::bit(QNT_OP_FUSE_RELU), "the static linear layer");
   require_int8(w, "w");
   check_linear_weights(w, bias, true);
   check_channel_qparams(w.qparams(), w.rank(), "w", 0, true, true);
   require_per_tensor_int8(x_qp, "x_qparams");
   if (y_qp) require_per_tensor_int8(*y_qp, "y_qparams");
-  return std::make_unique<PreparedLinearStatic>(ctx, w, bias, x_qp, y_qp);
+  return std::make_unique<PreparedLinearStatic>(ctx, w, bias, x_qp, y_qp,
+                                                desc.get(QNT_OP_FUSE_RELU) != 0);
 }
 
 std::unique_ptr<Prepared> prepare_linear_weight_only(const Context &ctx, const Tensor &w,
@@ -577,12 +635,11 @@ void check_linear_io(const Tensor &x, const Tensor &w, const Tensor *bias, const
 
 void linear_dynamic(const Context &ctx, const Tensor &x, const Tensor &w, const Tensor *bias,
                     const OpDesc &desc, Tensor &y) {
-  desc.require_only(OpDesc::bit(QNT_OP_ACT_QUANT), "qnt_linear_dynamic");
+  desc.require_only(kDynamicKeys, "qnt_linear_dynamic");
   check_dynamic(w, bias);
   check_linear_io(x, w, bias, y);
   if (y.element_count() == 0) return;
-  PreparedLinearDynamic(ctx, w, bias, static_cast<qnt_act_quant>(desc.get(QNT_OP_ACT_QUANT)))
-      .run(ctx, x, y);
+  PreparedLinearDynamic(ctx, w, bias, desc).run(ctx, x, y);
 }
 
 void linear_weight_only(const Context &ctx, const Tensor &x, const Tensor &w, const Tensor *bias,

@@ -621,7 +621,7 @@ Test(ops, linear_layers_reject_bad_input) {
   EXPECT_OK(qnt_op_desc_create(&row));
   EXPECT_OK(qnt_op_desc_create(&relu));
   EXPECT_OK(qnt_op_desc_set(row, QNT_OP_ACT_QUANT, QNT_ACT_PER_ROW));
-  EXPECT_OK(qnt_op_desc_set(relu, QNT_OP_FUSE_RELU, 1));
+  EXPECT_OK(qnt_op_desc_set(relu, QNT_OP_STRIDE_H, 2));
   EXPECT_FAIL(qnt_op_desc_set(row, QNT_OP_ACT_QUANT, 9), QNT_ERR_INVALID_ARGUMENT);
   EXPECT_OK(qnt_linear_dynamic(NULL, x, w, bias, NULL, y));
   EXPECT_OK(qnt_linear_dynamic(NULL, x, w, NULL, row, y));

@@ -1,0 +1,23 @@
+// The AVX-512 VNNI table: the GEMM tile with vpdpbusd (kernels/gemm/tiles_x86.hpp); every
+// other entry is left to the AVX-512 table. Compiled with its own -m flags; runs only where the
+// CPU and the OS support them.
+#include "kernels/gemm/tiles_x86.hpp"
+#include "kernels/simd/tables.hpp"
+
+namespace qnt::simd {
+namespace {
+constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni512::kNP, 4,
+                                 &kern::gemm_tile<kern::Vnni512>};
+constexpr kern::KernelTable make() {
+  kern::KernelTable t{};
+  t.name = "avx512_vnni";
+  t.isa = QNT_ISA_AVX512_VNNI;
+  t.gemm = &kGemm;
+  return t;
+}
+constexpr kern::KernelTable kTable = make();
+}  // namespace
+
+const kern::KernelTable &avx512_vnni_table() noexcept { return kTable; }
+
+}  // namespace qnt::simd

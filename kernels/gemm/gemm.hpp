@@ -1,0 +1,54 @@
+// The integer GEMM's kernels: the packed layouts they share, and one ISA's micro-tile.
+//
+// All sums are exact: every product is formed exactly and accumulated in int32 with wrap-around
+// (modulo 2^32), so the order of the additions cannot change a bit. kernels/README.md lists the
+// instructions each kernel uses and why they are exact.
+//
+// Operands are shifted to one signedness so that one instruction set covers i8 and u8 on both
+// sides: the kernels multiply a' (unsigned, 0..255) by b' (signed, -128..127), where
+//   a' = a        (u8 a)       or a + 128 (i8 a, stored as a ^ 0x80),
+//   b' = b        (i8 b)       or b - 128 (u8 b, stored as b ^ 0x80).
+// The op then turns the raw sums P = sum_k a' b' into sum_k (a - za)(b - zb) with the row sums
+// of a' and the column sums of b' (modulo 2^32):
+//   sum (a' - za')(b' - zb') = P - zb' * Sa' - za' * Sb' + K * za' * zb',
+//   with za' = za + 128 [i8 a], zb' = zb - 128 [u8 b].
+//
+// Packed B (one layout for every ISA; the prepared operators hold it): K is padded with zeros
+// to a multiple of 4 (groups of kGroup), N to a multiple of 16 (panels of kPanel columns).
+// Panel p holds columns 16p .. 16p + 15; its group g is 64 bytes at
+//   b + p * panel_stride + g * 64 (panel_stride = groups * 64),
+// column j's four values (k = 4g .. 4g + 3) at bytes 4j .. 4j + 3: one 512-bit vector, the
+// operand of vpdpbusd.
+//
+// Packed A: micro-panels of `mr` rows (the kernel's), padded with zero rows. In group g, row r
+// takes `a_bytes` bytes at a + (g * mr + r) * a_bytes:
+//   a_bytes 4: a'(4g), a'(4g+1), a'(4g+2), a'(4g+3) as bytes (VNNI's operand);
+//   a_bytes 8: the same as four int16, even ks first: a'(4g), a'(4g+2), a'(4g+1), a'(4g+3)
+//              (the split kernels multiply int16 pairs with vpmaddwd).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace qnt::kern {
+
+constexpr int kGemmPanel = 16;  // columns per panel of packed B
+constexpr int kGemmGroup = 4;   // k per group
+
+// c[r * ldc + j] = sum over the groups of a'(r, k) * b'(k, j), wrapping, for r < rows (<= mr)
+// and j < 16 * panels (panels <= np); a is one micro-panel, b the first panel.
+using GemmTileFn = void (*)(const uint8_t *a, const int8_t *b, size_t panel_stride, size_t groups,
+                            int rows, int panels, int32_t *c, size_t ldc) noexcept;
+
+struct GemmKernel {
+  const char *name;
+  int mr;       // rows of A per micro-tile
+  int np;       // panels of B per micro-tile
+  int a_bytes;  // 4 or 8: packed A's bytes per row and group (see above)
+  GemmTileFn tile;
+};
+
+// The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.
+extern const GemmKernel kGenericGemm;
+
+}  // namespace qnt::kern

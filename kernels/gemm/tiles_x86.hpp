@@ -1,0 +1,149 @@
+// The x86-64 micro-tiles of the integer GEMM (layouts in gemm.hpp). Included by the ISA
+// translation units, each compiled with its own -m flags; everything here has internal linkage.
+//
+// Exact instructions only (kernels/README.md):
+//  - VNNI: vpdpbusd (u8 x s8, four products summed into int32, wrapping). Never vpdpbusds,
+//    which saturates.
+//  - AVX2 / AVX-512BW: b' is split into its even and odd bytes, sign-extended to int16 by
+//    shifts (vpsllw / vpsraw); a' comes packed as int16 (a_bytes 8); vpmaddwd multiplies int16
+//    pairs and adds each pair into int32 (|a' b'| <= 32640: exact), vpaddd wraps. Never
+//    vpmaddubsw, whose int16 pair sums saturate (255 * 127 * 2 > 32767).
+#pragma once
+
+#include "kernels/gemm/gemm.hpp"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace qnt::kern {
+namespace {
+
+inline int32_t load_i32(const uint8_t *p) noexcept {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Calls F::template run<R, P>(args...) for the runtime rows (1..MR) and panels (1..NP).
+template <class F, int MR, int NP, int R = MR>
+struct RowDispatch {
+  template <int P = NP>
+  static void panels(int rows, int p, const uint8_t *a, const int8_t *b, size_t ps, size_t groups,
+                     int32_t *c, size_t ldc) noexcept {
+    if constexpr (P > 1) {
+      if (p < P) return panels<P - 1>(rows, p, a, b, ps, groups, c, ldc);
+    }
+    F::template run<R, P>(a, b, ps, groups, c, ldc);
+  }
+  static void go(int rows, int p, const uint8_t *a, const int8_t *b, size_t ps, size_t groups,
+                 int32_t *c, size_t ldc) noexcept {
+    if constexpr (R > 1) {
+      if (rows < R) return RowDispatch<F, MR, NP, R - 1>::go(rows, p, a, b, ps, groups, c, ldc);
+    }
+    panels<NP>(rows, p, a, b, ps, groups, c, ldc);
+  }
+};
+
+#if defined(__AVX512VNNI__)
+// mr 6 x np 4 (64 columns): 24 accumulators, 4 B vectors, A broadcast from memory.
+struct Vnni512 {
+  static constexpr int kMR = 6, kNP = 4;
+  template <int R, int P>
+  static void run(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
+                  size_t ldc) noexcept {
+    __m512i acc[R][P];
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_si512();
+    for (size_t g = 0; g < groups; ++g) {
+      __m512i bv[P];
+      for (int p = 0; p < P; ++p) bv[p] = _mm512_loadu_si512(b + p * ps + g * 64);
+      const uint8_t *ag = a + g * kMR * 4;
+      for (int r = 0; r < R; ++r) {
+        const __m512i av = _mm512_set1_epi32(load_i32(ag + 4 * r));
+        for (int p = 0; p < P; ++p) acc[r][p] = _mm512_dpbusd_epi32(acc[r][p], av, bv[p]);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) _mm512_storeu_si512(c + r * ldc + 16 * p, acc[r][p]);
+  }
+};
+#endif
+
+#if defined(__AVX512BW__)
+// mr 8 x np 2 (32 columns), split: 16 accumulators, 4 split B vectors, 2 A broadcasts.
+struct Split512 {
+  static constexpr int kMR = 8, kNP = 2;
+  template <int R, int P>
+  static void run(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
+                  size_t ldc) noexcept {
+    __m512i acc[R][P];
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_si512();
+    for (size_t g = 0; g < groups; ++g) {
+      __m512i even[P], odd[P];
+      for (int p = 0; p < P; ++p) {
+        const __m512i v = _mm512_loadu_si512(b + p * ps + g * 64);
+        even[p] = _mm512_srai_epi16(_mm512_slli_epi16(v, 8), 8);
+        odd[p] = _mm512_srai_epi16(v, 8);
+      }
+      const uint8_t *ag = a + g * kMR * 8;
+      for (int r = 0; r < R; ++r) {
+        const __m512i ae = _mm512_set1_epi32(load_i32(ag + 8 * r));
+        const __m512i ao = _mm512_set1_epi32(load_i32(ag + 8 * r + 4));
+        for (int p = 0; p < P; ++p) {
+          acc[r][p] = _mm512_add_epi32(acc[r][p], _mm512_madd_epi16(ae, even[p]));
+          acc[r][p] = _mm512_add_epi32(acc[r][p], _mm512_madd_epi16(ao, odd[p]));
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) _mm512_storeu_si512(c + r * ldc + 16 * p, acc[r][p]);
+  }
+};
+#endif
+
+#if defined(__AVX2__)
+// mr 4 x np 1 (16 columns, two vectors), split: 8 accumulators, 4 split B vectors, 2 A
+// broadcasts: 14 of the 16 registers.
+struct Split256 {
+  static constexpr int kMR = 4, kNP = 1;
+  template <int R, int P>
+  static void run(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
+                  size_t ldc) noexcept {
+    (void)ps;
+    __m256i acc[R][2];
+    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    for (size_t g = 0; g < groups; ++g) {
+      const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + g * 64));
+      const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + g * 64 + 32));
+      const __m256i e0 = _mm256_srai_epi16(_mm256_slli_epi16(v0, 8), 8);
+      const __m256i o0 = _mm256_srai_epi16(v0, 8);
+      const __m256i e1 = _mm256_srai_epi16(_mm256_slli_epi16(v1, 8), 8);
+      const __m256i o1 = _mm256_srai_epi16(v1, 8);
+      const uint8_t *ag = a + g * kMR * 8;
+      for (int r = 0; r < R; ++r) {
+        const __m256i ae = _mm256_set1_epi32(load_i32(ag + 8 * r));
+        const __m256i ao = _mm256_set1_epi32(load_i32(ag + 8 * r + 4));
+        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(ae, e0));
+        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(ao, o0));
+        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(ae, e1));
+        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(ao, o1));
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc), acc[r][0]);
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc + 8), acc[r][1]);
+    }
+  }
+};
+#endif
+
+template <class F>
+void gemm_tile(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int rows, int panels,
+               int32_t *c, size_t ldc) noexcept {
+  RowDispatch<F, F::kMR, F::kNP>::go(rows, panels, a, b, ps, groups, c, ldc);
+}
+
+}  // namespace
+}  // namespace qnt::kern

@@ -1,0 +1,102 @@
+// How an accumulator becomes an output element, shared by qmatmul, the static linear layer and
+// qconv2d (reference and fast paths alike): an i32 bias (wrapping), then one of
+//   Int32:         the accumulator;
+//   Requantize:    saturate(round((float)acc * ((sa * sb[c]) / sy)) + zy);
+//   Float:         (float)acc * (sa * sb[c]), + an f32 bias as a separate addition;
+//   FloatQuantize: the Float value with its f32 bias, then quantized with (sy, zy) (oneDNN's and
+//                  PyTorch's order: the bias is added in float before the requantization);
+// then, with relu, max(y, 0) (i32, f32; NaN stays NaN) or max(q, zy) (8-bit outputs).
+#pragma once
+
+#include "core/qparams.hpp"
+#include "kernels/ref/ops_ref.hpp"
+#include "kernels/ref/quantize_ref.hpp"
+#include "ops/common.hpp"
+#include "ops/packed.hpp"
+
+#include <cstring>
+#include <vector>
+
+namespace qnt::ops {
+
+struct Epilogue {
+  enum class Mode { Int32, Requantize, Float, FloatQuantize } mode = Mode::Int32;
+  const int32_t *bias_i32 = nullptr;
+  const float *bias_f32 = nullptr;
+  // Requantize: (sa * sb[c]) / sy; Float and FloatQuantize: sa * sb[c].
+  std::vector<float> multiplier;
+  float sy = 1.0f;
+  int32_t zy = 0, qmin = 0, qmax = 0;
+  bool relu = false;
+
+  // Element i of y from the accumulator of channel c.
+  void put(int32_t acc, size_t c, uint8_t *y, size_t i) const noexcept {
+    const int32_t a = bias_i32 != nullptr ? ref::wrap_add(acc, bias_i32[c]) : acc;
+    switch (mode) {
+      case Mode::Int32: {
+        const int32_t v = relu && a < 0 ? 0 : a;
+        std::memcpy(y + 4 * i, &v, 4);
+        return;
+      }
+      case Mode::Requantize: {
+        const int32_t q = ref::requantize(a, multiplier[c], zy, qmin, qmax);
+        ref::store_element(y, i, 8, relu && q < zy ? zy : q);
+        return;
+      }
+      case Mode::Float: {
+        float v = ref::acc_to_float(a, multiplier[c], bias_f32 != nullptr ? bias_f32[c] : 0.0f);
+        if (relu && v < 0.0f) v = 0.0f;
+        std::memcpy(y + 4 * i, &v, 4);
+        return;
+      }
+      case Mode::FloatQuantize: {
+        const float v = ref::acc_to_float(a, multiplier[c], bias_f32[c]);
+        const int32_t q = ref::quantize_integer(v, sy, zy, qmin, qmax);
+        ref::store_element(y, i, 8, relu && q < zy ? zy : q);
+        return;
+      }
+    }
+  }
+
+  // Elements i0 .. i0 + n of y from the accumulators of channels c0 .. c0 + n.
+  void span(const int32_t *acc, size_t c0, size_t n, uint8_t *y, size_t i0) const noexcept {
+    for (size_t j = 0; j < n; ++j) put(acc[j], c0 + j, y, i0 + j);
+  }
+
+  size_t bytes() const noexcept { return 4 * multiplier.size(); }
+};
+
+// The epilogue for an output of `mode` (y's qparams yq for Requantize) with input scale sa and
+// weight scales sb (one per channel).
+inline Epilogue make_epilogue(OutputMode mode, const QParams *yq, const Bias &bias, float sa,
+                              const std::vector<float> &sb, bool relu) {
+  Epilogue e;
+  e.bias_i32 = bias.i32_or_null();
+  e.bias_f32 = bias.f32_or_null();
+  e.relu = relu;
+  switch (mode) {
+    case OutputMode::Int32:
+      e.mode = Epilogue::Mode::Int32;
+      return e;
+    case OutputMode::Float:
+      e.mode = Epilogue::Mode::Float;
+      for (float s : sb) e.multiplier.push_back(sa * s);
+      return e;
+    case OutputMode::Requantize:
+      break;
+  }
+  e.sy = yq->scales()[0];
+  e.zy = yq->zero_points()[0];
+  e.qmin = yq->info().qmin;
+  e.qmax = yq->info().qmax;
+  if (e.bias_f32 != nullptr) {
+    e.mode = Epilogue::Mode::FloatQuantize;
+    for (float s : sb) e.multiplier.push_back(sa * s);
+  } else {
+    e.mode = Epilogue::Mode::Requantize;
+    for (float s : sb) e.multiplier.push_back(ref::requant_multiplier(sa, s, e.sy));
+  }
+  return e;
+}
+
+}  // namespace qnt::ops

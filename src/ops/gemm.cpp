@@ -1,0 +1,95 @@
+#include "ops/gemm.hpp"
+
+namespace qnt::ops {
+
+Scratch::Scratch(const Context &ctx, size_t bytes) {
+  Context::Workspace &ws = *ctx.workspace;
+  std::unique_lock<std::mutex> lock(ws.mutex, std::try_to_lock);
+  if (lock.owns_lock()) {
+    if (ws.buffer.size() < bytes) {
+      ws.buffer.clear();
+      ws.buffer.shrink_to_fit();
+      ws.buffer.resize(bytes);
+    }
+    data_ = ws.buffer.data();
+    lock_ = std::move(lock);
+  } else {
+    own_.resize(bytes);
+    data_ = own_.data();
+  }
+}
+
+Scratch::~Scratch() = default;
+
+GemmPlan::GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int threads)
+    : kernel(&k), M(rows) {
+  const auto mr = static_cast<size_t>(k.mr);
+  m_panels = (static_cast<size_t>(M) + mr - 1) / mr;
+  a_panel_bytes = b.groups * mr * static_cast<size_t>(k.a_bytes);
+  tile_cols = static_cast<size_t>(k.np) * kern::kGemmPanel;
+  n_tiles = (static_cast<size_t>(b.N) + tile_cols - 1) / tile_cols;
+  row_bytes = b.groups * kern::kGemmGroup;
+  // Blocks: about 96 rows of A (in L2 with the B panels of a tile) and 256 columns; halved
+  // (columns first) until every thread has two tasks, so that every shape uses every thread.
+  mb = std::min(std::max<size_t>(1, 96 / mr), std::max<size_t>(1, m_panels));
+  nb = std::min(std::max<size_t>(1, 256 / tile_cols), std::max<size_t>(1, n_tiles));
+  auto count = [&] {
+    m_blocks = (std::max<size_t>(1, m_panels) + mb - 1) / mb;
+    n_blocks = (std::max<size_t>(1, n_tiles) + nb - 1) / nb;
+    return m_blocks * n_blocks;
+  };
+  const size_t want = 2 * static_cast<size_t>(std::max(threads, 1));
+  while (count() < want && (nb > 1 || mb > 1)) {
+    if (nb > 1)
+      nb = (nb + 1) / 2;
+    else
+      mb = (mb + 1) / 2;
+  }
+  workers = parallel_workers(threads, tasks(), 1);
+}
+
+size_t GemmPlan::worker_bytes() const noexcept {
+  const size_t bytes = mb * a_panel_bytes + 8 * mb * static_cast<size_t>(kernel->mr) + row_bytes;
+  return (bytes + 63) / 64 * 64;
+}
+
+void gemm_pack_a(const GemmPlan &plan, int64_t m, const uint8_t *row, uint8_t *panel,
+                 int32_t *row_sum) noexcept {
+  const kern::GemmKernel &k = *plan.kernel;
+  const auto r = static_cast<size_t>(m % k.mr);
+  const size_t groups = plan.row_bytes / kern::kGemmGroup;
+  const auto stride = static_cast<size_t>(k.mr) * static_cast<size_t>(k.a_bytes);
+  uint32_t sum = 0;
+  if (k.a_bytes == 4) {
+    uint8_t *dst = panel + r * 4;
+    for (size_t g = 0; g < groups; ++g) {
+      std::memcpy(dst + g * stride, row + 4 * g, 4);
+      sum += static_cast<uint32_t>(row[4 * g] + row[4 * g + 1] + row[4 * g + 2] + row[4 * g + 3]);
+    }
+  } else {
+    uint8_t *dst = panel + r * 8;
+    for (size_t g = 0; g < groups; ++g) {
+      const uint8_t *s = row + 4 * g;
+      const uint16_t v[4] = {s[0], s[2], s[1], s[3]};
+      std::memcpy(dst + g * stride, v, 8);
+      sum += static_cast<uint32_t>(s[0] + s[1] + s[2] + s[3]);
+    }
+  }
+  *row_sum = static_cast<int32_t>(sum);
+}
+
+void gemm_tile_correct(const GemmB &b, int64_t n0, int cols, const int32_t *row_sum,
+                       const int32_t *za, int rows, int32_t *acc, size_t ldc) noexcept {
+  // acc = P - zb' * Sa' + (K * zb' - Sb') * za', modulo 2^32.
+  const int32_t *zb = b.zb.data() + n0;
+  const int32_t *col = b.col.data() + n0;
+  for (int r = 0; r < rows; ++r) {
+    const auto s = static_cast<uint32_t>(row_sum[r]);
+    const auto z = static_cast<uint32_t>(za[r]);
+    auto *a = reinterpret_cast<uint32_t *>(acc + static_cast<size_t>(r) * ldc);
+    for (int j = 0; j < cols; ++j)
+      a[j] = a[j] - static_cast<uint32_t>(zb[j]) * s + static_cast<uint32_t>(col[j]) * z;
+  }
+}
+
+}  // namespace qnt::ops

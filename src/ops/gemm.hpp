@@ -1,0 +1,161 @@
+// The integer GEMM driver of the fast kernel sets: B packed once (the prepared operators hold
+// it), A packed per run from a row source (int8 rows, floats quantized on the fly, or a
+// convolution's windows), micro-tiles from the context's kernel (kernels/gemm/gemm.hpp), and an
+// epilogue called on each tile while its accumulators are in L1.
+//
+// The accumulators an epilogue sees are exactly the reference's: sum_k (a - za)(b - zb) modulo
+// 2^32 (kernels/ref/ops_ref.hpp's qgemm), whatever the kernel, the blocking or the threads.
+#pragma once
+
+#include "core/context.hpp"
+#include "kernels/gemm/gemm.hpp"
+#include "kernels/registry.hpp"
+#include "ops/parallel.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace qnt::ops {
+
+// Scratch memory of one call: the context's workspace when no other call holds it (it grows to
+// the largest request and is kept), else memory of its own. Allocates in the constructor only.
+class Scratch {
+ public:
+  Scratch(const Context &ctx, size_t bytes);
+  ~Scratch();
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  uint8_t *data() noexcept { return data_; }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+  std::vector<uint8_t> own_;
+  uint8_t *data_ = nullptr;
+};
+
+// A constant B [K, N] in the packed layout, with the per-column terms of the zero-point
+// correction.
+struct GemmB {
+  int64_t K = 0, N = 0;
+  size_t groups = 0, panels = 0;
+  std::vector<int8_t> data;
+  std::vector<int32_t> zb;   // zb' = zb - 128 for u8 b, zb for i8 b
+  std::vector<int32_t> col;  // K * zb' - sum_k b'(k, n), modulo 2^32
+
+  size_t panel_stride() const noexcept { return groups * 64; }
+  size_t bytes() const noexcept { return data.size() + 4 * (zb.size() + col.size()); }
+
+  // get(k, n) gives b(k, n)'s stored byte; zero_points[n] is column n's zero point.
+  template <class Get>
+  void pack(int64_t k_count, int64_t n_count, bool is_signed, const int32_t *zero_points,
+            Get &&get) {
+    K = k_count;
+    N = n_count;
+    groups = static_cast<size_t>((K + kern::kGemmGroup - 1) / kern::kGemmGroup);
+    panels = static_cast<size_t>((N + kern::kGemmPanel - 1) / kern::kGemmPanel);
+    data.assign(panels * panel_stride(), 0);
+    zb.resize(static_cast<size_t>(N));
+    col.resize(static_cast<size_t>(N));
+    const uint8_t flip = is_signed ? 0 : 0x80;
+    for (int64_t n = 0; n < N; ++n) {
+      const auto p = static_cast<size_t>(n / kern::kGemmPanel);
+      const auto j = static_cast<size_t>(n % kern::kGemmPanel);
+      int8_t *dst = data.data() + p * panel_stride() + 4 * j;
+      uint32_t sum = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const auto v = static_cast<int8_t>(static_cast<uint8_t>(get(k, n) ^ flip));
+        dst[static_cast<size_t>(k / 4) * 64 + static_cast<size_t>(k % 4)] = v;
+        sum += static_cast<uint32_t>(static_cast<int32_t>(v));
+      }
+      const int32_t z = zero_points[n] - (is_signed ? 0 : 128);
+      zb[static_cast<size_t>(n)] = z;
+      col[static_cast<size_t>(n)] = static_cast<int32_t>(
+          static_cast<uint32_t>(K) * static_cast<uint32_t>(z) - sum);
+    }
+  }
+};
+
+// The shape of one run's work on a kernel: how A is packed and how the tiles are cut into tasks.
+// A task is a block of rows (m-panels of the kernel's mr rows) times a block of n-tiles; it packs
+// its rows of A into its worker's scratch (an L2-sized block: never the whole of A, so a
+// convolution never holds its full im2col matrix), then runs its tiles, the n-tile outer so that
+// its panels of B stay in cache while the A panels pass.
+struct GemmPlan {
+  const kern::GemmKernel *kernel = nullptr;
+  int64_t M = 0;
+  size_t m_panels = 0, a_panel_bytes = 0, n_tiles = 0, tile_cols = 0;
+  size_t row_bytes = 0;  // one row of a' values, padded to whole groups
+  size_t mb = 1, nb = 1, m_blocks = 1, n_blocks = 1, workers = 1;
+
+  GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int threads);
+  size_t tasks() const noexcept { return m_blocks * n_blocks; }
+  size_t worker_bytes() const noexcept;
+  // The scratch the run needs: every worker's A block, row terms and row buffer.
+  size_t scratch_bytes() const noexcept { return workers * worker_bytes(); }
+};
+
+// Packs row m's a' values (row: row_bytes, zero past K) into its micro-panel; sets its sum.
+void gemm_pack_a(const GemmPlan &plan, int64_t m, const uint8_t *row, uint8_t *panel,
+                 int32_t *row_sum) noexcept;
+// Turns the raw sums of a tile into exact accumulators (see kernels/gemm/gemm.hpp).
+void gemm_tile_correct(const GemmB &b, int64_t n0, int cols, const int32_t *row_sum,
+                       const int32_t *za, int rows, int32_t *acc, size_t ldc) noexcept;
+
+// source(m, row) writes a'(m, 0 .. K) into row (zeroed, row_bytes long) and returns za'(m).
+// epi(m0, rows, n0, cols, acc, ldc): the tile of rows m0 .. m0 + rows and columns
+// n0 .. n0 + cols; acc[r * ldc + j] is the exact accumulator of (m0 + r, n0 + j).
+// scratch: plan.scratch_bytes() bytes.
+template <class Source, class Epilogue>
+void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t *scratch,
+              Source &&source, Epilogue &&epi) {
+  const kern::GemmKernel &k = *plan.kernel;
+  const auto mr = static_cast<size_t>(k.mr);
+  const size_t ps = b.panel_stride();
+  parallel_for_workers(ctx.threads(), plan.tasks(), 1, [&](size_t t0, size_t t1, size_t w) {
+    uint8_t *apack = scratch + w * plan.worker_bytes();
+    auto *row_sum = reinterpret_cast<int32_t *>(apack + plan.mb * plan.a_panel_bytes);
+    int32_t *za = row_sum + plan.mb * mr;
+    auto *row = reinterpret_cast<uint8_t *>(za + plan.mb * mr);
+    alignas(64) int32_t acc[16 * 64];
+    size_t packed = SIZE_MAX;  // the m-block in apack
+    for (size_t t = t0; t < t1; ++t) {
+      const size_t mi = t / plan.n_blocks, ni = t % plan.n_blocks;
+      const size_t p0 = mi * plan.mb, p1 = std::min(plan.m_panels, p0 + plan.mb);
+      if (packed != mi) {
+        for (size_t p = p0; p < p1; ++p)
+          for (size_t r = 0; r < mr; ++r) {
+            const auto m = static_cast<int64_t>(p * mr + r);
+            const size_t i = (p - p0) * mr + r;
+            std::memset(row, 0, plan.row_bytes);
+            za[i] = m < plan.M ? source(m, row) : 0;
+            gemm_pack_a(plan, m, row, apack + (p - p0) * plan.a_panel_bytes, row_sum + i);
+          }
+        packed = mi;
+      }
+      const size_t n_end = std::min(plan.n_tiles, (ni + 1) * plan.nb);
+      for (size_t nt = ni * plan.nb; nt < n_end; ++nt) {
+        const auto n0 = static_cast<int64_t>(nt * plan.tile_cols);
+        const int cols = static_cast<int>(
+            std::min<int64_t>(static_cast<int64_t>(plan.tile_cols), b.N - n0));
+        const int panels = (cols + kern::kGemmPanel - 1) / kern::kGemmPanel;
+        const int8_t *bp = b.data.data() + nt * static_cast<size_t>(k.np) * ps;
+        for (size_t p = p0; p < p1; ++p) {
+          const auto m0 = static_cast<int64_t>(p * mr);
+          const int rows = static_cast<int>(std::min<int64_t>(k.mr, plan.M - m0));
+          const size_t i = (p - p0) * mr;
+          k.tile(apack + (p - p0) * plan.a_panel_bytes, bp, ps, b.groups, rows, panels, acc,
+                 plan.tile_cols);
+          gemm_tile_correct(b, n0, cols, row_sum + i, za + i, rows, acc, plan.tile_cols);
+          epi(m0, rows, n0, cols, static_cast<const int32_t *>(acc), plan.tile_cols);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace qnt::ops

@@ -1,0 +1,492 @@
+// The integer GEMM family on the fast kernels (qmatmul, the static and dynamic linear layers,
+// qconv2d, each one-shot and prepared) against the reference kernels, bit for bit, through the
+// public ABI: every kernel set this machine runs (qnt_context_set_max_isa), random shapes with
+// M, N, K among 1, 3, 15, 16, 17, 63, 64, 65 and 1000, extreme zero points and scales, K large
+// enough for the int32 accumulator to wrap, and 1 to 3 threads.
+#include "helpers.hpp"
+
+#include <gtest/gtest.h>
+#include <qnt/qnt.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+using qnt_test::bytes_of;
+using qnt_test::make_f32;
+using qnt_test::make_q;
+using qnt_test::make_raw;
+using qnt_test::per_tensor;
+using qnt_test::QP;
+using qnt_test::T;
+
+namespace {
+
+struct Ctx {
+  qnt_context *c = nullptr;
+  Ctx(qnt_isa isa, int32_t threads) {
+    EXPECT_EQ(qnt_context_create(&c), QNT_OK);
+    EXPECT_EQ(qnt_context_set_max_isa(c, isa), QNT_OK);
+    EXPECT_EQ(qnt_context_set_num_threads(c, threads), QNT_OK);
+  }
+  Ctx(const Ctx &) = delete;
+  Ctx &operator=(const Ctx &) = delete;
+  ~Ctx() { qnt_context_destroy(c); }
+};
+
+struct Desc {
+  qnt_op_desc *d = nullptr;
+  Desc() { EXPECT_EQ(qnt_op_desc_create(&d), QNT_OK); }
+  Desc(const Desc &) = delete;
+  Desc &operator=(const Desc &) = delete;
+  ~Desc() { qnt_op_desc_destroy(d); }
+  void set(qnt_op_option k, int64_t v) { EXPECT_EQ(qnt_op_desc_set(d, k, v), QNT_OK); }
+};
+
+struct Prep {
+  qnt_prepared *p = nullptr;
+  Prep() = default;
+  Prep(const Prep &) = delete;
+  Prep &operator=(const Prep &) = delete;
+  ~Prep() { qnt_prepared_destroy(p); }
+};
+
+// The kernel sets above the reference that this machine runs, with their GEMM kernel.
+std::vector<qnt_isa> fast_isas() {
+  std::vector<qnt_isa> out;
+  for (qnt_isa isa : {QNT_ISA_AVX2, QNT_ISA_AVX512, QNT_ISA_AVX512_VNNI, QNT_ISA_NEON}) {
+    qnt_context *c = nullptr;
+    if (qnt_context_create(&c) != QNT_OK) continue;
+    qnt_isa got = 0;
+    if (qnt_context_set_max_isa(c, isa) == QNT_OK && qnt_context_isa(c, &got) == QNT_OK &&
+        got == isa)
+      out.push_back(isa);
+    qnt_context_destroy(c);
+  }
+  return out;
+}
+
+const int64_t kSizes[] = {1, 3, 15, 16, 17, 63, 64, 65};
+
+int64_t pick_size(std::mt19937 &rng, bool allow_big) {
+  std::uniform_int_distribution<int> d(0, allow_big ? 8 : 7);
+  const int i = d(rng);
+  return i == 8 ? 1000 : kSizes[i];
+}
+
+int32_t qmin_of(qnt_dtype d) { return d == QNT_DTYPE_I8 ? -128 : 0; }
+int32_t qmax_of(qnt_dtype d) { return d == QNT_DTYPE_I8 ? 127 : 255; }
+
+// A zero point: often the extremes of the range.
+int32_t pick_zp(std::mt19937 &rng, qnt_dtype d) {
+  std::uniform_int_distribution<int> kind(0, 3);
+  std::uniform_int_distribution<int32_t> any(qmin_of(d), qmax_of(d));
+  switch (kind(rng)) {
+    case 0:
+      return qmin_of(d);
+    case 1:
+      return qmax_of(d);
+    case 2:
+      return 0;
+    default:
+      return any(rng);
+  }
+}
+
+// Bytes: uniform, or only the extremes (the largest products).
+std::vector<uint8_t> random_bytes(std::mt19937 &rng, size_t n, bool extremes) {
+  std::vector<uint8_t> v(n);
+  std::uniform_int_distribution<int> b(0, 255), e(0, 3);
+  static const uint8_t ends[4] = {0x00, 0xFF, 0x7F, 0x80};
+  for (auto &x : v) x = static_cast<uint8_t>(extremes ? ends[e(rng)] : b(rng));
+  return v;
+}
+
+qnt_dtype pick_int8(std::mt19937 &rng) {
+  return std::uniform_int_distribution<int>(0, 1)(rng) ? QNT_DTYPE_I8 : QNT_DTYPE_U8;
+}
+
+float pick_scale(std::mt19937 &rng) {
+  static const float s[] = {1e-6f, 0.001f, 0.05f, 0.5f, 3.0f, 1e4f};
+  return s[std::uniform_int_distribution<int>(0, 5)(rng)];
+}
+
+// Per-column (or per-tensor) qparams for a weight of `count` channels along `axis`.
+void weight_qparams(QP &out, std::mt19937 &rng, qnt_dtype d, int64_t axis, int64_t count,
+                    bool per_axis) {
+  if (!per_axis) {
+    per_tensor(out, d, pick_scale(rng), pick_zp(rng, d));
+    return;
+  }
+  std::vector<float> s(static_cast<size_t>(count));
+  std::vector<int32_t> z(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    s[static_cast<size_t>(i)] = pick_scale(rng);
+    z[static_cast<size_t>(i)] = pick_zp(rng, d);
+  }
+  ASSERT_EQ(qnt_qparams_create_per_axis(d, axis, static_cast<size_t>(count), s.data(), z.data(),
+                                        &out.p),
+            QNT_OK);
+}
+
+// Runs f(ctx) writing y with the reference and with every fast set at 1, 2 and 3 threads, and
+// compares y's bytes.
+template <class F>
+void compare_all(const std::string &what, qnt_tensor *y, F &&f) {
+  std::vector<uint8_t> want;
+  {
+    Ctx ref(QNT_ISA_REFERENCE, 1);
+    ASSERT_EQ(f(ref.c), QNT_OK) << what << ": " << qnt_last_error_message();
+    want = bytes_of(y);
+  }
+  for (qnt_isa isa : fast_isas())
+    for (int threads : {1, 2, 3}) {
+      void *yd = nullptr;
+      ASSERT_EQ(qnt_tensor_data(y, &yd), QNT_OK);
+      std::memset(yd, 0x5A, want.size());
+      Ctx c(isa, threads);
+      ASSERT_EQ(f(c.c), QNT_OK) << what << ": " << qnt_last_error_message();
+      const std::vector<uint8_t> got = bytes_of(y);
+      size_t diff = 0, first = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        if (got[i] != want[i] && diff++ == 0) first = i;
+      ASSERT_EQ(diff, 0u) << what << " isa " << qnt_isa_name(isa) << " threads " << threads
+                          << ": " << diff << " bytes differ, first at byte " << first;
+    }
+}
+
+TEST(Gemm, FastSetsExist) {
+  // On x86-64 with AVX2, or aarch64, the fast GEMM must be there, or every test below is vacuous.
+  qnt_context *c = nullptr;
+  ASSERT_EQ(qnt_context_create(&c), QNT_OK);
+  const char *k = nullptr;
+  ASSERT_EQ(qnt_context_kernels(c, &k), QNT_OK);
+  const std::string s = k;
+  qnt_context_destroy(c);
+  EXPECT_NE(s.find("gemm.u8s8s32="), std::string::npos) << s;
+  if (!fast_isas().empty()) {
+    EXPECT_EQ(s.find("gemm.u8s8s32=ref"), std::string::npos) << s;
+  }
+}
+
+TEST(Gemm, MatmulRandom) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  std::mt19937 rng(1234);
+  for (int iter = 0; iter < 60; ++iter) {
+    const bool big = iter % 6 == 0;
+    const int64_t M = pick_size(rng, big), K = pick_size(rng, big), N = pick_size(rng, big);
+    const qnt_dtype ad = pick_int8(rng), bd = pick_int8(rng);
+    const bool extremes = iter % 3 == 0;
+    const int mode = iter % 4;  // 0 i32, 1 u8, 2 i8, 3 f32
+    const bool per_col = iter % 2 == 0;
+    const int64_t batch = iter % 5 == 0 ? 2 : 0;  // a [2, M, K] with b [K, N]
+    QP aq, bq, yq;
+    per_tensor(aq, ad, pick_scale(rng), pick_zp(rng, ad));
+    weight_qparams(bq, rng, bd, -1, N, per_col);
+    std::vector<int64_t> ashape = {M, K}, yshape = {M, N};
+    if (batch) {
+      ashape.insert(ashape.begin(), batch);
+      yshape.insert(yshape.begin(), batch);
+    }
+    const auto av = random_bytes(rng, static_cast<size_t>((batch ? batch : 1) * M * K), extremes);
+    const auto bv = random_bytes(rng, static_cast<size_t>(K * N), extremes);
+    T a, b, y, bias;
+    make_raw(a, ad, ashape, aq.p, av.data(), av.size());
+    make_raw(b, bd, {K, N}, bq.p, bv.data(), bv.size());
+    const qnt_dtype yd = mode == 0   ? QNT_DTYPE_I32
+                         : mode == 1 ? QNT_DTYPE_U8
+                         : mode == 2 ? QNT_DTYPE_I8
+                                     : QNT_DTYPE_F32;
+    if (mode == 1 || mode == 2) per_tensor(yq, yd, pick_scale(rng), pick_zp(rng, yd));
+    make_q(y, yd, yshape, yq.p);
+    const qnt_tensor *bias_t = nullptr;
+    if (iter % 3 != 2) {
+      std::vector<int32_t> bi(static_cast<size_t>(N));
+      std::uniform_int_distribution<int32_t> d(-100000, 100000);
+      for (auto &v : bi) v = iter % 7 == 0 ? INT32_MAX - d(rng) % 50 : d(rng);
+      const int64_t bs[1] = {N};
+      ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_I32, bs, 1, nullptr, bi.data(), 4 * bi.size(),
+                                            &bias.t),
+                QNT_OK);
+      bias_t = bias.t;
+    }
+    const std::string what = "matmul M " + std::to_string(M) + " K " + std::to_string(K) +
+                             " N " + std::to_string(N) + " mode " + std::to_string(mode);
+    compare_all(what, y.t, [&](qnt_context *c) { return qnt_qmatmul(c, a.t, b.t, bias_t, y.t); });
+    // Prepared: the same bits.
+    compare_all(what + " prepared", y.t, [&](qnt_context *c) {
+      Prep p;
+      qnt_status s = qnt_prepared_create_matmul(c, b.t, bias_t, nullptr, &p.p);
+      if (s != QNT_OK) return s;
+      return qnt_prepared_run(c, p.p, a.t, y.t);
+    });
+  }
+}
+
+TEST(Gemm, AccumulatorWraps) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  // 255 * (-128 - 127) * K passes 2^31 for K > 33000: the int32 accumulator wraps.
+  const int64_t M = 3, K = 70001, N = 17;
+  for (qnt_dtype bd : {QNT_DTYPE_I8, QNT_DTYPE_U8}) {
+    QP aq, bq;
+    per_tensor(aq, QNT_DTYPE_U8, 1.0f, 0);
+    per_tensor(bq, bd, 1.0f, bd == QNT_DTYPE_I8 ? 127 : 255);
+    std::vector<uint8_t> av(static_cast<size_t>(M * K), 255), bv(static_cast<size_t>(K * N));
+    for (size_t i = 0; i < bv.size(); ++i) bv[i] = bd == QNT_DTYPE_I8 ? 0x80 : 0x00;
+    T a, b, y;
+    make_raw(a, QNT_DTYPE_U8, {M, K}, aq.p, av.data(), av.size());
+    make_raw(b, bd, {K, N}, bq.p, bv.data(), bv.size());
+    make_q(y, QNT_DTYPE_I32, {M, N}, nullptr);
+    compare_all("wrap", y.t, [&](qnt_context *c) { return qnt_qmatmul(c, a.t, b.t, nullptr, y.t); });
+    // And the value is the wrapped one: 255 * -255 * K modulo 2^32.
+    const auto got = qnt_test::values_of<int32_t>(y.t);
+    const auto want = static_cast<int32_t>(static_cast<uint32_t>(int64_t{255} * -255 * K));
+    EXPECT_EQ(got[0], want);
+  }
+}
+
+TEST(Gemm, StaticLinearRandom) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  std::mt19937 rng(99);
+  for (int iter = 0; iter < 40; ++iter) {
+    const bool big = iter % 8 == 0;
+    const int64_t R = pick_size(rng, big), K = pick_size(rng, big), N = pick_size(rng, big);
+    const qnt_dtype xd = pick_int8(rng), wd = pick_int8(rng);
+    const int out = iter % 3;  // 0 u8, 1 i8, 2 f32
+    const int bias_kind = (iter / 3) % 3;  // none, i32, f32
+    const bool relu = iter % 2 == 1;
+    QP xq, wq, yq;
+    per_tensor(xq, xd, pick_scale(rng), pick_zp(rng, xd));
+    weight_qparams(wq, rng, wd, 0, N, iter % 4 != 3);
+    const qnt_dtype yd = out == 0 ? QNT_DTYPE_U8 : out == 1 ? QNT_DTYPE_I8 : QNT_DTYPE_F32;
+    if (out != 2) per_tensor(yq, yd, pick_scale(rng), pick_zp(rng, yd));
+    const auto xv = random_bytes(rng, static_cast<size_t>(R * K), iter % 5 == 0);
+    const auto wv = random_bytes(rng, static_cast<size_t>(N * K), iter % 5 == 0);
+    T x, w, y, bias;
+    make_raw(x, xd, {R, K}, xq.p, xv.data(), xv.size());
+    make_raw(w, wd, {N, K}, wq.p, wv.data(), wv.size());
+    make_q(y, yd, {R, N}, yq.p);
+    const int64_t bs[1] = {N};
+    if (bias_kind == 1) {
+      std::vector<int32_t> bi(static_cast<size_t>(N));
+      for (auto &v : bi) v = std::uniform_int_distribution<int32_t>(-5000, 5000)(rng);
+      ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_I32, bs, 1, nullptr, bi.data(), 4 * bi.size(),
+                                            &bias.t),
+                QNT_OK);
+    } else if (bias_kind == 2) {
+      std::vector<float> bf(static_cast<size_t>(N));
+      for (auto &v : bf) v = std::uniform_real_distribution<float>(-3.0f, 3.0f)(rng);
+      ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_F32, bs, 1, nullptr, bf.data(), 4 * bf.size(),
+                                            &bias.t),
+                QNT_OK);
+    }
+    Desc d;
+    if (relu) d.set(QNT_OP_FUSE_RELU, 1);
+    compare_all("static linear " + std::to_string(iter), y.t, [&](qnt_context *c) {
+      Prep p;
+      qnt_status s =
+          qnt_prepared_create_linear_static(c, w.t, bias.t, xq.p, yq.p, d.d, &p.p);
+      if (s != QNT_OK) return s;
+      return qnt_prepared_run(c, p.p, x.t, y.t);
+    });
+  }
+}
+
+TEST(Gemm, DynamicLinearRandom) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  std::mt19937 rng(7);
+  for (int iter = 0; iter < 30; ++iter) {
+    const bool big = iter % 6 == 0;
+    const int64_t R = pick_size(rng, big), K = pick_size(rng, big), N = pick_size(rng, big);
+    QP wq;
+    weight_qparams(wq, rng, QNT_DTYPE_I8, 0, N, iter % 3 != 0);
+    std::vector<float> xv(static_cast<size_t>(R * K));
+    std::normal_distribution<float> nd(0.0f, iter % 4 == 0 ? 100.0f : 1.0f);
+    for (auto &v : xv) v = nd(rng);
+    if (iter % 5 == 0) xv[0] = -0.0f;
+    const auto wv = random_bytes(rng, static_cast<size_t>(N * K), iter % 4 == 1);
+    T x, w, y, bias;
+    make_f32(x, {R, K}, xv);
+    make_raw(w, QNT_DTYPE_I8, {N, K}, wq.p, wv.data(), wv.size());
+    make_q(y, QNT_DTYPE_F32, {R, N}, nullptr);
+    if (iter % 2 == 0) {
+      std::vector<float> bf(static_cast<size_t>(N));
+      for (auto &v : bf) v = nd(rng);
+      const int64_t bs[1] = {N};
+      ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_F32, bs, 1, nullptr, bf.data(), 4 * bf.size(),
+                                            &bias.t),
+                QNT_OK);
+    }
+    Desc d;
+    d.set(QNT_OP_ACT_QUANT, iter % 2 ? QNT_ACT_PER_ROW : QNT_ACT_PER_TENSOR);
+    d.set(QNT_OP_REDUCE_RANGE, (iter / 2) % 2);
+    d.set(QNT_OP_FUSE_RELU, (iter / 4) % 2);
+    compare_all("dynamic linear " + std::to_string(iter), y.t, [&](qnt_context *c) {
+      return qnt_linear_dynamic(c, x.t, w.t, bias.t, d.d, y.t);
+    });
+  }
+}
+
+TEST(Gemm, DynamicReduceRangeIsSevenBits) {
+  // With reduce_range the quantized activations span [0, 127]: x = [-1, 1] gives scale 2 / 127
+  // and zero point round(63.5) = 64; a weight of 1 (scale 1) reads them back.
+  std::vector<float> xv = {-1.0f, 1.0f};
+  QP wq;
+  per_tensor(wq, QNT_DTYPE_I8, 1.0f, 0);
+  const std::vector<int8_t> wv = {1, 0, 0, 1};
+  T x, w, y;
+  make_f32(x, {1, 2}, xv);
+  make_raw(w, QNT_DTYPE_I8, {2, 2}, wq.p, wv.data(), wv.size());
+  make_q(y, QNT_DTYPE_F32, {1, 2}, nullptr);
+  Desc d;
+  d.set(QNT_OP_REDUCE_RANGE, 1);
+  ASSERT_EQ(qnt_linear_dynamic(nullptr, x.t, w.t, nullptr, d.d, y.t), QNT_OK);
+  const auto got = qnt_test::floats_of(y.t);
+  const float s = 2.0f / 127.0f;
+  EXPECT_EQ(got[0], static_cast<float>(0 - 64) * s);   // -1 -> q 0 (clamped at 0)
+  EXPECT_EQ(got[1], static_cast<float>(127 - 64) * s);  // 1 -> q 64 + 64 = 128 -> 127
+}
+
+struct ConvCase {
+  int64_t N, C, H, W, M, KH, KW, stride, pad, dil, groups;
+};
+
+TEST(Gemm, ConvRandom) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  const ConvCase cases[] = {
+      {1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1},   {2, 4, 9, 7, 8, 3, 3, 2, 1, 1, 2},
+      {1, 8, 6, 6, 8, 3, 3, 1, 2, 2, 8},   {1, 16, 10, 10, 17, 3, 3, 1, 1, 1, 1},
+      {1, 17, 5, 9, 33, 1, 1, 1, 0, 1, 1}, {2, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1},
+      {1, 6, 12, 5, 6, 5, 3, 2, 2, 1, 3},  {1, 32, 9, 9, 32, 3, 3, 1, 1, 1, 32},
+      {3, 2, 4, 4, 65, 2, 2, 1, 0, 1, 1},  {1, 12, 13, 11, 24, 3, 3, 3, 1, 2, 4},
+  };
+  std::mt19937 rng(5);
+  int iter = 0;
+  for (const ConvCase &cc : cases) {
+    for (int layout : {QNT_LAYOUT_NCHW, QNT_LAYOUT_NHWC}) {
+      ++iter;
+      const qnt_dtype xd = pick_int8(rng), wd = pick_int8(rng);
+      const int out = iter % 4;  // 0 i32, 1 u8, 2 i8, 3 f32
+      const int bias_kind = (iter / 4) % 3;  // none, i32, f32 (not with i32 y)
+      QP xq, wq, yq;
+      per_tensor(xq, xd, pick_scale(rng), pick_zp(rng, xd));
+      weight_qparams(wq, rng, wd, 0, cc.M, iter % 3 != 0);
+      const qnt_dtype yd = out == 0   ? QNT_DTYPE_I32
+                           : out == 1 ? QNT_DTYPE_U8
+                           : out == 2 ? QNT_DTYPE_I8
+                                      : QNT_DTYPE_F32;
+      if (out == 1 || out == 2) per_tensor(yq, yd, pick_scale(rng), pick_zp(rng, yd));
+      Desc d;
+      d.set(QNT_OP_STRIDE_H, cc.stride);
+      d.set(QNT_OP_STRIDE_W, cc.stride);
+      for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
+        d.set(k, cc.pad);
+      d.set(QNT_OP_DILATION_H, cc.dil);
+      d.set(QNT_OP_DILATION_W, cc.dil);
+      d.set(QNT_OP_GROUPS, cc.groups);
+      d.set(QNT_OP_LAYOUT, layout);
+      if (out != 0) d.set(QNT_OP_FUSE_RELU, iter % 2);
+      const std::vector<int64_t> xs = layout == QNT_LAYOUT_NHWC
+                                          ? std::vector<int64_t>{cc.N, cc.H, cc.W, cc.C}
+                                          : std::vector<int64_t>{cc.N, cc.C, cc.H, cc.W};
+      const auto xv = random_bytes(rng, static_cast<size_t>(cc.N * cc.C * cc.H * cc.W), iter % 5 == 0);
+      const auto wv = random_bytes(
+          rng, static_cast<size_t>(cc.M * (cc.C / cc.groups) * cc.KH * cc.KW), iter % 5 == 0);
+      T x, w, y, bias;
+      make_raw(x, xd, xs, xq.p, xv.data(), xv.size());
+      make_raw(w, wd, {cc.M, cc.C / cc.groups, cc.KH, cc.KW}, wq.p, wv.data(), wv.size());
+      int64_t ys[4];
+      ASSERT_EQ(qnt_conv2d_output_shape(x.t, w.t, d.d, ys, 4), QNT_OK) << qnt_last_error_message();
+      make_q(y, yd, {ys[0], ys[1], ys[2], ys[3]}, yq.p);
+      const int64_t bs[1] = {cc.M};
+      if (bias_kind == 1 || (bias_kind == 2 && out == 0)) {
+        std::vector<int32_t> bi(static_cast<size_t>(cc.M));
+        for (auto &v : bi) v = std::uniform_int_distribution<int32_t>(-5000, 5000)(rng);
+        ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_I32, bs, 1, nullptr, bi.data(),
+                                              4 * bi.size(), &bias.t),
+                  QNT_OK);
+      } else if (bias_kind == 2) {
+        std::vector<float> bf(static_cast<size_t>(cc.M));
+        for (auto &v : bf) v = std::uniform_real_distribution<float>(-3.0f, 3.0f)(rng);
+        ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_F32, bs, 1, nullptr, bf.data(),
+                                              4 * bf.size(), &bias.t),
+                  QNT_OK);
+      }
+      const std::string what = "conv case " + std::to_string(iter);
+      compare_all(what, y.t, [&](qnt_context *c) {
+        return qnt_qconv2d(c, x.t, w.t, bias.t, d.d, y.t);
+      });
+      compare_all(what + " prepared", y.t, [&](qnt_context *c) {
+        Prep p;
+        qnt_status s = qnt_prepared_create_conv2d(c, w.t, bias.t, d.d, &p.p);
+        if (s != QNT_OK) return s;
+        return qnt_prepared_run(c, p.p, x.t, y.t);
+      });
+    }
+  }
+}
+
+// NHWC is NCHW transposed: the same values on the reference kernels.
+TEST(Gemm, ConvLayoutsAgree) {
+  const int64_t N = 2, C = 6, H = 5, W = 7, M = 4;
+  std::mt19937 rng(11);
+  const auto xv = random_bytes(rng, static_cast<size_t>(N * C * H * W), false);
+  const auto wv = random_bytes(rng, static_cast<size_t>(M * C * 9), false);
+  std::vector<uint8_t> xt(xv.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w)
+          xt[static_cast<size_t>(((n * H + h) * W + w) * C + c)] =
+              xv[static_cast<size_t>(((n * C + c) * H + h) * W + w)];
+  QP xq, wq;
+  per_tensor(xq, QNT_DTYPE_U8, 0.1f, 3);
+  per_tensor(wq, QNT_DTYPE_I8, 0.1f, -2);
+  for (qnt_isa isa : {QNT_ISA_REFERENCE, QNT_ISA_NATIVE}) {
+    Ctx c(isa, 2);
+    T x1, x2, w, y1, y2;
+    make_raw(x1, QNT_DTYPE_U8, {N, C, H, W}, xq.p, xv.data(), xv.size());
+    make_raw(x2, QNT_DTYPE_U8, {N, H, W, C}, xq.p, xt.data(), xt.size());
+    make_raw(w, QNT_DTYPE_I8, {M, C, 3, 3}, wq.p, wv.data(), wv.size());
+    make_q(y1, QNT_DTYPE_I32, {N, M, H, W}, nullptr);
+    make_q(y2, QNT_DTYPE_I32, {N, H, W, M}, nullptr);
+    Desc d1, d2;
+    for (Desc *d : {&d1, &d2})
+      for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
+        d->set(k, 1);
+    d2.set(QNT_OP_LAYOUT, QNT_LAYOUT_NHWC);
+    ASSERT_EQ(qnt_qconv2d(c.c, x1.t, w.t, nullptr, d1.d, y1.t), QNT_OK);
+    ASSERT_EQ(qnt_qconv2d(c.c, x2.t, w.t, nullptr, d2.d, y2.t), QNT_OK);
+    const auto a = qnt_test::values_of<int32_t>(y1.t), b = qnt_test::values_of<int32_t>(y2.t);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t p = 0; p < H * W; ++p)
+          ASSERT_EQ(a[static_cast<size_t>((n * M + m) * H * W + p)],
+                    b[static_cast<size_t>((n * H * W + p) * M + m)]);
+  }
+}
+
+TEST(Gemm, ConvF32BiasNeedsFloatOrQuantizedY) {
+  QP xq, wq;
+  per_tensor(xq, QNT_DTYPE_U8, 0.1f, 3);
+  per_tensor(wq, QNT_DTYPE_I8, 0.1f, 0);
+  const std::vector<uint8_t> xv(2 * 3 * 3, 7), wv(2 * 2, 1);
+  const std::vector<float> bv = {0.5f, -0.5f};
+  T x, w, y, bias;
+  make_raw(x, QNT_DTYPE_U8, {1, 2, 3, 3}, xq.p, xv.data(), xv.size());
+  make_raw(w, QNT_DTYPE_I8, {2, 2, 1, 1}, wq.p, wv.data(), wv.size());
+  make_f32(bias, {2}, bv);
+  make_q(y, QNT_DTYPE_I32, {1, 2, 3, 3}, nullptr);
+  EXPECT_EQ(qnt_qconv2d(nullptr, x.t, w.t, bias.t, nullptr, y.t), QNT_ERR_DTYPE_MISMATCH);
+  T yf;
+  make_q(yf, QNT_DTYPE_F32, {1, 2, 3, 3}, nullptr);
+  ASSERT_EQ(qnt_qconv2d(nullptr, x.t, w.t, bias.t, nullptr, yf.t), QNT_OK);
+  // acc = 2 * (7 - 3) = 8; y = 8 * (0.1 * 0.1) + bias.
+  const auto got = qnt_test::floats_of(yf.t);
+  EXPECT_EQ(got[0], 8.0f * (0.1f * 0.1f) + 0.5f);
+  EXPECT_EQ(got[9], 8.0f * (0.1f * 0.1f) - 0.5f);
+}
+
+}  // namespace
