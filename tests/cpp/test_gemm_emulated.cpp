@@ -1,0 +1,169 @@
+// The AVX-512 GEMM tiles (kernels/gemm/tiles_x86.hpp) on any x86-64: their source compiled over
+// a scalar model of the nine AVX-512 intrinsics they use, so that their logic (register
+// blocking, row and panel tails, the A and B layouts, the even/odd split) is tested on machines
+// without AVX-512 too. Each model follows Intel's pseudo-code of its instruction, with the
+// int32 wrap-around. Checked through the GEMM driver against the reference kernel.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace emu {
+struct V {
+  uint8_t b[64];
+};
+inline int16_t i16(const V &v, int i) {
+  int16_t x;
+  std::memcpy(&x, v.b + 2 * i, 2);
+  return x;
+}
+inline void put16(V &v, int i, int16_t x) { std::memcpy(v.b + 2 * i, &x, 2); }
+inline uint32_t u32(const V &v, int i) {
+  uint32_t x;
+  std::memcpy(&x, v.b + 4 * i, 4);
+  return x;
+}
+inline void put32(V &v, int i, uint32_t x) { std::memcpy(v.b + 4 * i, &x, 4); }
+inline V setzero() { return V{}; }
+inline V loadu(const void *p) {
+  V v;
+  std::memcpy(v.b, p, 64);
+  return v;
+}
+inline void storeu(void *p, V v) { std::memcpy(p, v.b, 64); }
+inline V set1(int32_t x) {
+  V v;
+  for (int i = 0; i < 16; ++i) put32(v, i, static_cast<uint32_t>(x));
+  return v;
+}
+// VPDPBUSD: per lane, four u8 (a) x s8 (b) products added to src, wrapping.
+inline V dpbusd(V src, V a, V b) {
+  V r;
+  for (int i = 0; i < 16; ++i) {
+    uint32_t s = u32(src, i);
+    for (int j = 0; j < 4; ++j)
+      s += static_cast<uint32_t>(static_cast<int32_t>(a.b[4 * i + j]) *
+                                 static_cast<int32_t>(static_cast<int8_t>(b.b[4 * i + j])));
+    put32(r, i, s);
+  }
+  return r;
+}
+inline V srai16(V v, int n) {
+  for (int i = 0; i < 32; ++i) put16(v, i, static_cast<int16_t>(i16(v, i) >> n));
+  return v;
+}
+inline V slli16(V v, int n) {
+  for (int i = 0; i < 32; ++i)
+    put16(v, i, static_cast<int16_t>(static_cast<uint16_t>(static_cast<uint16_t>(i16(v, i)) << n)));
+  return v;
+}
+// VPMADDWD: per lane, two int16 products summed (wrapping only for -32768 * -32768 twice).
+inline V madd16(V a, V b) {
+  V r;
+  for (int i = 0; i < 16; ++i) {
+    const int64_t s = int64_t{i16(a, 2 * i)} * i16(b, 2 * i) + int64_t{i16(a, 2 * i + 1)} * i16(b, 2 * i + 1);
+    put32(r, i, static_cast<uint32_t>(s));
+  }
+  return r;
+}
+inline V add32(V a, V b) {
+  V r;
+  for (int i = 0; i < 16; ++i) put32(r, i, u32(a, i) + u32(b, i));
+  return r;
+}
+}  // namespace emu
+
+#define __m512i emu::V
+#define _mm512_setzero_si512 emu::setzero
+#define _mm512_loadu_si512 emu::loadu
+#define _mm512_storeu_si512 emu::storeu
+#define _mm512_set1_epi32 emu::set1
+#define _mm512_dpbusd_epi32 emu::dpbusd
+#define _mm512_srai_epi16 emu::srai16
+#define _mm512_slli_epi16 emu::slli16
+#define _mm512_madd_epi16 emu::madd16
+#define _mm512_add_epi32 emu::add32
+#if !defined(__AVX512BW__)
+#define __AVX512BW__ 1
+#define QNT_TEST_DEFINED_BW
+#endif
+#if !defined(__AVX512VNNI__)
+#define __AVX512VNNI__ 1
+#define QNT_TEST_DEFINED_VNNI
+#endif
+#include "kernels/gemm/tiles_x86.hpp"
+#if defined(QNT_TEST_DEFINED_BW)
+#undef __AVX512BW__
+#endif
+#if defined(QNT_TEST_DEFINED_VNNI)
+#undef __AVX512VNNI__
+#endif
+
+#include "core/context.hpp"
+#include "kernels/ref/ops_ref.hpp"
+#include "ops/gemm.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+namespace {
+
+const qnt::kern::GemmKernel kVnni{"emulated_avx512_vnni", qnt::kern::Vnni512::kMR,
+                                  qnt::kern::Vnni512::kNP, 4,
+                                  &qnt::kern::gemm_tile<qnt::kern::Vnni512>};
+const qnt::kern::GemmKernel kSplit{"emulated_avx512", qnt::kern::Split512::kMR,
+                                   qnt::kern::Split512::kNP, 8,
+                                   &qnt::kern::gemm_tile<qnt::kern::Split512>};
+
+void check(const qnt::kern::GemmKernel &k, int64_t M, int64_t K, int64_t N, bool a_signed,
+           bool b_signed, int threads, std::mt19937 &rng) {
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<uint8_t> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * N));
+  for (auto &v : a) v = static_cast<uint8_t>(byte(rng));
+  for (auto &v : b) v = static_cast<uint8_t>(byte(rng));
+  std::vector<int32_t> za(static_cast<size_t>(M), a_signed ? -128 : 255);
+  std::vector<int32_t> zb(static_cast<size_t>(N));
+  for (auto &z : zb) z = b_signed ? byte(rng) - 128 : byte(rng);
+  // The reference.
+  qnt::ref::Int8Matrix am{a.data(), a_signed, K, 1}, bm{b.data(), b_signed, N, 1};
+  std::vector<int32_t> want(static_cast<size_t>(M * N));
+  qnt::ref::qgemm(M, N, K, am, za.data(), bm, zb.data(), want.data(), N);
+  // The driver with the emulated tile.
+  qnt::ops::GemmB packed;
+  packed.pack(K, N, b_signed, zb.data(), [&](int64_t kk, int64_t n) { return b[static_cast<size_t>(kk * N + n)]; });
+  qnt::Context ctx;
+  ctx.requested_threads = threads;
+  const qnt::ops::GemmPlan plan(k, packed, M, ctx.threads());
+  std::vector<uint8_t> scratch(plan.scratch_bytes());
+  std::vector<int32_t> got(static_cast<size_t>(M * N), 0x5A5A5A5A);
+  qnt::ops::gemm_run(
+      ctx, plan, packed, scratch.data(),
+      [&](int64_t m, uint8_t *row) {
+        for (int64_t kk = 0; kk < K; ++kk)
+          row[kk] = static_cast<uint8_t>(a[static_cast<size_t>(m * K + kk)] ^ (a_signed ? 0x80 : 0));
+        return za[static_cast<size_t>(m)] + (a_signed ? 128 : 0);
+      },
+      [&](int64_t m0, int rows, int64_t n0, int cols, const int32_t *acc, size_t ldc) {
+        for (int r = 0; r < rows; ++r)
+          for (int j = 0; j < cols; ++j)
+            got[static_cast<size_t>((m0 + r) * N + n0 + j)] = acc[static_cast<size_t>(r) * ldc + static_cast<size_t>(j)];
+      });
+  ASSERT_EQ(got, want) << k.name << " M " << M << " K " << K << " N " << N << " a_signed "
+                       << a_signed << " b_signed " << b_signed << " threads " << threads;
+}
+
+TEST(GemmEmulatedAvx512, TilesMatchTheReference) {
+  std::mt19937 rng(3);
+  const int64_t sizes[] = {1, 3, 15, 16, 17, 63, 64, 65};
+  for (const auto *k : {&kVnni, &kSplit})
+    for (int64_t M : sizes)
+      for (int64_t N : {int64_t{1}, int64_t{17}, int64_t{64}, int64_t{65}, int64_t{100}})
+        for (int64_t K : {int64_t{1}, int64_t{5}, int64_t{64}, int64_t{67}})
+          check(*k, M, K, N, (M + N) % 2 == 0, (K + N) % 2 == 1, 1 + static_cast<int>(M % 3), rng);
+}
+
+}  // namespace
+
+#endif  // __x86_64__
