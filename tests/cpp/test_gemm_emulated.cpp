@@ -3,6 +3,7 @@
 // blocking, row and panel tails, the A and B layouts, the even/odd split) is tested on machines
 // without AVX-512 too. Each model follows Intel's pseudo-code of its instruction, with the
 // int32 wrap-around. Checked through the GEMM driver against the reference kernel.
+#if defined(__x86_64__)
 #include <immintrin.h>
 
 #include <cstdint>
