@@ -3,16 +3,20 @@
 # usage: scripts/deps.sh build   (to build the library and the demo)
 #        scripts/deps.sh test    (also the test frameworks, the cross-check's Python packages,
 #                                 clang with libFuzzer, and dlpack.h)
+#        scripts/deps.sh bench   (the tests' packages and oneDNN, the benchmarks' peer)
 #        scripts/deps.sh aarch64 (the aarch64 cross compiler, qemu-user, and the arm64 test
 #                                 frameworks through Debian's multiarch)
 set -eu
 what=${1:-build}
 pkgs="build-essential cmake pkg-config libxsimd-dev"
-if [ "$what" = test ]; then
+if [ "$what" = test ] || [ "$what" = bench ]; then
   pkgs="$pkgs libgtest-dev libgmock-dev libbenchmark-dev libcriterion-dev python3-numpy python3-torch"
   # the fuzz targets (clang with libFuzzer's runtime) and dlpack.h, whose layouts qnt's own
   # DLPack declarations are checked against
   pkgs="$pkgs clang libclang-rt-14-dev libdlpack-dev"
+fi
+if [ "$what" = bench ]; then
+  pkgs="$pkgs libdnnl-dev"  # oneDNN: a peer in the benchmarks only
 fi
 if [ "$what" = aarch64 ]; then
   # (libcriterion-dev is not co-installable across architectures: the C suite runs on the host)

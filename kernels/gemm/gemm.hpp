@@ -40,12 +40,30 @@ constexpr int kGemmGroup = 4;   // k per group
 using GemmTileFn = void (*)(const uint8_t *a, const int8_t *b, size_t panel_stride, size_t groups,
                             int rows, int panels, int32_t *c, size_t ldc) noexcept;
 
+// What an epilogue makes of exact accumulators (src/ops/epilogue.hpp states the rules; the
+// vector epilogue gives their bits): mode 0 Int32, 1 Requantize, 2 Float, 3 FloatQuantize.
+struct GemmEpilogueArgs {
+  int mode = 0;
+  const int32_t *bias_i32 = nullptr;  // per channel, or null
+  const float *bias_f32 = nullptr;    // per channel, or null
+  const float *multiplier = nullptr;  // per channel (modes 1 to 3)
+  float row_scale = 0.0f;  // mode 2: when not 0, the multiplier is row_scale * multiplier[c]
+  float sy = 1.0f;
+  int32_t zy = 0, qmin = 0, qmax = 0;
+  bool relu = false;
+};
+// Elements i0 .. i0 + n of y (4 bytes each in modes 0 and 2, 1 byte otherwise) from acc[0 .. n),
+// the channel of element j being c0 + j (c_step 1) or c0 (c_step 0).
+using GemmEpilogueFn = void (*)(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0,
+                                int c_step, size_t n, uint8_t *y, size_t i0) noexcept;
+
 struct GemmKernel {
   const char *name;
   int mr;       // rows of A per micro-tile
   int np;       // panels of B per micro-tile
   int a_bytes;  // 4 or 8: packed A's bytes per row and group (see above)
   GemmTileFn tile;
+  GemmEpilogueFn epilogue;  // null: the scalar rules
 };
 
 // The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.

@@ -139,6 +139,89 @@ struct Split256 {
 };
 #endif
 
+#if defined(__AVX2__)
+// The epilogue rules of src/ops/epilogue.hpp on 8 lanes, bit for bit: vcvtdq2ps converts as the
+// scalar cast does (the current rounding mode), the multiplies, additions and the division are
+// single IEEE operations (no contraction), vroundps rounds ties to even by its immediate, and
+// round_and_saturate's clamp of r + zy to [qmin, qmax] is a clamp of r to [qmin - zy, qmax - zy]
+// (small integers, exact in float), NaN giving zy.
+inline __m256i epi_round_saturate(__m256 v, const GemmEpilogueArgs &e) noexcept {
+  const __m256 r = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(e.qmin - e.zy));
+  const __m256 hi = _mm256_set1_ps(static_cast<float>(e.qmax - e.zy));
+  __m256 c = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
+  c = _mm256_blendv_ps(c, _mm256_setzero_ps(), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(c), _mm256_set1_epi32(e.zy));
+  if (e.relu) q = _mm256_max_epi32(q, _mm256_set1_epi32(e.zy));
+  return q;
+}
+
+inline void epi8(const GemmEpilogueArgs &e, const int32_t *acc, size_t c, int c_step,
+                 uint8_t *out) noexcept {
+  __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(acc));
+  auto per_channel_i = [&](const int32_t *p) {
+    return c_step ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + c))
+                  : _mm256_set1_epi32(p[c]);
+  };
+  auto per_channel_f = [&](const float *p) {
+    return c_step ? _mm256_loadu_ps(p + c) : _mm256_set1_ps(p[c]);
+  };
+  if (e.bias_i32 != nullptr) a = _mm256_add_epi32(a, per_channel_i(e.bias_i32));
+  if (e.mode == 0) {
+    if (e.relu) a = _mm256_max_epi32(a, _mm256_setzero_si256());
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out), a);
+    return;
+  }
+  __m256 m = per_channel_f(e.multiplier);
+  if (e.mode == 2 && e.row_scale != 0.0f) m = _mm256_mul_ps(_mm256_set1_ps(e.row_scale), m);
+  __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(a), m);
+  __m256i q;
+  if (e.mode == 1) {
+    q = epi_round_saturate(v, e);
+  } else {
+    v = _mm256_add_ps(v, e.bias_f32 != nullptr ? per_channel_f(e.bias_f32) : _mm256_setzero_ps());
+    if (e.mode == 2) {
+      if (e.relu)
+        v = _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+      _mm256_storeu_ps(reinterpret_cast<float *>(out), v);
+      return;
+    }
+    q = epi_round_saturate(_mm256_div_ps(v, _mm256_set1_ps(e.sy)), e);
+  }
+  // Eight values in [qmin, qmax] (a byte's range) to bytes.
+  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+  const __m128i b = e.qmin < 0 ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+  _mm_storel_epi64(reinterpret_cast<__m128i *>(out), b);
+}
+
+void gemm_epilogue_avx2(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0, int c_step,
+                        size_t n, uint8_t *y, size_t i0) noexcept {
+  const size_t size = e.mode == 0 || e.mode == 2 ? 4 : 1;
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    epi8(e, acc + j, c0 + (c_step ? j : 0), c_step, y + (i0 + j) * size);
+  if (j == n) return;
+  // The tail through a staging buffer: its channels' parameters copied, the rest zero.
+  alignas(32) int32_t a[8] = {}, bi[8] = {};
+  alignas(32) float m[8] = {}, bf[8] = {};
+  alignas(32) uint8_t out[32];
+  const size_t rest = n - j;
+  GemmEpilogueArgs t = e;
+  for (size_t k = 0; k < rest; ++k) {
+    const size_t c = c0 + (c_step ? j + k : 0);
+    a[k] = acc[j + k];
+    if (e.bias_i32 != nullptr) bi[k] = e.bias_i32[c];
+    if (e.bias_f32 != nullptr) bf[k] = e.bias_f32[c];
+    if (e.multiplier != nullptr) m[k] = e.multiplier[c];
+  }
+  if (e.bias_i32 != nullptr) t.bias_i32 = bi;
+  if (e.bias_f32 != nullptr) t.bias_f32 = bf;
+  if (e.multiplier != nullptr) t.multiplier = m;
+  epi8(t, a, 0, 1, out);
+  std::memcpy(y + (i0 + j) * size, out, rest * size);
+}
+#endif
+
 template <class F>
 void gemm_tile(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int rows, int panels,
                int32_t *c, size_t ldc) noexcept {

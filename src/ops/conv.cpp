@@ -142,7 +142,7 @@ class PreparedConv final : public Prepared {
     const float sx = scales ? x.qparams()->scales()[0] : 0.0f;
     const Epilogue epi =
         make_epilogue(mode, y.qparams().get(), bias_, sx, scales ? w_.scales : std::vector<float>(),
-                      relu_);
+                      relu_, kernel_);
     const int32_t zx = x.qparams() ? x.qparams()->zero_points()[0] : 0;
     if (kernel_ != nullptr)
       run_fast(ctx, s, x, zx, epi, y);
@@ -209,19 +209,26 @@ class PreparedConv final : public Prepared {
       };
       auto tile = [&](int64_t m0, int n_rows, int64_t n0, int cols, const int32_t *acc,
                       size_t ldc) {
-        for (int r = 0; r < n_rows; ++r) {
-          const int64_t m = m0 + r;
-          const int32_t *a = acc + static_cast<size_t>(r) * ldc;
-          const auto c0 = static_cast<size_t>(gi * Mg + n0);
-          if (g_.nhwc) {
-            epi.span(a, c0, static_cast<size_t>(cols), yd, static_cast<size_t>(m * s.M) + c0);
-          } else {
-            const int64_t img = m / P, p = m % P;
-            for (int j = 0; j < cols; ++j) {
-              const size_t c = c0 + static_cast<size_t>(j);
-              epi.put(a[j], c, yd, static_cast<size_t>((img * s.M) * P + p) + c * static_cast<size_t>(P));
-            }
+        if (g_.nhwc) {
+          for (int r = 0; r < n_rows; ++r)
+            epi.span(acc + static_cast<size_t>(r) * ldc, static_cast<size_t>(gi * Mg + n0),
+                     static_cast<size_t>(cols), yd,
+                     static_cast<size_t>((m0 + r) * s.M + gi * Mg + n0));
+          return;
+        }
+        // NCHW: each channel's pixels are contiguous within an image; the tile's rows are cut
+        // where an image ends.
+        int32_t column[64];
+        for (int r0 = 0; r0 < n_rows;) {
+          const int64_t img = (m0 + r0) / P, p0 = (m0 + r0) % P;
+          const int run = static_cast<int>(std::min<int64_t>(n_rows - r0, P - p0));
+          for (int j = 0; j < cols; ++j) {
+            for (int r = 0; r < run; ++r) column[r] = acc[static_cast<size_t>(r0 + r) * ldc + static_cast<size_t>(j)];
+            const int64_t c = gi * Mg + n0 + j;
+            epi.channel_span(column, static_cast<size_t>(c), static_cast<size_t>(run), yd,
+                             static_cast<size_t>((img * s.M + c) * P + p0));
           }
+          r0 += run;
         }
       };
       gemm_run(ctx, plan, fast_[static_cast<size_t>(gi)], scratch.data() + x_bytes, source, tile);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/qparams.hpp"
+#include "kernels/gemm/gemm.hpp"
 #include "kernels/ref/ops_ref.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 #include "ops/common.hpp"
@@ -28,6 +29,22 @@ struct Epilogue {
   float sy = 1.0f;
   int32_t zy = 0, qmin = 0, qmax = 0;
   bool relu = false;
+  // The kernel set's vector epilogue (the same bits), or null for the scalar rules.
+  kern::GemmEpilogueFn vector = nullptr;
+
+  kern::GemmEpilogueArgs args() const noexcept {
+    kern::GemmEpilogueArgs a;
+    a.mode = static_cast<int>(mode);
+    a.bias_i32 = bias_i32;
+    a.bias_f32 = bias_f32;
+    a.multiplier = multiplier.empty() ? nullptr : multiplier.data();
+    a.sy = sy;
+    a.zy = zy;
+    a.qmin = qmin;
+    a.qmax = qmax;
+    a.relu = relu;
+    return a;
+  }
 
   // Element i of y from the accumulator of channel c.
   void put(int32_t acc, size_t c, uint8_t *y, size_t i) const noexcept {
@@ -60,7 +77,13 @@ struct Epilogue {
 
   // Elements i0 .. i0 + n of y from the accumulators of channels c0 .. c0 + n.
   void span(const int32_t *acc, size_t c0, size_t n, uint8_t *y, size_t i0) const noexcept {
+    if (vector != nullptr) return vector(args(), acc, c0, 1, n, y, i0);
     for (size_t j = 0; j < n; ++j) put(acc[j], c0 + j, y, i0 + j);
+  }
+  // Elements i0 .. i0 + n of y, all of channel c.
+  void channel_span(const int32_t *acc, size_t c, size_t n, uint8_t *y, size_t i0) const noexcept {
+    if (vector != nullptr) return vector(args(), acc, c, 0, n, y, i0);
+    for (size_t j = 0; j < n; ++j) put(acc[j], c, y, i0 + j);
   }
 
   size_t bytes() const noexcept { return 4 * multiplier.size(); }
@@ -69,8 +92,10 @@ struct Epilogue {
 // The epilogue for an output of `mode` (y's qparams yq for Requantize) with input scale sa and
 // weight scales sb (one per channel).
 inline Epilogue make_epilogue(OutputMode mode, const QParams *yq, const Bias &bias, float sa,
-                              const std::vector<float> &sb, bool relu) {
+                              const std::vector<float> &sb, bool relu,
+                              const kern::GemmKernel *kernel) {
   Epilogue e;
+  e.vector = kernel != nullptr ? kernel->epilogue : nullptr;
   e.bias_i32 = bias.i32_or_null();
   e.bias_f32 = bias.f32_or_null();
   e.relu = relu;

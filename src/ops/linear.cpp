@@ -246,7 +246,7 @@ class PreparedMatmul final : public Prepared {
     const float sa = scales ? a.qparams()->scales()[0] : 0.0f;
     const int32_t za = a.qparams() ? a.qparams()->zero_points()[0] : 0;
     const Epilogue epi = make_epilogue(r.mode, y.qparams().get(), bias_, sa,
-                                       scales ? w_.scales : std::vector<float>(), false);
+                                       scales ? w_.scales : std::vector<float>(), false, kernel_);
     const std::vector<int64_t> a_index = broadcast_index(r.a_batch, r.batch);
     const std::vector<int64_t> b_index = broadcast_index(r.b_batch, r.batch);
     const bool a_signed = a.info().is_signed;
@@ -368,6 +368,7 @@ class PreparedLinearDynamic final : public Prepared {
       f.qmin = 0;
       f.qmax = qmax_;
       const kern::QuantizeFn quantize = kernels_->quantize[QNT_DTYPE_U8][kern::kShared];
+      const kern::GemmEpilogueFn epilogue = w_.kernel->epilogue;
       const GemmPlan plan(*w_.kernel, w_.fast, R, ctx.threads());
       Scratch scratch(ctx, plan.scratch_bytes());
       gemm_run(
@@ -381,10 +382,22 @@ class PreparedLinearDynamic final : public Prepared {
           [&](int64_t m0, int rows_here, int64_t n0, int cols, const int32_t *acc, size_t ldc) {
             for (int q = 0; q < rows_here; ++q) {
               const auto r = static_cast<size_t>(m0 + q);
+              const int32_t *a = acc + static_cast<size_t>(q) * ldc;
               float *o = out + r * static_cast<size_t>(N);
+              if (epilogue != nullptr) {
+                kern::GemmEpilogueArgs e;
+                e.mode = 2;
+                e.bias_f32 = bf;
+                e.multiplier = sw.data();
+                e.row_scale = sx[r];
+                e.relu = relu_;
+                epilogue(e, a, static_cast<size_t>(n0), 1, static_cast<size_t>(cols),
+                         reinterpret_cast<uint8_t *>(o), static_cast<size_t>(n0));
+                continue;
+              }
               for (int j = 0; j < cols; ++j) {
                 const auto n = static_cast<size_t>(n0 + j);
-                o[n] = value(acc[static_cast<size_t>(q) * ldc + static_cast<size_t>(j)], r, n);
+                o[n] = value(a[j], r, n);
               }
             }
           });
@@ -438,7 +451,7 @@ class PreparedLinearStatic final : public Prepared {
         w_(ctx, w, true),
         bias_(bias) {
     epi_ = make_epilogue(yq_ ? OutputMode::Requantize : OutputMode::Float, yq_.get(), bias_, sx_,
-                         w_.ref.scales, relu);
+                         w_.ref.scales, relu, w_.kernel);
   }
 
   size_t packed_size() const noexcept override {

@@ -109,8 +109,10 @@ qnt_dtype pick_int8(std::mt19937 &rng) {
 }
 
 float pick_scale(std::mt19937 &rng) {
-  static const float s[] = {1e-6f, 0.001f, 0.05f, 0.5f, 3.0f, 1e4f};
-  return s[std::uniform_int_distribution<int>(0, 5)(rng)];
+  // The extremes make multipliers of 0, inf (inf * 0 is NaN) and subnormal products.
+  static const float s[] = {1e-6f, 0.001f, 0.05f, 0.5f, 3.0f, 1e4f, 1e-20f, 1e20f};
+  const int i = std::uniform_int_distribution<int>(0, 15)(rng);
+  return s[i < 8 ? i : 2 + i % 4];
 }
 
 // Per-column (or per-tensor) qparams for a weight of `count` channels along `axis`.

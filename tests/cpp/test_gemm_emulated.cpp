@@ -113,10 +113,10 @@ namespace {
 
 const qnt::kern::GemmKernel kVnni{"emulated_avx512_vnni", qnt::kern::Vnni512::kMR,
                                   qnt::kern::Vnni512::kNP, 4,
-                                  &qnt::kern::gemm_tile<qnt::kern::Vnni512>};
+                                  &qnt::kern::gemm_tile<qnt::kern::Vnni512>, nullptr};
 const qnt::kern::GemmKernel kSplit{"emulated_avx512", qnt::kern::Split512::kMR,
                                    qnt::kern::Split512::kNP, 8,
-                                   &qnt::kern::gemm_tile<qnt::kern::Split512>};
+                                   &qnt::kern::gemm_tile<qnt::kern::Split512>, nullptr};
 
 void check(const qnt::kern::GemmKernel &k, int64_t M, int64_t K, int64_t N, bool a_signed,
            bool b_signed, int threads, std::mt19937 &rng) {

@@ -1,0 +1,391 @@
+// The issue-9 workloads (the int8 GEMM family) through qnt's public API, side by side with
+// oneDNN (Debian's libdnnl-dev: matmul and convolution primitives with weights reordered once)
+// and the machine's own limits, all measured in this run on 1 and 2 threads:
+//  - the integer multiply peak of the exact instruction qnt's chosen GEMM kernel uses
+//    (vpdpbusd with VNNI, vpmaddwd otherwise), from a loop of independent chains;
+//  - the read bandwidth, for the GEMV whose weights come from DRAM.
+// Prints TSV: work  threads  qnt_s  peer  peer_s  ratio(peer_s / qnt_s)  ops  qnt_gops  limit_gops
+// usage: qnt_bench_gemm [--quick]
+#include <dnnl.hpp>
+#include <immintrin.h>
+#include <omp.h>
+#include <qnt/qnt.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+bool g_quick = false;
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The best time of f over repeats filling about `budget` seconds (at least 3 runs).
+double best_time(const std::function<void()> &f, double budget = 0.4) {
+  if (g_quick) budget = 0.08;
+  f();
+  double best = 1e30, spent = 0;
+  int runs = 0;
+  while (runs < 3 || (spent < budget && runs < 1000)) {
+    const double t0 = now();
+    f();
+    const double dt = now() - t0;
+    best = std::min(best, dt);
+    spent += dt;
+    ++runs;
+  }
+  return best;
+}
+
+void check(qnt_status s, const char *what) {
+  if (s != QNT_OK) {
+    std::fprintf(stderr, "%s: %s\n", what, qnt_last_error_message());
+    std::exit(1);
+  }
+}
+
+// The peak of the exact multiply instruction, GOPS (2 ops per multiply-add) on `threads`.
+__attribute__((target("avx2"))) double peak_avx2_once(long iters) {
+  __m256i acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_epi32(i + 1);
+  const __m256i y = _mm256_set1_epi32(0x00050004);
+  // Each chain multiplies its own accumulator, so nothing is hoisted out of the loop.
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(acc[j], y));
+  }
+  int32_t out[8];
+  __m256i s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_epi32(s, acc[i]);
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(out), s);
+  return out[0];
+}
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) double peak_vnni_once(long iters) {
+  __m512i acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_epi32(i + 1);
+  const __m512i y = _mm512_set1_epi32(0x01010101);
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], acc[j], y);
+  }
+  __m512i s = acc[0];
+  for (int i = 1; i < 16; ++i) s = _mm512_add_epi32(s, acc[i]);
+  return _mm512_reduce_add_epi32(s);
+}
+// vpdpbusd: 64 multiply-adds per zmm; vpmaddwd (exact int8 path): 16 per ymm.
+double peak_gops(bool vnni, int threads) {
+  const long iters = g_quick ? 2000000 : 10000000;
+  volatile double sink = 0;
+  const double t0 = now();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+  sink += vnni ? peak_vnni_once(iters) : peak_avx2_once(iters);
+  const double dt = now() - t0;
+  const double macs = vnni ? 16.0 * 64 : 12.0 * 16;
+  return 2.0 * macs * static_cast<double>(iters) * threads / dt / 1e9;
+}
+
+double read_bw(int threads) {
+  const size_t n = size_t{1} << 27;  // 128 MiB
+  std::vector<uint64_t> v(n / 8, 1);
+  volatile uint64_t sink = 0;
+  const double t = best_time([&] {
+    uint64_t s = 0;
+#pragma omp parallel for num_threads(threads) reduction(+ : s)
+    for (size_t i = 0; i < v.size(); ++i) s += v[i];
+    sink = sink + s;
+  });
+  return static_cast<double>(n) / t;
+}
+
+std::vector<uint8_t> random_bytes(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto &x : v) x = static_cast<uint8_t>(rng());
+  return v;
+}
+
+struct Tensor {
+  qnt_tensor *t = nullptr;
+  ~Tensor() { qnt_tensor_destroy(t); }
+};
+
+qnt_tensor *make(qnt_dtype d, std::vector<int64_t> shape, const qnt_qparams *qp,
+                 const void *data = nullptr, size_t bytes = 0) {
+  qnt_tensor *t = nullptr;
+  if (data != nullptr)
+    check(qnt_tensor_create_from_data(d, shape.data(), shape.size(), qp, data, bytes, &t), "tensor");
+  else
+    check(qnt_tensor_create(d, shape.data(), shape.size(), qp, &t), "tensor");
+  return t;
+}
+
+void row(const std::string &work, int threads, double qs, const char *peer, double ps, double ops,
+         double limit_gops) {
+  std::printf("%s\t%d\t%.6g\t%s\t%.6g\t%.3f\t%.6g\t%.2f\t%.2f\n", work.c_str(), threads, qs, peer,
+              ps, ps > 0 ? ps / qs : 0.0, ops, ops / qs / 1e9, limit_gops);
+  std::fflush(stdout);
+}
+
+using namespace dnnl;
+using dt = memory::data_type;
+using tag = memory::format_tag;
+
+// oneDNN matmul u8 x s8 with weights in its own layout (reordered once).
+struct DnnlMatmul {
+  engine eng{engine::kind::cpu, 0};
+  stream st{eng};
+  memory a, b, c, bias;
+  matmul prim;
+  DnnlMatmul(int64_t M, int64_t K, int64_t N, dt out, bool with_bias, const std::vector<float> &scales,
+             const uint8_t *av, const uint8_t *bv) {
+    memory::desc a_md({M, K}, dt::u8, tag::ab), b_md({K, N}, dt::s8, tag::any),
+        c_md({M, N}, out, tag::ab), bias_md({1, N}, dt::f32, tag::ab);
+    primitive_attr attr;
+    if (!scales.empty()) attr.set_output_scales(1 << 1, scales);
+    auto d = with_bias ? matmul::desc(a_md, b_md, bias_md, c_md) : matmul::desc(a_md, b_md, c_md);
+    matmul::primitive_desc pd(d, attr, eng);
+    a = memory(a_md, eng);
+    std::memcpy(a.get_data_handle(), av, static_cast<size_t>(M * K));
+    memory b_user({{K, N}, dt::s8, tag::ab}, eng);
+    std::memcpy(b_user.get_data_handle(), bv, static_cast<size_t>(K * N));
+    b = memory(pd.weights_desc(), eng);
+    reorder(b_user, b).execute(st, b_user, b);
+    c = memory(c_md, eng);
+    if (with_bias) {
+      bias = memory(bias_md, eng);
+      std::fill_n(static_cast<float *>(bias.get_data_handle()), N, 0.25f);
+    }
+    prim = matmul(pd);
+  }
+  void run() {
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
+    if (bias) args[DNNL_ARG_BIAS] = bias;
+    prim.execute(st, args);
+    st.wait();
+  }
+};
+
+void bench_gemm(int threads, double limit) {
+  std::vector<std::array<int64_t, 3>> shapes = {{256, 256, 256},   {512, 512, 512},
+                                                {1024, 1024, 1024}, {2048, 2048, 2048},
+                                                {16, 4096, 4096},  {128, 4096, 4096},
+                                                {1, 4096, 4096}};
+  if (g_quick) shapes = {{512, 512, 512}, {16, 4096, 4096}, {1, 4096, 4096}};
+  qnt_context *ctx = nullptr;
+  check(qnt_context_create(&ctx), "ctx");
+  check(qnt_context_set_num_threads(ctx, threads), "threads");
+  for (const auto &s : shapes) {
+    const int64_t M = s[0], K = s[1], N = s[2];
+    const auto av = random_bytes(static_cast<size_t>(M * K), 1);
+    const auto bv = random_bytes(static_cast<size_t>(K * N), 2);
+    Tensor a, b, y;
+    a.t = make(QNT_DTYPE_U8, {M, K}, nullptr, av.data(), av.size());
+    b.t = make(QNT_DTYPE_I8, {K, N}, nullptr, bv.data(), bv.size());
+    y.t = make(QNT_DTYPE_I32, {M, N}, nullptr);
+    qnt_prepared *p = nullptr;
+    check(qnt_prepared_create_matmul(ctx, b.t, nullptr, nullptr, &p), "prepare");
+    const double qs = best_time([&] { check(qnt_prepared_run(ctx, p, a.t, y.t), "run"); });
+    qnt_prepared_destroy(p);
+    DnnlMatmul d(M, K, N, dt::s32, false, {}, av.data(), bv.data());
+    omp_set_num_threads(threads);
+    const double ds = best_time([&] { d.run(); });
+    const std::string name = "gemm_u8s8s32 M" + std::to_string(M) + " K" + std::to_string(K) +
+                             " N" + std::to_string(N);
+    row(name, threads, qs, "onednn", ds, 2.0 * M * K * N, limit);
+  }
+  // GEMV with the weights from DRAM: copies of B rotated so that none is in cache.
+  {
+    const int64_t K = 4096, N = 4096;
+    const int copies = g_quick ? 4 : 8;
+    const auto av = random_bytes(static_cast<size_t>(K), 3);
+    Tensor a, y;
+    a.t = make(QNT_DTYPE_U8, {1, K}, nullptr, av.data(), av.size());
+    y.t = make(QNT_DTYPE_I32, {1, N}, nullptr);
+    std::vector<qnt_prepared *> ps;
+    for (int i = 0; i < copies; ++i) {
+      const auto bv = random_bytes(static_cast<size_t>(K * N), 10 + static_cast<unsigned>(i));
+      Tensor b;
+      b.t = make(QNT_DTYPE_I8, {K, N}, nullptr, bv.data(), bv.size());
+      qnt_prepared *p = nullptr;
+      check(qnt_prepared_create_matmul(ctx, b.t, nullptr, nullptr, &p), "prepare");
+      ps.push_back(p);
+    }
+    int next = 0;
+    const double qs = best_time([&] {
+      check(qnt_prepared_run(ctx, ps[static_cast<size_t>(next)], a.t, y.t), "run");
+      next = (next + 1) % copies;
+    });
+    for (auto *p : ps) qnt_prepared_destroy(p);
+    const double bw = read_bw(threads);
+    // The read roofline: K * N weight bytes at the machine's read bandwidth.
+    std::printf("gemv_dram M1 K4096 N4096\t%d\t%.6g\troofline\t%.6g\t%.3f\t%.6g\t%.2f\t%.2f\n",
+                threads, qs, static_cast<double>(K * N) / bw, static_cast<double>(K * N) / bw / qs,
+                2.0 * K * N, 2.0 * K * N / qs / 1e9, limit);
+  }
+  qnt_context_destroy(ctx);
+}
+
+void bench_linear(int threads, double limit) {
+  qnt_context *ctx = nullptr;
+  check(qnt_context_create(&ctx), "ctx");
+  check(qnt_context_set_num_threads(ctx, threads), "threads");
+  const int64_t K = 4096, N = 4096;
+  const auto wv = random_bytes(static_cast<size_t>(N * K), 4);
+  std::vector<float> sw(static_cast<size_t>(N));
+  for (size_t i = 0; i < sw.size(); ++i) sw[i] = 0.001f + 0.0001f * static_cast<float>(i % 7);
+  std::vector<int32_t> zw(static_cast<size_t>(N), 0);
+  qnt_qparams *wq = nullptr;
+  check(qnt_qparams_create_per_axis(QNT_DTYPE_I8, 0, static_cast<size_t>(N), sw.data(), zw.data(), &wq), "wq");
+  Tensor w, bias;
+  w.t = make(QNT_DTYPE_I8, {N, K}, wq, wv.data(), wv.size());
+  std::vector<float> bv(static_cast<size_t>(N), 0.25f);
+  bias.t = make(QNT_DTYPE_F32, {N}, nullptr, bv.data(), 4 * bv.size());
+  // The oneDNN weights are w transposed ([K, N]).
+  std::vector<uint8_t> wt(wv.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) wt[static_cast<size_t>(k * N + n)] = wv[static_cast<size_t>(n * K + k)];
+  qnt_prepared *dyn = nullptr;
+  check(qnt_prepared_create_linear_dynamic(ctx, w.t, bias.t, nullptr, &dyn), "dyn");
+  qnt_qparams *xq = nullptr, *yq = nullptr;
+  check(qnt_qparams_create_per_tensor(QNT_DTYPE_U8, 0.02f, 128, &xq), "xq");
+  check(qnt_qparams_create_per_tensor(QNT_DTYPE_U8, 0.5f, 100, &yq), "yq");
+  qnt_prepared *stat = nullptr;
+  check(qnt_prepared_create_linear_static(ctx, w.t, bias.t, xq, yq, nullptr, &stat), "static");
+  std::vector<int64_t> batches = {1, 16, 128};
+  for (int64_t M : batches) {
+    std::vector<float> xv(static_cast<size_t>(M * K));
+    std::mt19937 rng(5);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (auto &v : xv) v = nd(rng);
+    const auto xb = random_bytes(static_cast<size_t>(M * K), 6);
+    Tensor x, y, xs, ys;
+    x.t = make(QNT_DTYPE_F32, {M, K}, nullptr, xv.data(), 4 * xv.size());
+    y.t = make(QNT_DTYPE_F32, {M, N}, nullptr);
+    xs.t = make(QNT_DTYPE_U8, {M, K}, xq, xb.data(), xb.size());
+    ys.t = make(QNT_DTYPE_U8, {M, N}, yq);
+    const double qd = best_time([&] { check(qnt_prepared_run(ctx, dyn, x.t, y.t), "dyn"); });
+    const double qst = best_time([&] { check(qnt_prepared_run(ctx, stat, xs.t, ys.t), "static"); });
+    DnnlMatmul g(M, K, N, dt::s32, false, {}, xb.data(), wt.data());
+    std::vector<float> scales(static_cast<size_t>(N));
+    for (size_t i = 0; i < scales.size(); ++i) scales[i] = 0.02f * sw[i] / 0.5f;
+    DnnlMatmul st(M, K, N, dt::u8, true, scales, xb.data(), wt.data());
+    omp_set_num_threads(threads);
+    const double dg = best_time([&] { g.run(); });
+    const double dst = best_time([&] { st.run(); });
+    const double ops = 2.0 * M * K * N;
+    row("linear_dynamic_f32 M" + std::to_string(M) + " K4096 N4096 (vs onednn static s32 gemm)",
+        threads, qd, "onednn_gemm", dg, ops, limit);
+    row("linear_static_u8 M" + std::to_string(M) + " K4096 N4096 f32 bias", threads, qst,
+        "onednn", dst, ops, limit);
+  }
+  qnt_prepared_destroy(dyn);
+  qnt_prepared_destroy(stat);
+  qnt_qparams_destroy(wq);
+  qnt_qparams_destroy(xq);
+  qnt_qparams_destroy(yq);
+  qnt_context_destroy(ctx);
+}
+
+void bench_conv(int threads, double limit) {
+  qnt_context *ctx = nullptr;
+  check(qnt_context_create(&ctx), "ctx");
+  check(qnt_context_set_num_threads(ctx, threads), "threads");
+  struct Shape {
+    int64_t C, H;
+  };
+  for (const Shape s : {Shape{64, 56}, Shape{256, 14}}) {
+    const int64_t C = s.C, H = s.H, W = s.H, M = s.C;
+    const auto xv = random_bytes(static_cast<size_t>(C * H * W), 7);
+    const auto wv = random_bytes(static_cast<size_t>(M * C * 9), 8);
+    std::vector<float> sw(static_cast<size_t>(M), 0.003f), bv(static_cast<size_t>(M), 0.1f);
+    std::vector<int32_t> zw(static_cast<size_t>(M), 0);
+    qnt_qparams *wq = nullptr, *xq = nullptr, *yq = nullptr;
+    check(qnt_qparams_create_per_axis(QNT_DTYPE_I8, 0, static_cast<size_t>(M), sw.data(), zw.data(), &wq), "wq");
+    check(qnt_qparams_create_per_tensor(QNT_DTYPE_U8, 0.02f, 128, &xq), "xq");
+    check(qnt_qparams_create_per_tensor(QNT_DTYPE_U8, 0.1f, 100, &yq), "yq");
+    Tensor w, bias;
+    w.t = make(QNT_DTYPE_I8, {M, C, 3, 3}, wq, wv.data(), wv.size());
+    bias.t = make(QNT_DTYPE_F32, {M}, nullptr, bv.data(), 4 * bv.size());
+    double qt[2] = {0, 0};
+    for (int layout : {QNT_LAYOUT_NCHW, QNT_LAYOUT_NHWC}) {
+      qnt_op_desc *d = nullptr;
+      check(qnt_op_desc_create(&d), "desc");
+      for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
+        check(qnt_op_desc_set(d, k, 1), "pad");
+      check(qnt_op_desc_set(d, QNT_OP_LAYOUT, layout), "layout");
+      const bool nhwc = layout == QNT_LAYOUT_NHWC;
+      Tensor x, y;
+      x.t = make(QNT_DTYPE_U8, nhwc ? std::vector<int64_t>{1, H, W, C} : std::vector<int64_t>{1, C, H, W},
+                 xq, xv.data(), xv.size());
+      y.t = make(QNT_DTYPE_U8, nhwc ? std::vector<int64_t>{1, H, W, M} : std::vector<int64_t>{1, M, H, W}, yq);
+      qnt_prepared *p = nullptr;
+      check(qnt_prepared_create_conv2d(ctx, w.t, bias.t, d, &p), "conv");
+      qt[layout] = best_time([&] { check(qnt_prepared_run(ctx, p, x.t, y.t), "conv run"); });
+      qnt_prepared_destroy(p);
+      qnt_op_desc_destroy(d);
+    }
+    // oneDNN: NHWC u8 in and out, s8 weights in its layout, per-channel scales, f32 bias.
+    engine eng(engine::kind::cpu, 0);
+    stream st(eng);
+    memory::desc src({1, C, H, W}, dt::u8, tag::nhwc), wts({M, C, 3, 3}, dt::s8, tag::any),
+        bmd({M}, dt::f32, tag::a), dst({1, M, H, W}, dt::u8, tag::nhwc);
+    primitive_attr attr;
+    attr.set_output_scales(1 << 1, std::vector<float>(static_cast<size_t>(M), 0.02f * 0.003f / 0.1f));
+    convolution_forward::desc cd(prop_kind::forward_inference, algorithm::convolution_direct, src,
+                                 wts, bmd, dst, {1, 1}, {1, 1}, {1, 1});
+    convolution_forward::primitive_desc pd(cd, attr, eng);
+    memory sm(src, eng), dm(dst, eng), bm(bmd, eng), wm(pd.weights_desc(), eng);
+    std::memcpy(sm.get_data_handle(), xv.data(), xv.size());
+    memory wu({{M, C, 3, 3}, dt::s8, tag::oihw}, eng);
+    std::memcpy(wu.get_data_handle(), wv.data(), wv.size());
+    reorder(wu, wm).execute(st, wu, wm);
+    convolution_forward conv(pd);
+    omp_set_num_threads(threads);
+    const double ds = best_time([&] {
+      conv.execute(st, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, dm}});
+      st.wait();
+    });
+    const double ops = 2.0 * M * C * 9 * H * W;
+    const std::string shape = std::to_string(C) + "->" + std::to_string(M) + " " + std::to_string(H) + "^2 3x3";
+    row("conv_nhwc " + shape, threads, qt[1], "onednn_nhwc", ds, ops, limit);
+    row("conv_nchw " + shape, threads, qt[0], "onednn_nhwc", ds, ops, limit);
+    qnt_qparams_destroy(wq);
+    qnt_qparams_destroy(xq);
+    qnt_qparams_destroy(yq);
+  }
+  qnt_context_destroy(ctx);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--quick") == 0) g_quick = true;
+  qnt_context *c = nullptr;
+  check(qnt_context_create(&c), "ctx");
+  const char *kernels = nullptr;
+  check(qnt_context_kernels(c, &kernels), "kernels");
+  const bool vnni = std::strstr(kernels, "gemm.u8s8s32=avx512_vnni") != nullptr;
+  const char *g = std::strstr(kernels, "gemm.u8s8s32=");
+  std::string gemm_kernel = g ? std::string(g + 13, std::strcspn(g + 13, "\n")) : "?";
+  qnt_context_destroy(c);
+  std::printf("# qnt gemm kernel: %s; oneDNN %d.%d\n", gemm_kernel.c_str(), dnnl_version()->major,
+              dnnl_version()->minor);
+  std::printf("work\tthreads\tqnt_s\tpeer\tpeer_s\tratio\tops\tqnt_gops\tlimit_gops\n");
+  for (int threads : {1, 2}) {
+    const double limit = peak_gops(vnni, threads);
+    bench_gemm(threads, limit);
+    bench_linear(threads, limit);
+    bench_conv(threads, limit);
+  }
+  return 0;
+}
