@@ -74,15 +74,25 @@ inline V add32(V a, V b) {
 }
 }  // namespace emu
 
+#undef __m512i  // some are macros when not optimizing
 #define __m512i emu::V
+#undef _mm512_setzero_si512
 #define _mm512_setzero_si512 emu::setzero
+#undef _mm512_loadu_si512
 #define _mm512_loadu_si512 emu::loadu
+#undef _mm512_storeu_si512
 #define _mm512_storeu_si512 emu::storeu
+#undef _mm512_set1_epi32
 #define _mm512_set1_epi32 emu::set1
+#undef _mm512_dpbusd_epi32
 #define _mm512_dpbusd_epi32 emu::dpbusd
+#undef _mm512_srai_epi16
 #define _mm512_srai_epi16 emu::srai16
+#undef _mm512_slli_epi16
 #define _mm512_slli_epi16 emu::slli16
+#undef _mm512_madd_epi16
 #define _mm512_madd_epi16 emu::madd16
+#undef _mm512_add_epi32
 #define _mm512_add_epi32 emu::add32
 #if !defined(__AVX512BW__)
 #define __AVX512BW__ 1
