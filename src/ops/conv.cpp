@@ -195,13 +195,13 @@ class PreparedConv final : public Prepared {
             const int64_t w = ow * g_.stride_w - g_.pad_left + j * g_.dilation_w;
             uint8_t *dst = row + (i * KW + j) * Cg;
             if (h < 0 || h >= s.H || w < 0 || w >= s.W) {
-              std::memset(dst, pad, cg);
+              if (cg > 0) std::memset(dst, pad, cg);
               continue;
             }
             const uint8_t *src = xin + ((img * s.H + h) * s.W + w) * s.C + gi * Cg;
             if (is_signed)
               for (size_t c = 0; c < cg; ++c) dst[c] = static_cast<uint8_t>(src[c] ^ 0x80u);
-            else
+            else if (cg > 0)
               std::memcpy(dst, src, cg);
           }
         }

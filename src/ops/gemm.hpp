@@ -131,7 +131,7 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
           for (size_t r = 0; r < mr; ++r) {
             const auto m = static_cast<int64_t>(p * mr + r);
             const size_t i = (p - p0) * mr + r;
-            std::memset(row, 0, plan.row_bytes);
+            if (plan.row_bytes > 0) std::memset(row, 0, plan.row_bytes);
             za[i] = m < plan.M ? source(m, row) : 0;
             gemm_pack_a(plan, m, row, apack + (p - p0) * plan.a_panel_bytes, row_sum + i);
           }

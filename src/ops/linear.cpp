@@ -180,7 +180,7 @@ int32_t int8_row(const uint8_t *src, bool is_signed, int32_t zero_point, int64_t
     for (size_t i = 0; i < k; ++i) row[i] = static_cast<uint8_t>(src[i] ^ 0x80u);
     return zero_point + 128;
   }
-  std::memcpy(row, src, k);
+  if (k > 0) std::memcpy(row, src, k);  // (an empty x may have no data at all)
   return zero_point;
 }
 
