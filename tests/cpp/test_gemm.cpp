@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <qnt/qnt.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -207,7 +208,7 @@ TEST(Gemm, MatmulRandom) {
     if (iter % 3 != 2) {
       std::vector<int32_t> bi(static_cast<size_t>(N));
       std::uniform_int_distribution<int32_t> d(-100000, 100000);
-      for (auto &v : bi) v = iter % 7 == 0 ? INT32_MAX - d(rng) % 50 : d(rng);
+      for (auto &v : bi) v = iter % 7 == 0 ? INT32_MAX - std::abs(d(rng) % 50) : d(rng);
       const int64_t bs[1] = {N};
       ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_I32, bs, 1, nullptr, bi.data(), 4 * bi.size(),
                                             &bias.t),
