@@ -47,15 +47,19 @@ struct GemmEpilogueArgs {
   const int32_t *bias_i32 = nullptr;  // per channel, or null
   const float *bias_f32 = nullptr;    // per channel, or null
   const float *multiplier = nullptr;  // per channel (modes 1 to 3)
-  float row_scale = 0.0f;  // mode 2: when not 0, the multiplier is row_scale * multiplier[c]
+  // Mode 2: when not null, row r's multiplier is row_scales[r] * multiplier[c].
+  const float *row_scales = nullptr;
+  float row_scale = 0.0f;  // (the current row's, inside the kernel)
   float sy = 1.0f;
   int32_t zy = 0, qmin = 0, qmax = 0;
   bool relu = false;
 };
-// Elements i0 .. i0 + n of y (4 bytes each in modes 0 and 2, 1 byte otherwise) from acc[0 .. n),
-// the channel of element j being c0 + j (c_step 1) or c0 (c_step 0).
-using GemmEpilogueFn = void (*)(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0,
-                                int c_step, size_t n, uint8_t *y, size_t i0) noexcept;
+// For rows r < rows: elements i0 + r * y_ld + j, j < n, of y (4 bytes each in modes 0 and 2,
+// 1 byte otherwise) from acc[r * acc_ld + j], the channel of element j being c0 + j (c_step 1)
+// or c0 (c_step 0).
+using GemmEpilogueFn = void (*)(const GemmEpilogueArgs &e, const int32_t *acc, size_t acc_ld,
+                                int rows, size_t c0, int c_step, size_t n, uint8_t *y, size_t i0,
+                                size_t y_ld) noexcept;
 
 struct GemmKernel {
   const char *name;

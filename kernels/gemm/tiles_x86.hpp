@@ -104,36 +104,110 @@ struct Split512 {
 #endif
 
 #if defined(__AVX2__)
-// mr 4 x np 1 (16 columns, two vectors), split: 8 accumulators, 4 split B vectors, 2 A
-// broadcasts: 14 of the 16 registers.
+// mr 4 x np 1 (16 columns: two vectors), split. Per group, the even bytes of both B vectors
+// meet every row's even A pair, then the odd bytes the odd pairs, so that each broadcast feeds
+// two multiplies and 8 accumulators, 2 split B vectors, 1 A broadcast and 2 products fit the 16
+// registers. The full tile is written in assembly: compilers hoist and share the loads of the
+// two halves, run out of registers and spill accumulators (a third slower). The same
+// instructions as the intrinsics of the partial tiles below.
 struct Split256 {
   static constexpr int kMR = 4, kNP = 1;
   template <int R, int P>
   static void run(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
                   size_t ldc) noexcept {
     (void)ps;
-    __m256i acc[R][2];
-    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-    for (size_t g = 0; g < groups; ++g) {
-      const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + g * 64));
-      const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + g * 64 + 32));
-      const __m256i e0 = _mm256_srai_epi16(_mm256_slli_epi16(v0, 8), 8);
-      const __m256i o0 = _mm256_srai_epi16(v0, 8);
-      const __m256i e1 = _mm256_srai_epi16(_mm256_slli_epi16(v1, 8), 8);
-      const __m256i o1 = _mm256_srai_epi16(v1, 8);
-      const uint8_t *ag = a + g * kMR * 8;
-      for (int r = 0; r < R; ++r) {
-        const __m256i ae = _mm256_set1_epi32(load_i32(ag + 8 * r));
-        const __m256i ao = _mm256_set1_epi32(load_i32(ag + 8 * r + 4));
-        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(ae, e0));
-        acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(ao, o0));
-        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(ae, e1));
-        acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(ao, o1));
+    if constexpr (R == 4) {
+      __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
+              c7 = c0;
+      for (size_t g = 0; g < groups; ++g) {
+        const int8_t *bg = b + g * 64;
+        const uint8_t *ag = a + g * kMR * 8;
+        __asm__(
+            "vmovdqu (%[b]), %%ymm8\n\t"
+            "vmovdqu 32(%[b]), %%ymm9\n\t"
+            "vpsllw $8, %%ymm8, %%ymm8\n\t"
+            "vpsllw $8, %%ymm9, %%ymm9\n\t"
+            "vpsraw $8, %%ymm8, %%ymm8\n\t"
+            "vpsraw $8, %%ymm9, %%ymm9\n\t"
+            "vpbroadcastd 0(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c0], %[c0]\n\t"
+            "vpaddd %%ymm12, %[c1], %[c1]\n\t"
+            "vpbroadcastd 8(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c2], %[c2]\n\t"
+            "vpaddd %%ymm12, %[c3], %[c3]\n\t"
+            "vpbroadcastd 16(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c4], %[c4]\n\t"
+            "vpaddd %%ymm12, %[c5], %[c5]\n\t"
+            "vpbroadcastd 24(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c6], %[c6]\n\t"
+            "vpaddd %%ymm12, %[c7], %[c7]\n\t"
+            "vmovdqu (%[b]), %%ymm8\n\t"
+            "vmovdqu 32(%[b]), %%ymm9\n\t"
+            "vpsraw $8, %%ymm8, %%ymm8\n\t"
+            "vpsraw $8, %%ymm9, %%ymm9\n\t"
+            "vpbroadcastd 4(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c0], %[c0]\n\t"
+            "vpaddd %%ymm12, %[c1], %[c1]\n\t"
+            "vpbroadcastd 12(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c2], %[c2]\n\t"
+            "vpaddd %%ymm12, %[c3], %[c3]\n\t"
+            "vpbroadcastd 20(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c4], %[c4]\n\t"
+            "vpaddd %%ymm12, %[c5], %[c5]\n\t"
+            "vpbroadcastd 28(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c6], %[c6]\n\t"
+            "vpaddd %%ymm12, %[c7], %[c7]\n\t"
+            : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4),
+              [c5] "+x"(c5), [c6] "+x"(c6), [c7] "+x"(c7)
+            : [a] "r"(ag), [b] "r"(bg)
+            : "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "memory");
       }
-    }
-    for (int r = 0; r < R; ++r) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc), acc[r][0]);
-      _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc + 8), acc[r][1]);
+      const __m256i out[8] = {c0, c1, c2, c3, c4, c5, c6, c7};
+      for (int r = 0; r < 4; ++r) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc), out[2 * r]);
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc + 8), out[2 * r + 1]);
+      }
+    } else {
+      __m256i acc[R][2];
+      for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+      for (size_t g = 0; g < groups; ++g) {
+        const auto *bg = reinterpret_cast<const __m256i *>(b + g * 64);
+        const uint8_t *ag = a + g * kMR * 8;
+        for (int half = 0; half < 2; ++half) {  // 0: even bytes, 1: odd bytes
+          __m256i v0 = _mm256_loadu_si256(bg), v1 = _mm256_loadu_si256(bg + 1);
+          if (half == 0) {
+            v0 = _mm256_slli_epi16(v0, 8);
+            v1 = _mm256_slli_epi16(v1, 8);
+          }
+          v0 = _mm256_srai_epi16(v0, 8);
+          v1 = _mm256_srai_epi16(v1, 8);
+          for (int r = 0; r < R; ++r) {
+            const __m256i av = _mm256_set1_epi32(load_i32(ag + 8 * r + 4 * half));
+            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, v0));
+            acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, v1));
+          }
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc), acc[r][0]);
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc + 8), acc[r][1]);
+      }
     }
   }
 };
@@ -194,8 +268,8 @@ inline void epi8(const GemmEpilogueArgs &e, const int32_t *acc, size_t c, int c_
   _mm_storel_epi64(reinterpret_cast<__m128i *>(out), b);
 }
 
-void gemm_epilogue_avx2(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0, int c_step,
-                        size_t n, uint8_t *y, size_t i0) noexcept {
+void epilogue_row(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0, int c_step,
+                  size_t n, uint8_t *y, size_t i0) noexcept {
   const size_t size = e.mode == 0 || e.mode == 2 ? 4 : 1;
   size_t j = 0;
   for (; j + 8 <= n; j += 8)
@@ -219,6 +293,17 @@ void gemm_epilogue_avx2(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0
   if (e.multiplier != nullptr) t.multiplier = m;
   epi8(t, a, 0, 1, out);
   std::memcpy(y + (i0 + j) * size, out, rest * size);
+}
+
+void gemm_epilogue_avx2(const GemmEpilogueArgs &e, const int32_t *acc, size_t acc_ld, int rows,
+                        size_t c0, int c_step, size_t n, uint8_t *y, size_t i0,
+                        size_t y_ld) noexcept {
+  GemmEpilogueArgs row = e;
+  for (int r = 0; r < rows; ++r) {
+    if (e.row_scales != nullptr) row.row_scale = e.row_scales[r];
+    epilogue_row(row, acc + static_cast<size_t>(r) * acc_ld, c0, c_step, n, y,
+                 i0 + static_cast<size_t>(r) * y_ld);
+  }
 }
 #endif
 

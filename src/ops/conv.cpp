@@ -210,10 +210,8 @@ class PreparedConv final : public Prepared {
       auto tile = [&](int64_t m0, int n_rows, int64_t n0, int cols, const int32_t *acc,
                       size_t ldc) {
         if (g_.nhwc) {
-          for (int r = 0; r < n_rows; ++r)
-            epi.span(acc + static_cast<size_t>(r) * ldc, static_cast<size_t>(gi * Mg + n0),
-                     static_cast<size_t>(cols), yd,
-                     static_cast<size_t>((m0 + r) * s.M + gi * Mg + n0));
+          epi.block(acc, ldc, n_rows, static_cast<size_t>(gi * Mg + n0), static_cast<size_t>(cols),
+                    yd, static_cast<size_t>(m0 * s.M + gi * Mg + n0), static_cast<size_t>(s.M));
           return;
         }
         // NCHW: each channel's pixels are contiguous within an image; the tile's rows are cut

@@ -77,12 +77,21 @@ struct Epilogue {
 
   // Elements i0 .. i0 + n of y from the accumulators of channels c0 .. c0 + n.
   void span(const int32_t *acc, size_t c0, size_t n, uint8_t *y, size_t i0) const noexcept {
-    if (vector != nullptr) return vector(args(), acc, c0, 1, n, y, i0);
-    for (size_t j = 0; j < n; ++j) put(acc[j], c0 + j, y, i0 + j);
+    block(acc, 0, 1, c0, n, y, i0, 0);
+  }
+  // Rows r < rows of a tile: elements i0 + r * y_ld + j of y from acc[r * acc_ld + j], channels
+  // c0 + j.
+  void block(const int32_t *acc, size_t acc_ld, int rows, size_t c0, size_t n, uint8_t *y,
+             size_t i0, size_t y_ld) const noexcept {
+    if (vector != nullptr) return vector(args(), acc, acc_ld, rows, c0, 1, n, y, i0, y_ld);
+    for (int r = 0; r < rows; ++r)
+      for (size_t j = 0; j < n; ++j)
+        put(acc[static_cast<size_t>(r) * acc_ld + j], c0 + j, y,
+            i0 + static_cast<size_t>(r) * y_ld + j);
   }
   // Elements i0 .. i0 + n of y, all of channel c.
   void channel_span(const int32_t *acc, size_t c, size_t n, uint8_t *y, size_t i0) const noexcept {
-    if (vector != nullptr) return vector(args(), acc, c, 0, n, y, i0);
+    if (vector != nullptr) return vector(args(), acc, 0, 1, c, 0, n, y, i0, 0);
     for (size_t j = 0; j < n; ++j) put(acc[j], c, y, i0 + j);
   }
 

@@ -188,9 +188,8 @@ int32_t int8_row(const uint8_t *src, bool is_signed, int32_t zero_point, int64_t
 auto row_major(const Epilogue &epi, uint8_t *y, int64_t N) {
   return [&epi, y, N](int64_t m0, int rows, int64_t n0, int cols, const int32_t *acc,
                       size_t ldc) {
-    for (int r = 0; r < rows; ++r)
-      epi.span(acc + static_cast<size_t>(r) * ldc, static_cast<size_t>(n0),
-               static_cast<size_t>(cols), y, static_cast<size_t>((m0 + r) * N + n0));
+    epi.block(acc, ldc, rows, static_cast<size_t>(n0), static_cast<size_t>(cols), y,
+              static_cast<size_t>(m0 * N + n0), static_cast<size_t>(N));
   };
 }
 
@@ -262,9 +261,8 @@ class PreparedMatmul final : public Prepared {
             ctx, plan, b, scratch.data(),
             [&](int64_t m, uint8_t *row) { return int8_row(ab + m * K, a_signed, za, K, row); },
             [&](int64_t m0, int rows, int64_t n0, int cols, const int32_t *acc, size_t ldc) {
-              for (int q = 0; q < rows; ++q)
-                epi.span(acc + static_cast<size_t>(q) * ldc, static_cast<size_t>(n0),
-                         static_cast<size_t>(cols), yb, static_cast<size_t>((m0 + q) * N + n0));
+              epi.block(acc, ldc, rows, static_cast<size_t>(n0), static_cast<size_t>(cols), yb,
+                        static_cast<size_t>(m0 * N + n0), static_cast<size_t>(N));
             });
       }
       return;
@@ -380,21 +378,22 @@ class PreparedLinearDynamic final : public Prepared {
             return zx[r];
           },
           [&](int64_t m0, int rows_here, int64_t n0, int cols, const int32_t *acc, size_t ldc) {
+            if (epilogue != nullptr) {
+              kern::GemmEpilogueArgs e;
+              e.mode = 2;
+              e.bias_f32 = bf;
+              e.multiplier = sw.data();
+              e.row_scales = sx.data() + m0;
+              e.relu = relu_;
+              epilogue(e, acc, ldc, rows_here, static_cast<size_t>(n0), 1,
+                       static_cast<size_t>(cols), reinterpret_cast<uint8_t *>(out),
+                       static_cast<size_t>(m0 * N + n0), static_cast<size_t>(N));
+              return;
+            }
             for (int q = 0; q < rows_here; ++q) {
               const auto r = static_cast<size_t>(m0 + q);
               const int32_t *a = acc + static_cast<size_t>(q) * ldc;
               float *o = out + r * static_cast<size_t>(N);
-              if (epilogue != nullptr) {
-                kern::GemmEpilogueArgs e;
-                e.mode = 2;
-                e.bias_f32 = bf;
-                e.multiplier = sw.data();
-                e.row_scale = sx[r];
-                e.relu = relu_;
-                epilogue(e, a, static_cast<size_t>(n0), 1, static_cast<size_t>(cols),
-                         reinterpret_cast<uint8_t *>(o), static_cast<size_t>(n0));
-                continue;
-              }
               for (int j = 0; j < cols; ++j) {
                 const auto n = static_cast<size_t>(n0 + j);
                 o[n] = value(a[j], r, n);
