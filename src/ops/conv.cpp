@@ -168,14 +168,19 @@ class PreparedConv final : public Prepared {
     if (!g_.nhwc) {
       uint8_t *t = scratch.data();
       const auto planes = static_cast<size_t>(s.N * s.H);
+      // Transposed in 32 x 32 blocks of (w, c), so that reads and writes both stay in cache lines.
       parallel_for(ctx.threads(), planes, 8, [&](size_t r0, size_t r1) {
         for (size_t r = r0; r < r1; ++r) {
           const int64_t n = static_cast<int64_t>(r) / s.H, h = static_cast<int64_t>(r) % s.H;
-          for (int64_t c = 0; c < s.C; ++c) {
-            const uint8_t *src = xin + ((n * s.C + c) * s.H + h) * s.W;
-            uint8_t *dst = t + ((n * s.H + h) * s.W) * s.C + c;
-            for (int64_t w = 0; w < s.W; ++w) dst[w * s.C] = src[w];
-          }
+          uint8_t *dst = t + ((n * s.H + h) * s.W) * s.C;
+          const uint8_t *src = xin + (n * s.C * s.H + h) * s.W;
+          const int64_t plane = s.H * s.W;
+          for (int64_t c0 = 0; c0 < s.C; c0 += 32)
+            for (int64_t w0 = 0; w0 < s.W; w0 += 32) {
+              const int64_t c1 = std::min(s.C, c0 + 32), w1 = std::min(s.W, w0 + 32);
+              for (int64_t w = w0; w < w1; ++w)
+                for (int64_t c = c0; c < c1; ++c) dst[w * s.C + c] = src[c * plane + w];
+            }
         }
       });
       xin = t;
@@ -186,6 +191,7 @@ class PreparedConv final : public Prepared {
     const int32_t za = zx + (is_signed ? 128 : 0);
     const auto cg = static_cast<size_t>(Cg);
     uint8_t *yd = y.data();
+    const size_t y_size = static_cast<size_t>(y.info().bits / 8);
     for (int64_t gi = 0; gi < G; ++gi) {
       auto source = [&](int64_t m, uint8_t *row) {
         const int64_t img = m / P, p = m % P, oh = p / s.OW, ow = p % s.OW;
@@ -214,17 +220,24 @@ class PreparedConv final : public Prepared {
                     yd, static_cast<size_t>(m0 * s.M + gi * Mg + n0), static_cast<size_t>(s.M));
           return;
         }
-        // NCHW: each channel's pixels are contiguous within an image; the tile's rows are cut
-        // where an image ends.
-        int32_t column[64];
+        // NCHW: the tile's outputs are made row-major in a staging buffer (the vector epilogue),
+        // then each channel's pixels copied out, contiguous within an image.
+        alignas(64) uint8_t staged[16 * 64 * 4];
+        const auto c0 = static_cast<size_t>(gi * Mg + n0);
+        epi.block(acc, ldc, n_rows, c0, static_cast<size_t>(cols), staged, 0,
+                  static_cast<size_t>(cols));
         for (int r0 = 0; r0 < n_rows;) {
           const int64_t img = (m0 + r0) / P, p0 = (m0 + r0) % P;
           const int run = static_cast<int>(std::min<int64_t>(n_rows - r0, P - p0));
           for (int j = 0; j < cols; ++j) {
-            for (int r = 0; r < run; ++r) column[r] = acc[static_cast<size_t>(r0 + r) * ldc + static_cast<size_t>(j)];
-            const int64_t c = gi * Mg + n0 + j;
-            epi.channel_span(column, static_cast<size_t>(c), static_cast<size_t>(run), yd,
-                             static_cast<size_t>((img * s.M + c) * P + p0));
+            const size_t base = static_cast<size_t>((img * s.M + static_cast<int64_t>(c0) + j) * P + p0);
+            if (y_size == 1) {
+              for (int r = 0; r < run; ++r) yd[base + static_cast<size_t>(r)] = staged[(r0 + r) * cols + j];
+            } else {
+              for (int r = 0; r < run; ++r)
+                std::memcpy(yd + 4 * (base + static_cast<size_t>(r)),
+                            staged + 4 * static_cast<size_t>((r0 + r) * cols + j), 4);
+            }
           }
           r0 += run;
         }

@@ -65,11 +65,11 @@ struct GemmB {
     for (int64_t n = 0; n < N; ++n) {
       const auto p = static_cast<size_t>(n / kern::kGemmPanel);
       const auto j = static_cast<size_t>(n % kern::kGemmPanel);
-      int8_t *dst = data.data() + p * panel_stride() + 4 * j;
+      const size_t base = p * panel_stride() + 4 * j;  // (data is empty when K is 0)
       uint32_t sum = 0;
       for (int64_t k = 0; k < K; ++k) {
         const auto v = static_cast<int8_t>(static_cast<uint8_t>(get(k, n) ^ flip));
-        dst[static_cast<size_t>(k / 4) * 64 + static_cast<size_t>(k % 4)] = v;
+        data[base + static_cast<size_t>(k / 4) * 64 + static_cast<size_t>(k % 4)] = v;
         sum += static_cast<uint32_t>(static_cast<int32_t>(v));
       }
       const int32_t z = zero_points[n] - (is_signed ? 0 : 128);
