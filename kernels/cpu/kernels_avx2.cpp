@@ -8,7 +8,9 @@
 namespace qnt::simd {
 namespace {
 constexpr kern::GemmKernel kGemm{"avx2", kern::Split256::kMR, kern::Split256::kNP, 8,
-                                 &kern::gemm_tile<kern::Split256>, &kern::gemm_epilogue_avx2};
+                                 &kern::gemm_tile<kern::Split256>, &kern::gemm_epilogue_avx2,
+                                 &kern::unpack_split256,
+                                 &kern::gemm_tile<kern::Split256Unpacked>, 128};
 constexpr kern::KernelTable kTable = make_table<xsimd::avx2>("avx2", QNT_ISA_AVX2, &kGemm);
 }  // namespace
 

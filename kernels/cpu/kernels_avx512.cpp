@@ -8,7 +8,8 @@
 namespace qnt::simd {
 namespace {
 constexpr kern::GemmKernel kGemm{"avx512", kern::Split512::kMR, kern::Split512::kNP, 8,
-                                 &kern::gemm_tile<kern::Split512>, &kern::gemm_epilogue_avx2};
+                                 &kern::gemm_tile<kern::Split512>, &kern::gemm_epilogue_avx2,
+                                 nullptr, nullptr, 0};
 constexpr kern::KernelTable kTable =
     make_table<xsimd::avx512bw>("avx512", QNT_ISA_AVX512, &kGemm);
 }  // namespace

@@ -8,7 +8,7 @@ namespace qnt::simd {
 namespace {
 constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni512::kNP, 4,
                                  &kern::gemm_tile<kern::Vnni512>,
-                                  &kern::gemm_epilogue_avx2};
+                                  &kern::gemm_epilogue_avx2, nullptr, nullptr, 0};
 constexpr kern::KernelTable make() {
   kern::KernelTable t{};
   t.name = "avx512_vnni";

@@ -68,6 +68,14 @@ struct GemmKernel {
   int a_bytes;  // 4 or 8: packed A's bytes per row and group (see above)
   GemmTileFn tile;
   GemmEpilogueFn epilogue;  // null: the scalar rules
+  // Optional, for kernels that split B's bytes (the int16 kernels): unpack_b lays `panels`
+  // panels of packed B out once in the kernel's own form (unpacked_bytes per group and panel),
+  // and tile_unpacked multiplies from that form (its b, panel_stride = groups *
+  // unpacked_bytes), so that a B panel shared by many rows of A is split once, not per tile.
+  void (*unpack_b)(const int8_t *b, size_t panel_stride, size_t groups, int panels,
+                   int8_t *out) noexcept = nullptr;
+  GemmTileFn tile_unpacked = nullptr;
+  int unpacked_bytes = 0;
 };
 
 // The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.

@@ -30,6 +30,6 @@ void generic_tile(const uint8_t *a, const int8_t *b, size_t panel_stride, size_t
 
 }  // namespace
 
-const GemmKernel kGenericGemm{"generic", kMR, 1, 4, &generic_tile, nullptr};
+const GemmKernel kGenericGemm{"generic", kMR, 1, 4, &generic_tile, nullptr, nullptr, nullptr, 0};
 
 }  // namespace qnt::kern

@@ -214,6 +214,115 @@ struct Split256 {
 #endif
 
 #if defined(__AVX2__)
+// B unpacked for Split256: per group, the even and odd int16 halves of the panel's two vectors
+// (128 bytes: even 0, even 1, odd 0, odd 1), the shifts of Split256 done once per panel.
+inline void unpack_split256(const int8_t *b, size_t ps, size_t groups, int panels,
+                     int8_t *out) noexcept {
+  (void)ps;
+  (void)panels;  // np is 1
+  for (size_t g = 0; g < groups; ++g) {
+    const auto *bg = reinterpret_cast<const __m256i *>(b + g * 64);
+    auto *o = reinterpret_cast<__m256i *>(out + g * 128);
+    const __m256i v0 = _mm256_loadu_si256(bg), v1 = _mm256_loadu_si256(bg + 1);
+    _mm256_storeu_si256(o, _mm256_srai_epi16(_mm256_slli_epi16(v0, 8), 8));
+    _mm256_storeu_si256(o + 1, _mm256_srai_epi16(_mm256_slli_epi16(v1, 8), 8));
+    _mm256_storeu_si256(o + 2, _mm256_srai_epi16(v0, 8));
+    _mm256_storeu_si256(o + 3, _mm256_srai_epi16(v1, 8));
+  }
+}
+
+// Split256 on unpacked B: no shifts, so the adds no longer compete with them for ports.
+struct Split256Unpacked {
+  static constexpr int kMR = 4, kNP = 1;
+  template <int R, int P>
+  static void run(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
+                  size_t ldc) noexcept {
+    (void)ps;
+    if constexpr (R == 4) {
+      __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
+              c7 = c0;
+      for (size_t g = 0; g < groups; ++g) {
+        const int8_t *bg = b + g * 128;
+        const uint8_t *ag = a + g * kMR * 8;
+        __asm__(
+            "vmovdqu (%[b]), %%ymm8\n\t"
+            "vmovdqu 32(%[b]), %%ymm9\n\t"
+            "vpbroadcastd 0(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c0], %[c0]\n\t"
+            "vpaddd %%ymm12, %[c1], %[c1]\n\t"
+            "vpbroadcastd 8(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c2], %[c2]\n\t"
+            "vpaddd %%ymm12, %[c3], %[c3]\n\t"
+            "vpbroadcastd 16(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c4], %[c4]\n\t"
+            "vpaddd %%ymm12, %[c5], %[c5]\n\t"
+            "vpbroadcastd 24(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c6], %[c6]\n\t"
+            "vpaddd %%ymm12, %[c7], %[c7]\n\t"
+            "vmovdqu 64(%[b]), %%ymm8\n\t"
+            "vmovdqu 96(%[b]), %%ymm9\n\t"
+            "vpbroadcastd 4(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c0], %[c0]\n\t"
+            "vpaddd %%ymm12, %[c1], %[c1]\n\t"
+            "vpbroadcastd 12(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c2], %[c2]\n\t"
+            "vpaddd %%ymm12, %[c3], %[c3]\n\t"
+            "vpbroadcastd 20(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c4], %[c4]\n\t"
+            "vpaddd %%ymm12, %[c5], %[c5]\n\t"
+            "vpbroadcastd 28(%[a]), %%ymm10\n\t"
+            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
+            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
+            "vpaddd %%ymm11, %[c6], %[c6]\n\t"
+            "vpaddd %%ymm12, %[c7], %[c7]\n\t"
+            : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4),
+              [c5] "+x"(c5), [c6] "+x"(c6), [c7] "+x"(c7)
+            : [a] "r"(ag), [b] "r"(bg)
+            : "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "memory");
+      }
+      const __m256i out[8] = {c0, c1, c2, c3, c4, c5, c6, c7};
+      for (int r = 0; r < 4; ++r) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc), out[2 * r]);
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc + 8), out[2 * r + 1]);
+      }
+    } else {
+      __m256i acc[R][2];
+      for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+      for (size_t g = 0; g < groups; ++g) {
+        const auto *bg = reinterpret_cast<const __m256i *>(b + g * 128);
+        const uint8_t *ag = a + g * kMR * 8;
+        for (int half = 0; half < 2; ++half) {
+          const __m256i v0 = _mm256_loadu_si256(bg + 2 * half);
+          const __m256i v1 = _mm256_loadu_si256(bg + 2 * half + 1);
+          for (int r = 0; r < R; ++r) {
+            const __m256i av = _mm256_set1_epi32(load_i32(ag + 8 * r + 4 * half));
+            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, v0));
+            acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, v1));
+          }
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc), acc[r][0]);
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc + 8), acc[r][1]);
+      }
+    }
+  }
+};
+
 // The epilogue rules of src/ops/epilogue.hpp on 8 lanes, bit for bit: vcvtdq2ps converts as the
 // scalar cast does (the current rounding mode), the multiplies, additions and the division are
 // single IEEE operations (no contraction), vroundps rounds ties to even by its immediate, and

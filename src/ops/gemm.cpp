@@ -50,10 +50,13 @@ GemmPlan::GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int 
       mb = (mb + 1) / 2;
   }
   workers = parallel_workers(threads, tasks(), 1);
+  unpack = k.unpack_b != nullptr && k.tile_unpacked != nullptr && mb >= 2;
 }
 
 size_t GemmPlan::worker_bytes() const noexcept {
-  const size_t bytes = mb * a_panel_bytes + 8 * mb * static_cast<size_t>(kernel->mr) + row_bytes;
+  size_t bytes = mb * a_panel_bytes + 8 * mb * static_cast<size_t>(kernel->mr) + row_bytes;
+  if (unpack) bytes += row_bytes / kern::kGemmGroup * static_cast<size_t>(kernel->np) *
+                       static_cast<size_t>(kernel->unpacked_bytes);
   return (bytes + 63) / 64 * 64;
 }
 

@@ -91,6 +91,7 @@ struct GemmPlan {
   size_t m_panels = 0, a_panel_bytes = 0, n_tiles = 0, tile_cols = 0;
   size_t row_bytes = 0;  // one row of a' values, padded to whole groups
   size_t mb = 1, nb = 1, m_blocks = 1, n_blocks = 1, workers = 1;
+  bool unpack = false;  // the kernel unpacks B panels (room for one in each worker's scratch)
 
   GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int threads);
   size_t tasks() const noexcept { return m_blocks * n_blocks; }
@@ -121,6 +122,7 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
     auto *row_sum = reinterpret_cast<int32_t *>(apack + plan.mb * plan.a_panel_bytes);
     int32_t *za = row_sum + plan.mb * mr;
     auto *row = reinterpret_cast<uint8_t *>(za + plan.mb * mr);
+    auto *unpacked = reinterpret_cast<int8_t *>(row + plan.row_bytes);
     alignas(64) int32_t acc[16 * 64];
     size_t packed = SIZE_MAX;  // the m-block in apack
     for (size_t t = t0; t < t1; ++t) {
@@ -138,18 +140,28 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
         packed = mi;
       }
       const size_t n_end = std::min(plan.n_tiles, (ni + 1) * plan.nb);
+      // With several A panels to meet it, a B panel is first unpacked for the kernel.
+      const bool unpack = plan.unpack && p1 - p0 >= 2;
       for (size_t nt = ni * plan.nb; nt < n_end; ++nt) {
         const auto n0 = static_cast<int64_t>(nt * plan.tile_cols);
         const int cols = static_cast<int>(
             std::min<int64_t>(static_cast<int64_t>(plan.tile_cols), b.N - n0));
         const int panels = (cols + kern::kGemmPanel - 1) / kern::kGemmPanel;
         const int8_t *bp = b.data.data() + nt * static_cast<size_t>(k.np) * ps;
+        size_t bps = ps;
+        kern::GemmTileFn tile = k.tile;
+        if (unpack) {
+          k.unpack_b(bp, ps, b.groups, panels, unpacked);
+          bp = unpacked;
+          bps = b.groups * static_cast<size_t>(k.unpacked_bytes);
+          tile = k.tile_unpacked;
+        }
         for (size_t p = p0; p < p1; ++p) {
           const auto m0 = static_cast<int64_t>(p * mr);
           const int rows = static_cast<int>(std::min<int64_t>(k.mr, plan.M - m0));
           const size_t i = (p - p0) * mr;
-          k.tile(apack + (p - p0) * plan.a_panel_bytes, bp, ps, b.groups, rows, panels, acc,
-                 plan.tile_cols);
+          tile(apack + (p - p0) * plan.a_panel_bytes, bp, bps, b.groups, rows, panels, acc,
+               plan.tile_cols);
           gemm_tile_correct(b, n0, cols, row_sum + i, za + i, rows, acc, plan.tile_cols);
           epi(m0, rows, n0, cols, static_cast<const int32_t *>(acc), plan.tile_cols);
         }

@@ -123,10 +123,10 @@ namespace {
 
 const qnt::kern::GemmKernel kVnni{"emulated_avx512_vnni", qnt::kern::Vnni512::kMR,
                                   qnt::kern::Vnni512::kNP, 4,
-                                  &qnt::kern::gemm_tile<qnt::kern::Vnni512>, nullptr};
+                                  &qnt::kern::gemm_tile<qnt::kern::Vnni512>, nullptr, nullptr, nullptr, 0};
 const qnt::kern::GemmKernel kSplit{"emulated_avx512", qnt::kern::Split512::kMR,
                                    qnt::kern::Split512::kNP, 8,
-                                   &qnt::kern::gemm_tile<qnt::kern::Split512>, nullptr};
+                                   &qnt::kern::gemm_tile<qnt::kern::Split512>, nullptr, nullptr, nullptr, 0};
 
 void check(const qnt::kern::GemmKernel &k, int64_t M, int64_t K, int64_t N, bool a_signed,
            bool b_signed, int threads, std::mt19937 &rng) {
