@@ -1,5 +1,7 @@
 #include "ops/gemm.hpp"
 
+#include "hw/machine.hpp"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -33,9 +35,13 @@ GemmPlan::GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int 
   tile_cols = static_cast<size_t>(k.np) * kern::kGemmPanel;
   n_tiles = (static_cast<size_t>(b.N) + tile_cols - 1) / tile_cols;
   row_bytes = b.groups * kern::kGemmGroup;
-  // Blocks: about 96 rows of A (in L2 with the B panels of a tile) and 256 columns; halved
-  // (columns first) until every thread has two tasks, so that every shape uses every thread.
-  mb = std::min(std::max<size_t>(1, 96 / mr), std::max<size_t>(1, m_panels));
+  // Blocks: up to 96 rows of A, as many as fill half the L2 (the rest holds the B panel of the
+  // tile being run), and 256 columns; halved (columns first) until every thread has two tasks,
+  // so that every shape uses every thread.
+  size_t l2 = hw::machine().cache_bytes[2];
+  if (l2 == 0) l2 = size_t{256} << 10;  // unknown: a small L2
+  const size_t fit = std::max<size_t>(2, l2 / 2 / std::max<size_t>(1, a_panel_bytes));
+  mb = std::min({std::max<size_t>(1, 96 / mr), fit, std::max<size_t>(1, m_panels)});
   nb = std::min(std::max<size_t>(1, 256 / tile_cols), std::max<size_t>(1, n_tiles));
   auto count = [&] {
     m_blocks = (std::max<size_t>(1, m_panels) + mb - 1) / mb;
