@@ -11,7 +11,12 @@
 #include "ops/prepared.hpp"
 #include "ops/qops.hpp"
 
+#include <algorithm>
 #include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <vector>
 
 namespace qnt::ops {
@@ -72,6 +77,57 @@ std::vector<int64_t> output_shape(const Geometry &g, const Tensor &x,
   const int64_t OH = (ph - span_h) / g.stride_h + 1, OW = (pw - span_w) / g.stride_w + 1;
   if (g.nhwc) return {xd[0], OH, OW, M};
   return {xd[0], M, OH, OW};
+}
+
+// dst[c * dst_ld + r] = src[r * src_ld + c] for r < rows, c < cols, elements of `elem` bytes
+// (1 or 4): 16 x 16 byte blocks through SSE2 unpacks, the rest element by element.
+void transpose(const uint8_t *src, size_t rows, size_t cols, size_t src_ld, uint8_t *dst,
+               size_t dst_ld, size_t elem) noexcept {
+  size_t r0 = 0;
+#if defined(__SSE2__)
+  if (elem == 1) {
+    for (; r0 + 16 <= rows; r0 += 16) {
+      size_t c0 = 0;
+      for (; c0 + 16 <= cols; c0 += 16) {
+        __m128i v[16];
+        for (int i = 0; i < 16; ++i)
+          v[i] = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src + (r0 + static_cast<size_t>(i)) * src_ld + c0));
+        // Four rounds of interleaving: 8-, 16-, 32- and 64-bit units.
+        __m128i t[16];
+        for (int i = 0; i < 8; ++i) {
+          t[2 * i] = _mm_unpacklo_epi8(v[2 * i], v[2 * i + 1]);
+          t[2 * i + 1] = _mm_unpackhi_epi8(v[2 * i], v[2 * i + 1]);
+        }
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 2; ++j) {
+            v[4 * i + 2 * j] = _mm_unpacklo_epi16(t[4 * i + j], t[4 * i + j + 2]);
+            v[4 * i + 2 * j + 1] = _mm_unpackhi_epi16(t[4 * i + j], t[4 * i + j + 2]);
+          }
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 4; ++j) {
+            t[8 * i + 2 * j] = _mm_unpacklo_epi32(v[8 * i + j], v[8 * i + j + 4]);
+            t[8 * i + 2 * j + 1] = _mm_unpackhi_epi32(v[8 * i + j], v[8 * i + j + 4]);
+          }
+        for (int j = 0; j < 8; ++j) {
+          v[2 * j] = _mm_unpacklo_epi64(t[j], t[j + 8]);
+          v[2 * j + 1] = _mm_unpackhi_epi64(t[j], t[j + 8]);
+        }
+        for (int i = 0; i < 16; ++i)
+          _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + (c0 + static_cast<size_t>(i)) * dst_ld + r0), v[i]);
+      }
+      for (size_t r = r0; r < r0 + 16; ++r)
+        for (size_t c = c0; c < cols; ++c) dst[c * dst_ld + r] = src[r * src_ld + c];
+    }
+  }
+#endif
+  // The rest in 16 x 16 blocks of elements.
+  for (size_t rb = r0; rb < rows; rb += 16)
+    for (size_t cb = 0; cb < cols; cb += 16) {
+      const size_t r1 = std::min(rows, rb + 16), c1 = std::min(cols, cb + 16);
+      for (size_t c = cb; c < c1; ++c)
+        for (size_t r = rb; r < r1; ++r)
+          std::memcpy(dst + (c * dst_ld + r) * elem, src + (r * src_ld + c) * elem, elem);
+    }
 }
 
 class PreparedConv final : public Prepared {
@@ -162,25 +218,22 @@ class PreparedConv final : public Prepared {
     const int64_t G = g_.groups, Cg = s.C / G, Mg = s.M / G, KH = wdims_[2], KW = wdims_[3];
     const int64_t P = s.OH * s.OW, rows = s.N * P;
     const GemmPlan plan(*kernel_, fast_[0], rows, ctx.threads());
+    // NCHW: x transposed to NHWC in the workspace first, y made NHWC there and transposed last.
     const size_t x_bytes = g_.nhwc ? 0 : (x.byte_size() + 63) / 64 * 64;
-    Scratch scratch(ctx, x_bytes + plan.scratch_bytes());
+    const size_t y_bytes = g_.nhwc ? 0 : (y.byte_size() + 63) / 64 * 64;
+    Scratch scratch(ctx, x_bytes + y_bytes + plan.scratch_bytes());
     const uint8_t *xin = x.data();
+    const int64_t HW = s.H * s.W;
     if (!g_.nhwc) {
       uint8_t *t = scratch.data();
-      const auto planes = static_cast<size_t>(s.N * s.H);
-      // Transposed in 32 x 32 blocks of (w, c), so that reads and writes both stay in cache lines.
-      parallel_for(ctx.threads(), planes, 8, [&](size_t r0, size_t r1) {
-        for (size_t r = r0; r < r1; ++r) {
-          const int64_t n = static_cast<int64_t>(r) / s.H, h = static_cast<int64_t>(r) % s.H;
-          uint8_t *dst = t + ((n * s.H + h) * s.W) * s.C;
-          const uint8_t *src = xin + (n * s.C * s.H + h) * s.W;
-          const int64_t plane = s.H * s.W;
-          for (int64_t c0 = 0; c0 < s.C; c0 += 32)
-            for (int64_t w0 = 0; w0 < s.W; w0 += 32) {
-              const int64_t c1 = std::min(s.C, c0 + 32), w1 = std::min(s.W, w0 + 32);
-              for (int64_t w = w0; w < w1; ++w)
-                for (int64_t c = c0; c < c1; ++c) dst[w * s.C + c] = src[c * plane + w];
-            }
+      const auto images = static_cast<size_t>(s.N);
+      const auto strips = static_cast<size_t>((HW + 255) / 256);  // of 256 pixels
+      parallel_for(ctx.threads(), images * strips, 1, [&](size_t i0, size_t i1) {
+        for (size_t i = i0; i < i1; ++i) {
+          const auto n = static_cast<int64_t>(i / strips), p0 = static_cast<int64_t>(i % strips) * 256;
+          const int64_t np = std::min<int64_t>(256, HW - p0);
+          transpose(xin + n * s.C * HW + p0, static_cast<size_t>(s.C), static_cast<size_t>(np),
+                    static_cast<size_t>(HW), t + (n * HW + p0) * s.C, static_cast<size_t>(s.C), 1);
         }
       });
       xin = t;
@@ -190,8 +243,8 @@ class PreparedConv final : public Prepared {
     const auto pad = static_cast<uint8_t>((static_cast<uint32_t>(zx) & 0xFFu) ^ flip);
     const int32_t za = zx + (is_signed ? 128 : 0);
     const auto cg = static_cast<size_t>(Cg);
-    uint8_t *yd = y.data();
     const size_t y_size = static_cast<size_t>(y.info().bits / 8);
+    uint8_t *yd = g_.nhwc ? y.data() : scratch.data() + x_bytes;  // NHWC, [N, OH, OW, M]
     for (int64_t gi = 0; gi < G; ++gi) {
       auto source = [&](int64_t m, uint8_t *row) {
         const int64_t img = m / P, p = m % P, oh = p / s.OW, ow = p % s.OW;
@@ -215,34 +268,26 @@ class PreparedConv final : public Prepared {
       };
       auto tile = [&](int64_t m0, int n_rows, int64_t n0, int cols, const int32_t *acc,
                       size_t ldc) {
-        if (g_.nhwc) {
-          epi.block(acc, ldc, n_rows, static_cast<size_t>(gi * Mg + n0), static_cast<size_t>(cols),
-                    yd, static_cast<size_t>(m0 * s.M + gi * Mg + n0), static_cast<size_t>(s.M));
-          return;
-        }
-        // NCHW: the tile's outputs are made row-major in a staging buffer (the vector epilogue),
-        // then each channel's pixels copied out, contiguous within an image.
-        alignas(64) uint8_t staged[16 * 64 * 4];
-        const auto c0 = static_cast<size_t>(gi * Mg + n0);
-        epi.block(acc, ldc, n_rows, c0, static_cast<size_t>(cols), staged, 0,
-                  static_cast<size_t>(cols));
-        for (int r0 = 0; r0 < n_rows;) {
-          const int64_t img = (m0 + r0) / P, p0 = (m0 + r0) % P;
-          const int run = static_cast<int>(std::min<int64_t>(n_rows - r0, P - p0));
-          for (int j = 0; j < cols; ++j) {
-            const size_t base = static_cast<size_t>((img * s.M + static_cast<int64_t>(c0) + j) * P + p0);
-            if (y_size == 1) {
-              for (int r = 0; r < run; ++r) yd[base + static_cast<size_t>(r)] = staged[(r0 + r) * cols + j];
-            } else {
-              for (int r = 0; r < run; ++r)
-                std::memcpy(yd + 4 * (base + static_cast<size_t>(r)),
-                            staged + 4 * static_cast<size_t>((r0 + r) * cols + j), 4);
-            }
-          }
-          r0 += run;
-        }
+        epi.block(acc, ldc, n_rows, static_cast<size_t>(gi * Mg + n0), static_cast<size_t>(cols),
+                  yd, static_cast<size_t>(m0 * s.M + gi * Mg + n0), static_cast<size_t>(s.M));
       };
-      gemm_run(ctx, plan, fast_[static_cast<size_t>(gi)], scratch.data() + x_bytes, source, tile);
+      gemm_run(ctx, plan, fast_[static_cast<size_t>(gi)], scratch.data() + x_bytes + y_bytes,
+               source, tile);
+    }
+    if (!g_.nhwc) {
+      const auto images = static_cast<size_t>(s.N);
+      const auto strips = static_cast<size_t>((P + 255) / 256);
+      uint8_t *out = y.data();
+      parallel_for(ctx.threads(), images * strips, 1, [&](size_t i0, size_t i1) {
+        for (size_t i = i0; i < i1; ++i) {
+          const auto n = static_cast<int64_t>(i / strips), p0 = static_cast<int64_t>(i % strips) * 256;
+          const int64_t np = std::min<int64_t>(256, P - p0);
+          transpose(yd + static_cast<size_t>((n * P + p0) * s.M) * y_size, static_cast<size_t>(np),
+                    static_cast<size_t>(s.M), static_cast<size_t>(s.M),
+                    out + static_cast<size_t>(n * s.M * P + p0) * y_size, static_cast<size_t>(P),
+                    y_size);
+        }
+      });
     }
   }
 

@@ -35,6 +35,7 @@ GemmPlan::GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int 
   tile_cols = static_cast<size_t>(k.np) * kern::kGemmPanel;
   n_tiles = (static_cast<size_t>(b.N) + tile_cols - 1) / tile_cols;
   row_bytes = b.groups * kern::kGemmGroup;
+  K = static_cast<size_t>(b.K);
   // Blocks: up to 96 rows of A, as many as fill half the L2 (the rest holds the B panel of the
   // tile being run), and 256 columns; halved (columns first) until every thread has two tasks,
   // so that every shape uses every thread.

@@ -90,6 +90,7 @@ struct GemmPlan {
   int64_t M = 0;
   size_t m_panels = 0, a_panel_bytes = 0, n_tiles = 0, tile_cols = 0;
   size_t row_bytes = 0;  // one row of a' values, padded to whole groups
+  size_t K = 0;
   size_t mb = 1, nb = 1, m_blocks = 1, n_blocks = 1, workers = 1;
   bool unpack = false;  // the kernel unpacks B panels (room for one in each worker's scratch)
 
@@ -107,7 +108,8 @@ void gemm_pack_a(const GemmPlan &plan, int64_t m, const uint8_t *row, uint8_t *p
 void gemm_tile_correct(const GemmB &b, int64_t n0, int cols, const int32_t *row_sum,
                        const int32_t *za, int rows, int32_t *acc, size_t ldc) noexcept;
 
-// source(m, row) writes a'(m, 0 .. K) into row (zeroed, row_bytes long) and returns za'(m).
+// source(m, row) writes all of a'(m, 0 .. K) into row (row_bytes long, zero past K) and returns
+// za'(m).
 // epi(m0, rows, n0, cols, acc, ldc): the tile of rows m0 .. m0 + rows and columns
 // n0 .. n0 + cols; acc[r * ldc + j] is the exact accumulator of (m0 + r, n0 + j).
 // scratch: plan.scratch_bytes() bytes.
@@ -133,7 +135,7 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
           for (size_t r = 0; r < mr; ++r) {
             const auto m = static_cast<int64_t>(p * mr + r);
             const size_t i = (p - p0) * mr + r;
-            if (plan.row_bytes > 0) std::memset(row, 0, plan.row_bytes);
+            if (plan.row_bytes > plan.K) std::memset(row + plan.K, 0, plan.row_bytes - plan.K);
             za[i] = m < plan.M ? source(m, row) : 0;
             gemm_pack_a(plan, m, row, apack + (p - p0) * plan.a_panel_bytes, row_sum + i);
           }
