@@ -850,8 +850,8 @@ QNT_API qnt_status qnt_prepared_create_matmul(qnt_context *ctx, const qnt_tensor
                                               const qnt_tensor *bias, const qnt_op_desc *desc,
                                               qnt_prepared **out);
 
-/* qnt_linear_dynamic with constant w and bias; desc may set QNT_OP_ACT_QUANT. Run with x (f32
- * [..., K]) and y (f32 [..., N]). */
+/* qnt_linear_dynamic with constant w and bias; desc may set QNT_OP_ACT_QUANT,
+ * QNT_OP_REDUCE_RANGE and QNT_OP_FUSE_RELU. Run with x (f32 [..., K]) and y (f32 [..., N]). */
 QNT_API qnt_status qnt_prepared_create_linear_dynamic(qnt_context *ctx, const qnt_tensor *w,
                                                       const qnt_tensor *bias,
                                                       const qnt_op_desc *desc,
@@ -886,8 +886,8 @@ QNT_API qnt_status qnt_prepared_create_linear_weight_only(qnt_context *ctx, cons
                                                           const qnt_op_desc *desc,
                                                           qnt_prepared **out);
 
-/* qnt_qconv2d with constant w and bias and the geometry of desc; run with x and y as in
- * qnt_qconv2d. */
+/* qnt_qconv2d with constant w and bias and the geometry, layout and ReLU of desc; run with x and
+ * y as in qnt_qconv2d. */
 QNT_API qnt_status qnt_prepared_create_conv2d(qnt_context *ctx, const qnt_tensor *w,
                                               const qnt_tensor *bias, const qnt_op_desc *desc,
                                               qnt_prepared **out);

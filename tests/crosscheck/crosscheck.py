@@ -418,6 +418,40 @@ def check_torch_ops(rng):
         lib.qnt_op_desc_destroy(d)
         for t in (tx, tw, ty):
             lib.qnt_tensor_destroy(t)
+    # conv2d with an f32 bias (added in float before the requantization, as PyTorch and oneDNN
+    # do) and the fused ReLU, in both activation layouts (NHWC is the same values transposed).
+    for (Nb, Cin, H, W, Mo, k, stride, pad, dil, groups) in [(1, 3, 8, 8, 4, 3, 1, 1, 1, 1),
+                                                            (2, 4, 9, 7, 8, 3, 2, 1, 1, 2),
+                                                            (1, 16, 10, 10, 32, 3, 1, 1, 1, 1)]:
+        xq = torch.from_numpy(rng.integers(0, 128, (Nb, Cin, H, W)).astype(np.uint8))
+        qx = torch._make_per_tensor_quantized_tensor(xq, 0.04, 120)
+        sw = torch.rand(Mo) * 0.01 + 0.002
+        qw = torch.quantize_per_channel(torch.randn(Mo, Cin // groups, k, k) * 0.2, sw, torch.zeros(Mo, dtype=torch.long), 0, torch.qint8)
+        bias = torch.randn(Mo)
+        sy, zy = 0.05, 110
+        for relu in (0, 1):
+            want = qF.conv2d(qx, qw, bias, stride=stride, padding=pad, dilation=dil, groups=groups, scale=sy, zero_point=zy)
+            want = (torch.relu(want) if relu else want).int_repr().numpy()
+            for nhwc in (0, 1):
+                xi = qx.int_repr().numpy()
+                tx = qtensor(np.ascontiguousarray(xi.transpose(0, 2, 3, 1)) if nhwc else xi, U8, 0.04, 120)
+                tw = qtensor(qw.int_repr().numpy(), I8, qw.q_per_channel_scales().numpy().astype(np.float32), np.zeros(Mo, np.int32), axis=0)
+                tb = f32_tensor(bias.numpy().astype(np.float32))
+                yshape = (want.shape[0], want.shape[2], want.shape[3], want.shape[1]) if nhwc else want.shape
+                ty = out_tensor(yshape, U8, np.uint8, sy, zy)
+                d = P()
+                ok(lib.qnt_op_desc_create(C.byref(d)))
+                for key, value in ((1, stride), (2, stride), (3, pad), (4, pad), (5, pad), (6, pad),
+                                   (7, dil), (8, dil), (9, groups), (10, relu), (13, nhwc)):
+                    ok(lib.qnt_op_desc_set(d, key, value))  # ... QNT_OP_FUSE_RELU, QNT_OP_LAYOUT
+                ok(lib.qnt_qconv2d(None, tx, tw, tb, d, ty))
+                got = read(ty, yshape, np.uint8)
+                if nhwc:
+                    got = np.ascontiguousarray(got.transpose(0, 3, 1, 2))
+                close("PyTorch quantized conv2d, f32 bias" + (", relu" if relu else ""), got, want)
+                lib.qnt_op_desc_destroy(d)
+                for t in (tx, tw, tb, ty):
+                    lib.qnt_tensor_destroy(t)
     # add (and add_relu) and relu
     for n in (1, 7, 1000):
         qa = torch.quantize_per_tensor(torch.randn(n), 0.03, 130, torch.quint8)
