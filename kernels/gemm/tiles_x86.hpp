@@ -103,225 +103,131 @@ struct Split512 {
 };
 #endif
 
+
 #if defined(__AVX2__)
-// mr 4 x np 1 (16 columns: two vectors), split. Per group, the even bytes of both B vectors
+// One row of the AVX2 assembly tile: the row's A pair at byte `off` of its 8 bytes, broadcast,
+// times the two B vectors in ymm8 and ymm9, added to the row's accumulators lo and hi.
+#define QNT_AVX2_ROW(off, lo, hi)                 \
+  "vpbroadcastd " #off "(%[a]), %%ymm10\n\t"      \
+  "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"         \
+  "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"         \
+  "vpaddd %%ymm11, %[" #lo "], %[" #lo "]\n\t"    \
+  "vpaddd %%ymm12, %[" #hi "], %[" #hi "]\n\t"
+#define QNT_AVX2_EVEN_ROWS \
+  QNT_AVX2_ROW(0, c0, c1) QNT_AVX2_ROW(8, c2, c3) QNT_AVX2_ROW(16, c4, c5) QNT_AVX2_ROW(24, c6, c7)
+#define QNT_AVX2_ODD_ROWS \
+  QNT_AVX2_ROW(4, c0, c1) QNT_AVX2_ROW(12, c2, c3) QNT_AVX2_ROW(20, c4, c5) QNT_AVX2_ROW(28, c6, c7)
+#define QNT_AVX2_OPERANDS                                                                        \
+  : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4), [c5] "+x"(c5), \
+    [c6] "+x"(c6), [c7] "+x"(c7)                                                                 \
+  : [a] "r"(ag), [b] "r"(bg)                                                                     \
+  : "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "memory"
+
+// mr 4 x np 1 (16 columns: two vectors), int16. Per group, the even bytes of both B vectors
 // meet every row's even A pair, then the odd bytes the odd pairs, so that each broadcast feeds
-// two multiplies and 8 accumulators, 2 split B vectors, 1 A broadcast and 2 products fit the 16
-// registers. The full tile is written in assembly: compilers hoist and share the loads of the
-// two halves, run out of registers and spill accumulators (a third slower). The same
-// instructions as the intrinsics of the partial tiles below.
-struct Split256 {
+// two multiplies and 8 accumulators, 2 B vectors, 1 A broadcast and 2 products fit the 16
+// registers. Unpacked = false: B as packed, split here by shifts; true: B as unpack_split256
+// laid it out (no shifts). The full tile is assembly: compilers hoist and share the loads of
+// the two halves, run out of registers and spill accumulators (a third slower); the partial
+// tiles are the same instructions as intrinsics.
+template <bool Unpacked>
+struct Split256T {
   static constexpr int kMR = 4, kNP = 1;
+  static constexpr size_t kGroupBytes = Unpacked ? 128 : 64;
+
+  // The two B vectors of one half (0 even, 1 odd) of group bg, as int16.
+  static void half(const int8_t *bg, int h, __m256i &v0, __m256i &v1) noexcept {
+    const auto *p = reinterpret_cast<const __m256i *>(bg);
+    if (Unpacked) {
+      v0 = _mm256_loadu_si256(p + 2 * h);
+      v1 = _mm256_loadu_si256(p + 2 * h + 1);
+      return;
+    }
+    v0 = _mm256_loadu_si256(p);
+    v1 = _mm256_loadu_si256(p + 1);
+    if (h == 0) {
+      v0 = _mm256_slli_epi16(v0, 8);
+      v1 = _mm256_slli_epi16(v1, 8);
+    }
+    v0 = _mm256_srai_epi16(v0, 8);
+    v1 = _mm256_srai_epi16(v1, 8);
+  }
+
   template <int R, int P>
   static void run(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
                   size_t ldc) noexcept {
     (void)ps;
+    __m256i acc[R][2];
     if constexpr (R == 4) {
       __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
               c7 = c0;
       for (size_t g = 0; g < groups; ++g) {
-        const int8_t *bg = b + g * 64;
+        const int8_t *bg = b + g * kGroupBytes;
         const uint8_t *ag = a + g * kMR * 8;
-        __asm__(
-            "vmovdqu (%[b]), %%ymm8\n\t"
-            "vmovdqu 32(%[b]), %%ymm9\n\t"
-            "vpsllw $8, %%ymm8, %%ymm8\n\t"
-            "vpsllw $8, %%ymm9, %%ymm9\n\t"
-            "vpsraw $8, %%ymm8, %%ymm8\n\t"
-            "vpsraw $8, %%ymm9, %%ymm9\n\t"
-            "vpbroadcastd 0(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c0], %[c0]\n\t"
-            "vpaddd %%ymm12, %[c1], %[c1]\n\t"
-            "vpbroadcastd 8(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c2], %[c2]\n\t"
-            "vpaddd %%ymm12, %[c3], %[c3]\n\t"
-            "vpbroadcastd 16(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c4], %[c4]\n\t"
-            "vpaddd %%ymm12, %[c5], %[c5]\n\t"
-            "vpbroadcastd 24(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c6], %[c6]\n\t"
-            "vpaddd %%ymm12, %[c7], %[c7]\n\t"
-            "vmovdqu (%[b]), %%ymm8\n\t"
-            "vmovdqu 32(%[b]), %%ymm9\n\t"
-            "vpsraw $8, %%ymm8, %%ymm8\n\t"
-            "vpsraw $8, %%ymm9, %%ymm9\n\t"
-            "vpbroadcastd 4(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c0], %[c0]\n\t"
-            "vpaddd %%ymm12, %[c1], %[c1]\n\t"
-            "vpbroadcastd 12(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c2], %[c2]\n\t"
-            "vpaddd %%ymm12, %[c3], %[c3]\n\t"
-            "vpbroadcastd 20(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c4], %[c4]\n\t"
-            "vpaddd %%ymm12, %[c5], %[c5]\n\t"
-            "vpbroadcastd 28(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c6], %[c6]\n\t"
-            "vpaddd %%ymm12, %[c7], %[c7]\n\t"
-            : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4),
-              [c5] "+x"(c5), [c6] "+x"(c6), [c7] "+x"(c7)
-            : [a] "r"(ag), [b] "r"(bg)
-            : "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "memory");
+        if constexpr (Unpacked) {
+          __asm__("vmovdqu (%[b]), %%ymm8\n\t"
+                  "vmovdqu 32(%[b]), %%ymm9\n\t" QNT_AVX2_EVEN_ROWS
+                  "vmovdqu 64(%[b]), %%ymm8\n\t"
+                  "vmovdqu 96(%[b]), %%ymm9\n\t" QNT_AVX2_ODD_ROWS QNT_AVX2_OPERANDS);
+        } else {
+          __asm__("vmovdqu (%[b]), %%ymm8\n\t"
+                  "vmovdqu 32(%[b]), %%ymm9\n\t"
+                  "vpsllw $8, %%ymm8, %%ymm8\n\t"
+                  "vpsllw $8, %%ymm9, %%ymm9\n\t"
+                  "vpsraw $8, %%ymm8, %%ymm8\n\t"
+                  "vpsraw $8, %%ymm9, %%ymm9\n\t" QNT_AVX2_EVEN_ROWS
+                  "vmovdqu (%[b]), %%ymm8\n\t"
+                  "vmovdqu 32(%[b]), %%ymm9\n\t"
+                  "vpsraw $8, %%ymm8, %%ymm8\n\t"
+                  "vpsraw $8, %%ymm9, %%ymm9\n\t" QNT_AVX2_ODD_ROWS QNT_AVX2_OPERANDS);
+        }
       }
-      const __m256i out[8] = {c0, c1, c2, c3, c4, c5, c6, c7};
-      for (int r = 0; r < 4; ++r) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc), out[2 * r]);
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc + 8), out[2 * r + 1]);
-      }
+      acc[0][0] = c0, acc[0][1] = c1, acc[1][0] = c2, acc[1][1] = c3;
+      acc[2][0] = c4, acc[2][1] = c5, acc[3][0] = c6, acc[3][1] = c7;
     } else {
-      __m256i acc[R][2];
       for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
       for (size_t g = 0; g < groups; ++g) {
-        const auto *bg = reinterpret_cast<const __m256i *>(b + g * 64);
         const uint8_t *ag = a + g * kMR * 8;
-        for (int half = 0; half < 2; ++half) {  // 0: even bytes, 1: odd bytes
-          __m256i v0 = _mm256_loadu_si256(bg), v1 = _mm256_loadu_si256(bg + 1);
-          if (half == 0) {
-            v0 = _mm256_slli_epi16(v0, 8);
-            v1 = _mm256_slli_epi16(v1, 8);
-          }
-          v0 = _mm256_srai_epi16(v0, 8);
-          v1 = _mm256_srai_epi16(v1, 8);
+        for (int h = 0; h < 2; ++h) {
+          __m256i v0, v1;
+          half(b + g * kGroupBytes, h, v0, v1);
           for (int r = 0; r < R; ++r) {
-            const __m256i av = _mm256_set1_epi32(load_i32(ag + 8 * r + 4 * half));
+            const __m256i av = _mm256_set1_epi32(load_i32(ag + 8 * r + 4 * h));
             acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, v0));
             acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, v1));
           }
         }
       }
-      for (int r = 0; r < R; ++r) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc), acc[r][0]);
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc + 8), acc[r][1]);
-      }
+    }
+    for (int r = 0; r < R; ++r) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc), acc[r][0]);
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc + 8), acc[r][1]);
     }
   }
 };
-#endif
+using Split256 = Split256T<false>;
+using Split256Unpacked = Split256T<true>;
 
-#if defined(__AVX2__)
-// B unpacked for Split256: per group, the even and odd int16 halves of the panel's two vectors
-// (128 bytes: even 0, even 1, odd 0, odd 1), the shifts of Split256 done once per panel.
+// B unpacked for Split256Unpacked: per group, the int16 even and odd halves of the panel's two
+// vectors (128 bytes: even 0, even 1, odd 0, odd 1), split once per panel.
 inline void unpack_split256(const int8_t *b, size_t ps, size_t groups, int panels,
-                     int8_t *out) noexcept {
+                            int8_t *out) noexcept {
   (void)ps;
   (void)panels;  // np is 1
   for (size_t g = 0; g < groups; ++g) {
-    const auto *bg = reinterpret_cast<const __m256i *>(b + g * 64);
     auto *o = reinterpret_cast<__m256i *>(out + g * 128);
-    const __m256i v0 = _mm256_loadu_si256(bg), v1 = _mm256_loadu_si256(bg + 1);
-    _mm256_storeu_si256(o, _mm256_srai_epi16(_mm256_slli_epi16(v0, 8), 8));
-    _mm256_storeu_si256(o + 1, _mm256_srai_epi16(_mm256_slli_epi16(v1, 8), 8));
-    _mm256_storeu_si256(o + 2, _mm256_srai_epi16(v0, 8));
-    _mm256_storeu_si256(o + 3, _mm256_srai_epi16(v1, 8));
-  }
-}
-
-// Split256 on unpacked B: no shifts, so the adds no longer compete with them for ports.
-struct Split256Unpacked {
-  static constexpr int kMR = 4, kNP = 1;
-  template <int R, int P>
-  static void run(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
-                  size_t ldc) noexcept {
-    (void)ps;
-    if constexpr (R == 4) {
-      __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
-              c7 = c0;
-      for (size_t g = 0; g < groups; ++g) {
-        const int8_t *bg = b + g * 128;
-        const uint8_t *ag = a + g * kMR * 8;
-        __asm__(
-            "vmovdqu (%[b]), %%ymm8\n\t"
-            "vmovdqu 32(%[b]), %%ymm9\n\t"
-            "vpbroadcastd 0(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c0], %[c0]\n\t"
-            "vpaddd %%ymm12, %[c1], %[c1]\n\t"
-            "vpbroadcastd 8(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c2], %[c2]\n\t"
-            "vpaddd %%ymm12, %[c3], %[c3]\n\t"
-            "vpbroadcastd 16(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c4], %[c4]\n\t"
-            "vpaddd %%ymm12, %[c5], %[c5]\n\t"
-            "vpbroadcastd 24(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c6], %[c6]\n\t"
-            "vpaddd %%ymm12, %[c7], %[c7]\n\t"
-            "vmovdqu 64(%[b]), %%ymm8\n\t"
-            "vmovdqu 96(%[b]), %%ymm9\n\t"
-            "vpbroadcastd 4(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c0], %[c0]\n\t"
-            "vpaddd %%ymm12, %[c1], %[c1]\n\t"
-            "vpbroadcastd 12(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c2], %[c2]\n\t"
-            "vpaddd %%ymm12, %[c3], %[c3]\n\t"
-            "vpbroadcastd 20(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c4], %[c4]\n\t"
-            "vpaddd %%ymm12, %[c5], %[c5]\n\t"
-            "vpbroadcastd 28(%[a]), %%ymm10\n\t"
-            "vpmaddwd %%ymm8, %%ymm10, %%ymm11\n\t"
-            "vpmaddwd %%ymm9, %%ymm10, %%ymm12\n\t"
-            "vpaddd %%ymm11, %[c6], %[c6]\n\t"
-            "vpaddd %%ymm12, %[c7], %[c7]\n\t"
-            : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4),
-              [c5] "+x"(c5), [c6] "+x"(c6), [c7] "+x"(c7)
-            : [a] "r"(ag), [b] "r"(bg)
-            : "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "memory");
-      }
-      const __m256i out[8] = {c0, c1, c2, c3, c4, c5, c6, c7};
-      for (int r = 0; r < 4; ++r) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc), out[2 * r]);
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc + 8), out[2 * r + 1]);
-      }
-    } else {
-      __m256i acc[R][2];
-      for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-      for (size_t g = 0; g < groups; ++g) {
-        const auto *bg = reinterpret_cast<const __m256i *>(b + g * 128);
-        const uint8_t *ag = a + g * kMR * 8;
-        for (int half = 0; half < 2; ++half) {
-          const __m256i v0 = _mm256_loadu_si256(bg + 2 * half);
-          const __m256i v1 = _mm256_loadu_si256(bg + 2 * half + 1);
-          for (int r = 0; r < R; ++r) {
-            const __m256i av = _mm256_set1_epi32(load_i32(ag + 8 * r + 4 * half));
-            acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(av, v0));
-            acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(av, v1));
-          }
-        }
-      }
-      for (int r = 0; r < R; ++r) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc), acc[r][0]);
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc + 8), acc[r][1]);
-      }
+    for (int h = 0; h < 2; ++h) {
+      __m256i v0, v1;
+      Split256::half(b + g * 64, h, v0, v1);
+      _mm256_storeu_si256(o + 2 * h, v0);
+      _mm256_storeu_si256(o + 2 * h + 1, v1);
     }
   }
-};
+}
+#undef QNT_AVX2_ROW
+#undef QNT_AVX2_EVEN_ROWS
+#undef QNT_AVX2_ODD_ROWS
+#undef QNT_AVX2_OPERANDS
 
 // The epilogue rules of src/ops/epilogue.hpp on 8 lanes, bit for bit: vcvtdq2ps converts as the
 // scalar cast does (the current rounding mode), the multiplies, additions and the division are

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 namespace qnt_test {
@@ -26,6 +27,40 @@ struct T {
   T &operator=(const T &) = delete;
   ~T() { qnt_tensor_destroy(t); }
 };
+
+// A context capped at one kernel set, with a thread count.
+struct Ctx {
+  qnt_context *c = nullptr;
+  Ctx(qnt_isa isa, int32_t threads) {
+    EXPECT_EQ(qnt_context_create(&c), QNT_OK);
+    EXPECT_EQ(qnt_context_set_max_isa(c, isa), QNT_OK);
+    EXPECT_EQ(qnt_context_set_num_threads(c, threads), QNT_OK);
+  }
+  Ctx(const Ctx &) = delete;
+  Ctx &operator=(const Ctx &) = delete;
+  ~Ctx() { qnt_context_destroy(c); }
+  qnt_isa isa() const {
+    qnt_isa i = 0;
+    EXPECT_EQ(qnt_context_isa(c, &i), QNT_OK);
+    return i;
+  }
+};
+
+// Those of `isas` that this machine runs as kernel sets of their own (a context capped there
+// reports that cap).
+inline std::vector<qnt_isa> runnable_isas(std::initializer_list<qnt_isa> isas) {
+  std::vector<qnt_isa> out;
+  for (qnt_isa isa : isas) {
+    qnt_context *c = nullptr;
+    if (qnt_context_create(&c) != QNT_OK) continue;
+    qnt_isa got = 0;
+    if (qnt_context_set_max_isa(c, isa) == QNT_OK && qnt_context_isa(c, &got) == QNT_OK &&
+        got == isa)
+      out.push_back(isa);
+    qnt_context_destroy(c);
+  }
+  return out;
+}
 
 inline void make_f32(T &out, const std::vector<int64_t> &shape, const std::vector<float> &v) {
   ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_F32, shape.data(), shape.size(), nullptr,

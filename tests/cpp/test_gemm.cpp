@@ -25,17 +25,7 @@ using qnt_test::T;
 
 namespace {
 
-struct Ctx {
-  qnt_context *c = nullptr;
-  Ctx(qnt_isa isa, int32_t threads) {
-    EXPECT_EQ(qnt_context_create(&c), QNT_OK);
-    EXPECT_EQ(qnt_context_set_max_isa(c, isa), QNT_OK);
-    EXPECT_EQ(qnt_context_set_num_threads(c, threads), QNT_OK);
-  }
-  Ctx(const Ctx &) = delete;
-  Ctx &operator=(const Ctx &) = delete;
-  ~Ctx() { qnt_context_destroy(c); }
-};
+using qnt_test::Ctx;
 
 struct Desc {
   qnt_op_desc *d = nullptr;
@@ -56,17 +46,7 @@ struct Prep {
 
 // The kernel sets above the reference that this machine runs, with their GEMM kernel.
 std::vector<qnt_isa> fast_isas() {
-  std::vector<qnt_isa> out;
-  for (qnt_isa isa : {QNT_ISA_AVX2, QNT_ISA_AVX512, QNT_ISA_AVX512_VNNI, QNT_ISA_NEON}) {
-    qnt_context *c = nullptr;
-    if (qnt_context_create(&c) != QNT_OK) continue;
-    qnt_isa got = 0;
-    if (qnt_context_set_max_isa(c, isa) == QNT_OK && qnt_context_isa(c, &got) == QNT_OK &&
-        got == isa)
-      out.push_back(isa);
-    qnt_context_destroy(c);
-  }
-  return out;
+  return qnt_test::runnable_isas({QNT_ISA_AVX2, QNT_ISA_AVX512, QNT_ISA_AVX512_VNNI, QNT_ISA_NEON});
 }
 
 const int64_t kSizes[] = {1, 3, 15, 16, 17, 63, 64, 65};

@@ -23,36 +23,11 @@ using qnt_test::T;
 
 namespace {
 
-struct Ctx {
-  qnt_context *c = nullptr;
-  Ctx(qnt_isa isa, int32_t threads) {
-    EXPECT_EQ(qnt_context_create(&c), QNT_OK);
-    EXPECT_EQ(qnt_context_set_max_isa(c, isa), QNT_OK);
-    EXPECT_EQ(qnt_context_set_num_threads(c, threads), QNT_OK);
-  }
-  Ctx(const Ctx &) = delete;
-  Ctx &operator=(const Ctx &) = delete;
-  ~Ctx() { qnt_context_destroy(c); }
-  qnt_isa isa() const {
-    qnt_isa i = 0;
-    EXPECT_EQ(qnt_context_isa(c, &i), QNT_OK);
-    return i;
-  }
-};
+using qnt_test::Ctx;
 
 // The kernel sets this machine runs above the reference (each capped context differs).
 std::vector<qnt_isa> fast_isas() {
-  std::vector<qnt_isa> out;
-  for (qnt_isa isa : {QNT_ISA_AVX2, QNT_ISA_AVX512, QNT_ISA_NEON}) {
-    qnt_context *c = nullptr;
-    if (qnt_context_create(&c) != QNT_OK) continue;
-    qnt_isa got = 0;
-    if (qnt_context_set_max_isa(c, isa) == QNT_OK && qnt_context_isa(c, &got) == QNT_OK &&
-        got == isa)
-      out.push_back(isa);
-    qnt_context_destroy(c);
-  }
-  return out;
+  return qnt_test::runnable_isas({QNT_ISA_AVX2, QNT_ISA_AVX512, QNT_ISA_NEON});
 }
 
 const qnt_dtype kDTypes[] = {QNT_DTYPE_I8,  QNT_DTYPE_U8,  QNT_DTYPE_I16,    QNT_DTYPE_U16,
