@@ -119,6 +119,10 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
   const kern::GemmKernel &k = *plan.kernel;
   const auto mr = static_cast<size_t>(k.mr);
   const size_t ps = b.panel_stride();
+  // The m-block each worker's scratch holds: a worker's tasks are consecutive and share their
+  // m-block, which is packed once (the body is called once per task).
+  size_t packed_block[64];
+  std::fill(packed_block, packed_block + 64, SIZE_MAX);
   parallel_for_workers(ctx.threads(), plan.tasks(), 1, [&](size_t t0, size_t t1, size_t w) {
     uint8_t *apack = scratch + w * plan.worker_bytes();
     auto *row_sum = reinterpret_cast<int32_t *>(apack + plan.mb * plan.a_panel_bytes);
@@ -126,7 +130,8 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
     auto *row = reinterpret_cast<uint8_t *>(za + plan.mb * mr);
     auto *unpacked = reinterpret_cast<int8_t *>(row + plan.row_bytes);
     alignas(64) int32_t acc[16 * 64];
-    size_t packed = SIZE_MAX;  // the m-block in apack
+    size_t dummy = SIZE_MAX;
+    size_t &packed = w < 64 ? packed_block[w] : dummy;  // the m-block in apack
     for (size_t t = t0; t < t1; ++t) {
       const size_t mi = t / plan.n_blocks, ni = t % plan.n_blocks;
       const size_t p0 = mi * plan.mb, p1 = std::min(plan.m_panels, p0 + plan.mb);
