@@ -55,10 +55,9 @@ struct GemmEpilogueArgs {
   bool relu = false;
 };
 // For rows r < rows: elements i0 + r * y_ld + j, j < n, of y (4 bytes each in modes 0 and 2,
-// 1 byte otherwise) from acc[r * acc_ld + j], the channel of element j being c0 + j (c_step 1)
-// or c0 (c_step 0).
+// 1 byte otherwise) from acc[r * acc_ld + j], the channel of element j being c0 + j.
 using GemmEpilogueFn = void (*)(const GemmEpilogueArgs &e, const int32_t *acc, size_t acc_ld,
-                                int rows, size_t c0, int c_step, size_t n, uint8_t *y, size_t i0,
+                                int rows, size_t c0, size_t n, uint8_t *y, size_t i0,
                                 size_t y_ld) noexcept;
 
 struct GemmKernel {

@@ -245,16 +245,13 @@ inline __m256i epi_round_saturate(__m256 v, const GemmEpilogueArgs &e) noexcept 
   return q;
 }
 
-inline void epi8(const GemmEpilogueArgs &e, const int32_t *acc, size_t c, int c_step,
-                 uint8_t *out) noexcept {
+// Eight elements, of channels c .. c + 8.
+inline void epi8(const GemmEpilogueArgs &e, const int32_t *acc, size_t c, uint8_t *out) noexcept {
   __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(acc));
   auto per_channel_i = [&](const int32_t *p) {
-    return c_step ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + c))
-                  : _mm256_set1_epi32(p[c]);
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + c));
   };
-  auto per_channel_f = [&](const float *p) {
-    return c_step ? _mm256_loadu_ps(p + c) : _mm256_set1_ps(p[c]);
-  };
+  auto per_channel_f = [&](const float *p) { return _mm256_loadu_ps(p + c); };
   if (e.bias_i32 != nullptr) a = _mm256_add_epi32(a, per_channel_i(e.bias_i32));
   if (e.mode == 0) {
     if (e.relu) a = _mm256_max_epi32(a, _mm256_setzero_si256());
@@ -283,12 +280,12 @@ inline void epi8(const GemmEpilogueArgs &e, const int32_t *acc, size_t c, int c_
   _mm_storel_epi64(reinterpret_cast<__m128i *>(out), b);
 }
 
-void epilogue_row(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0, int c_step,
-                  size_t n, uint8_t *y, size_t i0) noexcept {
+void epilogue_row(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0, size_t n, uint8_t *y,
+                  size_t i0) noexcept {
   const size_t size = e.mode == 0 || e.mode == 2 ? 4 : 1;
   size_t j = 0;
   for (; j + 8 <= n; j += 8)
-    epi8(e, acc + j, c0 + (c_step ? j : 0), c_step, y + (i0 + j) * size);
+    epi8(e, acc + j, c0 + j, y + (i0 + j) * size);
   if (j == n) return;
   // The tail through a staging buffer: its channels' parameters copied, the rest zero.
   alignas(32) int32_t a[8] = {}, bi[8] = {};
@@ -297,7 +294,7 @@ void epilogue_row(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0, int 
   const size_t rest = n - j;
   GemmEpilogueArgs t = e;
   for (size_t k = 0; k < rest; ++k) {
-    const size_t c = c0 + (c_step ? j + k : 0);
+    const size_t c = c0 + j + k;
     a[k] = acc[j + k];
     if (e.bias_i32 != nullptr) bi[k] = e.bias_i32[c];
     if (e.bias_f32 != nullptr) bf[k] = e.bias_f32[c];
@@ -306,17 +303,17 @@ void epilogue_row(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0, int 
   if (e.bias_i32 != nullptr) t.bias_i32 = bi;
   if (e.bias_f32 != nullptr) t.bias_f32 = bf;
   if (e.multiplier != nullptr) t.multiplier = m;
-  epi8(t, a, 0, 1, out);
+  epi8(t, a, 0, out);
   std::memcpy(y + (i0 + j) * size, out, rest * size);
 }
 
 void gemm_epilogue_avx2(const GemmEpilogueArgs &e, const int32_t *acc, size_t acc_ld, int rows,
-                        size_t c0, int c_step, size_t n, uint8_t *y, size_t i0,
+                        size_t c0, size_t n, uint8_t *y, size_t i0,
                         size_t y_ld) noexcept {
   GemmEpilogueArgs row = e;
   for (int r = 0; r < rows; ++r) {
     if (e.row_scales != nullptr) row.row_scale = e.row_scales[r];
-    epilogue_row(row, acc + static_cast<size_t>(r) * acc_ld, c0, c_step, n, y,
+    epilogue_row(row, acc + static_cast<size_t>(r) * acc_ld, c0, n, y,
                  i0 + static_cast<size_t>(r) * y_ld);
   }
 }

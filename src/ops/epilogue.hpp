@@ -83,16 +83,11 @@ struct Epilogue {
   // c0 + j.
   void block(const int32_t *acc, size_t acc_ld, int rows, size_t c0, size_t n, uint8_t *y,
              size_t i0, size_t y_ld) const noexcept {
-    if (vector != nullptr) return vector(args(), acc, acc_ld, rows, c0, 1, n, y, i0, y_ld);
+    if (vector != nullptr) return vector(args(), acc, acc_ld, rows, c0, n, y, i0, y_ld);
     for (int r = 0; r < rows; ++r)
       for (size_t j = 0; j < n; ++j)
         put(acc[static_cast<size_t>(r) * acc_ld + j], c0 + j, y,
             i0 + static_cast<size_t>(r) * y_ld + j);
-  }
-  // Elements i0 .. i0 + n of y, all of channel c.
-  void channel_span(const int32_t *acc, size_t c, size_t n, uint8_t *y, size_t i0) const noexcept {
-    if (vector != nullptr) return vector(args(), acc, 0, 1, c, 0, n, y, i0, 0);
-    for (size_t j = 0; j < n; ++j) put(acc[j], c, y, i0 + j);
   }
 
   size_t bytes() const noexcept { return 4 * multiplier.size(); }

@@ -61,11 +61,32 @@ GemmPlan::GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int 
 }
 
 size_t GemmPlan::worker_bytes() const noexcept {
-  size_t bytes = mb * a_panel_bytes + 8 * mb * static_cast<size_t>(kernel->mr) + row_bytes;
+  size_t bytes = kHeaderBytes + mb * a_panel_bytes + 8 * mb * static_cast<size_t>(kernel->mr) +
+                 row_bytes;
   if (unpack) bytes += row_bytes / kern::kGemmGroup * static_cast<size_t>(kernel->np) *
                        static_cast<size_t>(kernel->unpacked_bytes);
   return (bytes + 63) / 64 * 64;
 }
+
+namespace {
+
+// The sum of n bytes, modulo 2^32.
+uint32_t byte_sum(const uint8_t *p, size_t n) noexcept {
+  uint32_t sum = 0;
+  size_t i = 0;
+#if defined(__SSE2__)
+  __m128i sums = _mm_setzero_si128();
+  for (; i + 16 <= n; i += 16)
+    sums = _mm_add_epi64(sums, _mm_sad_epu8(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + i)),
+                                            _mm_setzero_si128()));
+  sum = static_cast<uint32_t>(_mm_cvtsi128_si32(sums)) +
+        static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_unpackhi_epi64(sums, sums)));
+#endif
+  for (; i < n; ++i) sum += p[i];
+  return sum;
+}
+
+}  // namespace
 
 void gemm_pack_a(const GemmPlan &plan, int64_t m, const uint8_t *row, uint8_t *panel,
                  int32_t *row_sum) noexcept {
@@ -73,53 +94,35 @@ void gemm_pack_a(const GemmPlan &plan, int64_t m, const uint8_t *row, uint8_t *p
   const auto r = static_cast<size_t>(m % k.mr);
   const size_t groups = plan.row_bytes / kern::kGemmGroup;
   const auto stride = static_cast<size_t>(k.mr) * static_cast<size_t>(k.a_bytes);
-  uint32_t sum = 0;
+  *row_sum = static_cast<int32_t>(byte_sum(row, plan.row_bytes));
+  uint8_t *dst = panel + r * static_cast<size_t>(k.a_bytes);
   if (k.a_bytes == 4) {
-    uint8_t *dst = panel + r * 4;
-    size_t g = 0;
-#if defined(__SSE2__)
-    const __m128i zero = _mm_setzero_si128();
-    __m128i sums = zero;
-    for (; g + 4 <= groups; g += 4) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 4 * g));
-      sums = _mm_add_epi64(sums, _mm_sad_epu8(v, zero));
-      for (size_t i = 0; i < 4; ++i) std::memcpy(dst + (g + i) * stride, row + 4 * (g + i), 4);
-    }
-    sum += static_cast<uint32_t>(_mm_cvtsi128_si32(sums)) +
-           static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_unpackhi_epi64(sums, sums)));
-#endif
-    for (; g < groups; ++g) {
-      std::memcpy(dst + g * stride, row + 4 * g, 4);
-      sum += static_cast<uint32_t>(row[4 * g] + row[4 * g + 1] + row[4 * g + 2] + row[4 * g + 3]);
-    }
-  } else {
-    uint8_t *dst = panel + r * 8;
-    size_t g = 0;
-#if defined(__SSE2__)
-    // Four groups at a time: bytes to int16, each group's words in the order 0, 2, 1, 3.
-    const __m128i zero = _mm_setzero_si128();
-    __m128i sums = zero;
-    for (; g + 4 <= groups; g += 4) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 4 * g));
-      sums = _mm_add_epi64(sums, _mm_sad_epu8(v, zero));
-      const __m128i lo = _mm_shufflehi_epi16(_mm_shufflelo_epi16(_mm_unpacklo_epi8(v, zero), 0xD8), 0xD8);
-      const __m128i hi = _mm_shufflehi_epi16(_mm_shufflelo_epi16(_mm_unpackhi_epi8(v, zero), 0xD8), 0xD8);
-      _mm_storel_epi64(reinterpret_cast<__m128i *>(dst + g * stride), lo);
-      _mm_storel_epi64(reinterpret_cast<__m128i *>(dst + (g + 1) * stride), _mm_unpackhi_epi64(lo, lo));
-      _mm_storel_epi64(reinterpret_cast<__m128i *>(dst + (g + 2) * stride), hi);
-      _mm_storel_epi64(reinterpret_cast<__m128i *>(dst + (g + 3) * stride), _mm_unpackhi_epi64(hi, hi));
-    }
-    sum += static_cast<uint32_t>(_mm_cvtsi128_si32(sums)) +
-           static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_unpackhi_epi64(sums, sums)));
-#endif
-    for (; g < groups; ++g) {
-      const uint8_t *s = row + 4 * g;
-      const uint16_t v[4] = {s[0], s[2], s[1], s[3]};
-      std::memcpy(dst + g * stride, v, 8);
-      sum += static_cast<uint32_t>(s[0] + s[1] + s[2] + s[3]);
-    }
+    for (size_t g = 0; g < groups; ++g) std::memcpy(dst + g * stride, row + 4 * g, 4);
+    return;
   }
-  *row_sum = static_cast<int32_t>(sum);
+  size_t g = 0;
+#if defined(__SSE2__)
+  // Four groups at a time: bytes to int16, each group's words in the order 0, 2, 1, 3.
+  const __m128i zero = _mm_setzero_si128();
+  for (; g + 4 <= groups; g += 4) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + 4 * g));
+    const __m128i lo =
+        _mm_shufflehi_epi16(_mm_shufflelo_epi16(_mm_unpacklo_epi8(v, zero), 0xD8), 0xD8);
+    const __m128i hi =
+        _mm_shufflehi_epi16(_mm_shufflelo_epi16(_mm_unpackhi_epi8(v, zero), 0xD8), 0xD8);
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(dst + g * stride), lo);
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(dst + (g + 1) * stride),
+                     _mm_unpackhi_epi64(lo, lo));
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(dst + (g + 2) * stride), hi);
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(dst + (g + 3) * stride),
+                     _mm_unpackhi_epi64(hi, hi));
+  }
+#endif
+  for (; g < groups; ++g) {
+    const uint8_t *s = row + 4 * g;
+    const uint16_t v[4] = {s[0], s[2], s[1], s[3]};
+    std::memcpy(dst + g * stride, v, 8);
+  }
 }
 
 void gemm_tile_correct(const GemmB &b, int64_t n0, int cols, const int32_t *row_sum,

@@ -95,6 +95,7 @@ struct GemmPlan {
   bool unpack = false;  // the kernel unpacks B panels (room for one in each worker's scratch)
 
   GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int threads);
+  static constexpr size_t kHeaderBytes = 64;  // before each worker's scratch: its packed m-block
   size_t tasks() const noexcept { return m_blocks * n_blocks; }
   size_t worker_bytes() const noexcept;
   // The scratch the run needs: every worker's A block, row terms and row buffer.
@@ -119,19 +120,22 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
   const kern::GemmKernel &k = *plan.kernel;
   const auto mr = static_cast<size_t>(k.mr);
   const size_t ps = b.panel_stride();
-  // The m-block each worker's scratch holds: a worker's tasks are consecutive and share their
-  // m-block, which is packed once (the body is called once per task).
-  size_t packed_block[64];
-  std::fill(packed_block, packed_block + 64, SIZE_MAX);
+  // Each worker's scratch starts with the index of the m-block it holds: a worker's tasks are
+  // consecutive and share their m-block, which is packed once (the body is called per task).
+  for (size_t w = 0; w < plan.workers; ++w) {
+    const size_t none = SIZE_MAX;
+    std::memcpy(scratch + w * plan.worker_bytes(), &none, sizeof none);
+  }
   parallel_for_workers(ctx.threads(), plan.tasks(), 1, [&](size_t t0, size_t t1, size_t w) {
-    uint8_t *apack = scratch + w * plan.worker_bytes();
+    uint8_t *header = scratch + w * plan.worker_bytes();
+    uint8_t *apack = header + GemmPlan::kHeaderBytes;
     auto *row_sum = reinterpret_cast<int32_t *>(apack + plan.mb * plan.a_panel_bytes);
     int32_t *za = row_sum + plan.mb * mr;
     auto *row = reinterpret_cast<uint8_t *>(za + plan.mb * mr);
     auto *unpacked = reinterpret_cast<int8_t *>(row + plan.row_bytes);
     alignas(64) int32_t acc[16 * 64];
-    size_t dummy = SIZE_MAX;
-    size_t &packed = w < 64 ? packed_block[w] : dummy;  // the m-block in apack
+    size_t packed;  // the m-block in apack
+    std::memcpy(&packed, header, sizeof packed);
     for (size_t t = t0; t < t1; ++t) {
       const size_t mi = t / plan.n_blocks, ni = t % plan.n_blocks;
       const size_t p0 = mi * plan.mb, p1 = std::min(plan.m_panels, p0 + plan.mb);
@@ -145,6 +149,7 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
             gemm_pack_a(plan, m, row, apack + (p - p0) * plan.a_panel_bytes, row_sum + i);
           }
         packed = mi;
+        std::memcpy(header, &packed, sizeof packed);
       }
       const size_t n_end = std::min(plan.n_tiles, (ni + 1) * plan.nb);
       // With several A panels to meet it, a B panel is first unpacked for the kernel.

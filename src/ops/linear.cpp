@@ -260,10 +260,7 @@ class PreparedMatmul final : public Prepared {
         gemm_run(
             ctx, plan, b, scratch.data(),
             [&](int64_t m, uint8_t *row) { return int8_row(ab + m * K, a_signed, za, K, row); },
-            [&](int64_t m0, int rows, int64_t n0, int cols, const int32_t *acc, size_t ldc) {
-              epi.block(acc, ldc, rows, static_cast<size_t>(n0), static_cast<size_t>(cols), yb,
-                        static_cast<size_t>(m0 * N + n0), static_cast<size_t>(N));
-            });
+            row_major(epi, yb, N));
       }
       return;
     }
@@ -385,9 +382,9 @@ class PreparedLinearDynamic final : public Prepared {
               e.multiplier = sw.data();
               e.row_scales = sx.data() + m0;
               e.relu = relu_;
-              epilogue(e, acc, ldc, rows_here, static_cast<size_t>(n0), 1,
-                       static_cast<size_t>(cols), reinterpret_cast<uint8_t *>(out),
-                       static_cast<size_t>(m0 * N + n0), static_cast<size_t>(N));
+              epilogue(e, acc, ldc, rows_here, static_cast<size_t>(n0), static_cast<size_t>(cols),
+                       reinterpret_cast<uint8_t *>(out), static_cast<size_t>(m0 * N + n0),
+                       static_cast<size_t>(N));
               return;
             }
             for (int q = 0; q < rows_here; ++q) {
