@@ -144,7 +144,9 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
           for (size_t r = 0; r < mr; ++r) {
             const auto m = static_cast<int64_t>(p * mr + r);
             const size_t i = (p - p0) * mr + r;
-            if (plan.row_bytes > plan.K) std::memset(row + plan.K, 0, plan.row_bytes - plan.K);
+            // The source writes all K values; past K (and in the panel's rows past M) zeros.
+            const size_t from = m < plan.M ? plan.K : 0;
+            if (plan.row_bytes > from) std::memset(row + from, 0, plan.row_bytes - from);
             za[i] = m < plan.M ? source(m, row) : 0;
             gemm_pack_a(plan, m, row, apack + (p - p0) * plan.a_panel_bytes, row_sum + i);
           }
