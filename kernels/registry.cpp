@@ -65,8 +65,8 @@ std::vector<const KernelTable *> runnable() {
   std::vector<const KernelTable *> v{&kReference};
 #if defined(QNT_WITH_X86_KERNELS)
   const uint64_t f = hw::machine().cpu_features;
-  if (f & QNT_CPU_AVX2) v.push_back(&simd::avx2_table());
-  const uint64_t avx512 = QNT_CPU_AVX512F | QNT_CPU_AVX512BW | QNT_CPU_AVX512VL;
+  if ((f & QNT_CPU_AVX2) && (f & QNT_CPU_FMA)) v.push_back(&simd::avx2_table());
+  const uint64_t avx512 = QNT_CPU_AVX512F | QNT_CPU_AVX512BW | QNT_CPU_AVX512VL | QNT_CPU_FMA;
   if ((f & avx512) == avx512) v.push_back(&simd::avx512_table());
   if ((f & avx512) == avx512 && (f & QNT_CPU_AVX512VNNI)) v.push_back(&simd::avx512_vnni_table());
 #elif defined(QNT_WITH_NEON_KERNELS)
@@ -116,6 +116,9 @@ KernelSet build(qnt_isa cap) {
   const KernelTable *gm = pick([](const KernelTable &t) { return t.gemm; });
   s.gemm = gm->gemm;
   s.gemm_name = gm->name;
+  const KernelTable *wt = pick([](const KernelTable &t) { return t.wo; });
+  s.wo = wt->wo;
+  s.wo_name = wt->name;
   static const char *const runs[kRunKinds] = {"shared", "per_element", "blocked"};
   std::string &out = s.description;
   for (int d = 1; d < kDTypeSlots; ++d) {
@@ -130,6 +133,7 @@ KernelSet build(qnt_isa cap) {
   out += std::string("calibrate.scan=") + s.scan_name + "\n";
   out += std::string("calibrate.histogram=") + s.bin_indices_name + "\n";
   out += std::string("gemm.u8s8s32=") + s.gemm_name + "\n";
+  out += std::string("linear.weight_only=") + s.wo_name + "\n";
   return s;
 }
 

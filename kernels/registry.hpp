@@ -13,6 +13,7 @@
 #include "kernels/gemm/gemm.hpp"
 #include "kernels/ref/calib_ref.hpp"
 #include "kernels/ref/quantize_ref.hpp"
+#include "kernels/wo/wo.hpp"
 
 #include <qnt/qnt.h>
 
@@ -69,6 +70,8 @@ struct KernelTable {
   // The integer GEMM's micro-tile (gemm.hpp); null in the reference table, whose ops run the
   // scalar reference GEMM of kernels/ref instead.
   const GemmKernel *gemm;
+  // The weight-only linear layer's kernels (kernels/wo/wo.hpp); null in the reference table.
+  const WoKernels *wo;
 };
 
 // The kernels one context uses: for every key, the best kernel at most its ISA cap that the
@@ -85,6 +88,8 @@ struct KernelSet {
   const char *bin_indices_name;
   const GemmKernel *gemm;  // null: the scalar reference GEMM
   const char *gemm_name;
+  const WoKernels *wo;  // null: the scalar reference of the weight-only layer
+  const char *wo_name;
   std::string description;  // "family.dtype.run=isa" lines, as the context query returns them
 };
 

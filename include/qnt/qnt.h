@@ -73,7 +73,7 @@
 /* ------------------------------------------------------------------------------------------- */
 
 #define QNT_VERSION_MAJOR 0
-#define QNT_VERSION_MINOR 4
+#define QNT_VERSION_MINOR 5
 #define QNT_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH, as qnt_version() returns it. */
 #define QNT_VERSION_NUMBER (QNT_VERSION_MAJOR * 10000 + QNT_VERSION_MINOR * 100 + QNT_VERSION_PATCH)
@@ -679,7 +679,19 @@ enum {
   QNT_OP_REDUCE_RANGE = 12, /* 0 or 1 (since 0.4); default 0. 1: the activations are quantized
                                to [0, 127] (PyTorch's reduce_range on x86) instead of [0, 255] */
   /* qnt_qconv2d and its prepared form (since 0.4): */
-  QNT_OP_LAYOUT = 13       /* a qnt_layout, of both x and y; default QNT_LAYOUT_NCHW */
+  QNT_OP_LAYOUT = 13,      /* a qnt_layout, of both x and y; default QNT_LAYOUT_NCHW */
+  /* qnt_prepared_create_linear_weight_only (since 0.5): */
+  QNT_OP_WEIGHT_ONLY_MODE = 14 /* a qnt_weight_only_mode; default QNT_WEIGHT_ONLY_F32 */
+};
+
+/* How the weight-only linear layer computes (QNT_OP_WEIGHT_ONLY_MODE); see
+ * qnt_linear_weight_only for the exact arithmetic of each. */
+typedef int32_t qnt_weight_only_mode;
+enum {
+  QNT_WEIGHT_ONLY_F32 = 0,     /* every weight dequantized to float32; float dot products */
+  QNT_WEIGHT_ONLY_INT8_ACT = 1 /* activations quantized to int8 per row and weight block; integer
+                                  dot products per block (W4A8, W8A8: llama.cpp's Q4_0 x Q8_0,
+                                  ONNX Runtime's MatMulNBits with accuracy_level 4) */
 };
 
 /* The memory layout of a convolution's activations (QNT_OP_LAYOUT). The filter is always
@@ -757,7 +769,30 @@ QNT_API qnt_status qnt_linear_dynamic(qnt_context *ctx, const qnt_tensor *x, con
  *     along axis 1, block 32, 64 or 128, affine zero points for u4; or NF4), with qparams;
  *  bias: NULL or f32 [N];
  *  y: f32 [..., N]: y[m, n] = dot(x[m, :], dequantize(w[n, :])) + bias[n], each weight
- *     dequantized by the dequantize rule to float32, the dot in the fixed order given above. */
+ *     dequantized by the dequantize rule to float32, the dot in the fixed order given above
+ *     (QNT_WEIGHT_ONLY_F32 mode). A NaN in x[m, :] makes every y[m, n] NaN; an infinity gives
+ *     +-inf or NaN as float32 arithmetic does (inf * 0 = NaN, inf - inf = NaN).
+ *
+ * The int8-activation mode (QNT_WEIGHT_ONLY_INT8_ACT, prepared form only) takes w of dtype i4,
+ * u4, NF4, i8 or u8 with qparams per tensor, per output feature (per axis along axis 0) or per
+ * block along axis 1 (block B); the first two count as one block of K per row. Its arithmetic,
+ * for row m and output n:
+ *  - activations, for each block j of x[m, :] (the elements k with k / B == j): a = max |x[k]|,
+ *    sx[j] = a / 127 (float32 division), qx[k] = saturate(round_half_to_even(x[k] / sx[j]))
+ *    into [-127, 127] (the quantize rule). A block with a NaN or an infinity gets sx[j] = NaN
+ *    (so y[m, n] is NaN for every n); a block whose sx[j] is 0 gets qx = 0;
+ *  - weights, as integers v[k] with a scale sw[j] per block: i4, u4, i8, u8: v = q - zw[j] and
+ *    sw[j] is the block's scale; NF4: v = round_half_to_even(127 * code_value(q)) (the codebook
+ *    mapped to [-127, 127]) and sw[j] = scale[j] / 127 (float32 division; NF4 is approximated);
+ *  - 16 lanes: element k goes to lane (k / 4) % 16. For each block j in increasing order and
+ *    each lane l that holds an element of the block: p = the sum of qx[k] * v[k] over the
+ *    block's elements in lane l (exact, wrapped to int32), then
+ *        s[l] = fmaf((float)p, sx[j] * sw[j], s[l])        (one float32 product, one fma)
+ *    Lanes that hold no element of the block are left unchanged;
+ *  - the 16 sums s[l] (starting at 0) are added pairwise as in the float dot product, then
+ *    bias[n] is added as a separate float32 addition.
+ * Every kernel of the mode gives the same bits. Its accuracy against the f32 mode is that of
+ * 8-bit activations: see the README for the measured output SQNR. */
 QNT_API qnt_status qnt_linear_weight_only(qnt_context *ctx, const qnt_tensor *x,
                                           const qnt_tensor *w, const qnt_tensor *bias,
                                           qnt_tensor *y);
@@ -879,8 +914,11 @@ QNT_API qnt_status qnt_prepared_create_linear_static(qnt_context *ctx, const qnt
                                                      const qnt_op_desc *desc,
                                                      qnt_prepared **out);
 
-/* qnt_linear_weight_only with constant w and bias; desc must be NULL or have no option set.
- * Run with x (f32 [..., K]) and y (f32 [..., N]). */
+/* qnt_linear_weight_only with constant w and bias; desc may set QNT_OP_WEIGHT_ONLY_MODE (since
+ * 0.5; QNT_ERR_UNSUPPORTED for a weight dtype or granularity the mode does not take). The
+ * weights are repacked for the kernels: 4-bit codes interleaved in groups of 128 elements, panels
+ * of output features contiguous, with their scales and zero points beside them. Run with x
+ * (f32 [..., K]) and y (f32 [..., N]). */
 QNT_API qnt_status qnt_prepared_create_linear_weight_only(qnt_context *ctx, const qnt_tensor *w,
                                                           const qnt_tensor *bias,
                                                           const qnt_op_desc *desc,

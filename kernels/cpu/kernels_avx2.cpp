@@ -4,6 +4,7 @@
 #include "kernels/gemm/tiles_x86.hpp"
 #include "kernels/simd/kernels.hpp"
 #include "kernels/simd/tables.hpp"
+#include "kernels/wo/wo_x86.hpp"
 
 namespace qnt::simd {
 namespace {
@@ -11,7 +12,10 @@ constexpr kern::GemmKernel kGemm{"avx2", kern::Split256::kMR, kern::Split256::kN
                                  &kern::gemm_tile<kern::Split256>, &kern::gemm_epilogue_avx2,
                                  &kern::unpack_split256,
                                  &kern::gemm_tile<kern::Split256Unpacked>, 128};
-constexpr kern::KernelTable kTable = make_table<xsimd::avx2>("avx2", QNT_ISA_AVX2, &kGemm);
+constexpr kern::WoKernels kWo{"avx2", &kern::wo::f32_256, &kern::wo::int8_256,
+                              &kern::wo::dot256};
+constexpr kern::KernelTable kTable =
+    make_table<xsimd::avx2>("avx2", QNT_ISA_AVX2, &kGemm, &kWo);
 }  // namespace
 
 const kern::KernelTable &avx2_table() noexcept { return kTable; }

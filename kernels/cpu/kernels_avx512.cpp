@@ -4,14 +4,18 @@
 #include "kernels/gemm/tiles_x86.hpp"
 #include "kernels/simd/kernels.hpp"
 #include "kernels/simd/tables.hpp"
+#include "kernels/wo/wo_x86.hpp"
 
 namespace qnt::simd {
 namespace {
 constexpr kern::GemmKernel kGemm{"avx512", kern::Split512::kMR, kern::Split512::kNP, 8,
                                  &kern::gemm_tile<kern::Split512>, &kern::gemm_epilogue_avx2,
                                  nullptr, nullptr, 0};
+// The f32 weight-only kernel with 16-entry vpermps; the int8 mode keeps AVX2's vpmaddubsw.
+constexpr kern::WoKernels kWo{"avx512", &kern::wo::f32_512, &kern::wo::int8_256,
+                              &kern::wo::dot512};
 constexpr kern::KernelTable kTable =
-    make_table<xsimd::avx512bw>("avx512", QNT_ISA_AVX512, &kGemm);
+    make_table<xsimd::avx512bw>("avx512", QNT_ISA_AVX512, &kGemm, &kWo);
 }  // namespace
 
 const kern::KernelTable &avx512_table() noexcept { return kTable; }

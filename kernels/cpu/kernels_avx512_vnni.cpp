@@ -3,17 +3,21 @@
 // CPU and the OS support them.
 #include "kernels/gemm/tiles_x86.hpp"
 #include "kernels/simd/tables.hpp"
+#include "kernels/wo/wo_x86.hpp"
 
 namespace qnt::simd {
 namespace {
 constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni512::kNP, 4,
                                  &kern::gemm_tile<kern::Vnni512>,
                                   &kern::gemm_epilogue_avx2, nullptr, nullptr, 0};
+constexpr kern::WoKernels kWo{"avx512_vnni", &kern::wo::f32_512, &kern::wo::int8_vnni,
+                              &kern::wo::dot512};
 constexpr kern::KernelTable make() {
   kern::KernelTable t{};
   t.name = "avx512_vnni";
   t.isa = QNT_ISA_AVX512_VNNI;
   t.gemm = &kGemm;
+  t.wo = &kWo;
   return t;
 }
 constexpr kern::KernelTable kTable = make();

@@ -5,7 +5,8 @@
 
 namespace qnt::simd {
 namespace {
-constexpr kern::KernelTable kTable = make_table<xsimd::neon64>("neon", QNT_ISA_NEON, &kern::kGenericGemm);
+constexpr kern::KernelTable kTable = make_table<xsimd::neon64>("neon", QNT_ISA_NEON, &kern::kGenericGemm,
+                                                      &kern::kGenericWo);
 }  // namespace
 
 const kern::KernelTable &neon_table() noexcept { return kTable; }

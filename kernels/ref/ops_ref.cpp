@@ -84,6 +84,47 @@ float dot(const float *x, const float *w, int64_t K) noexcept {
   return s[0];
 }
 
+const int8_t kNF4Int8[16] = {-127, -88, -67, -50, -36, -23, -12, 0,
+                             10,   20,  31,  43,  56,  71,  92,  127};
+
+void act_quantize_blocks(const float *x, int64_t K, int64_t B, int8_t *qx, float *sx) noexcept {
+  for (int64_t k0 = 0, j = 0; k0 < K; k0 += B, ++j) {
+    const int64_t k1 = std::min(K, k0 + B);
+    float a = 0.0f;
+    bool finite = true;
+    for (int64_t k = k0; k < k1; ++k) {
+      if (!std::isfinite(x[k])) finite = false;
+      a = std::max(a, std::fabs(x[k]));
+    }
+    const float s = finite ? a / 127.0f : std::numeric_limits<float>::quiet_NaN();
+    sx[j] = s;
+    for (int64_t k = k0; k < k1; ++k)
+      qx[k] = finite && s != 0.0f ? static_cast<int8_t>(quantize_integer(x[k], s, 0, -127, 127))
+                                  : int8_t{0};
+  }
+}
+
+float dot_int8_act(const int8_t *qx, const float *sx, const int32_t *v, const float *sw,
+                   int64_t K, int64_t B) noexcept {
+  float s[16] = {0};
+  for (int64_t k0 = 0, j = 0; k0 < K; k0 += B, ++j) {
+    const int64_t k1 = std::min(K, k0 + B);
+    uint32_t p[16] = {0};  // wraps modulo 2^32, as the header says
+    bool touched[16] = {false};
+    for (int64_t k = k0; k < k1; ++k) {
+      const int l = static_cast<int>((k / 4) % 16);
+      p[l] += static_cast<uint32_t>(static_cast<int32_t>(qx[k]) * v[k]);
+      touched[l] = true;
+    }
+    const float d = sx[j] * sw[j];
+    for (int l = 0; l < 16; ++l)
+      if (touched[l]) s[l] = std::fma(static_cast<float>(static_cast<int32_t>(p[l])), d, s[l]);
+  }
+  for (int width = 8; width >= 1; width /= 2)
+    for (int i = 0; i < width; ++i) s[i] = s[i] + s[i + width];
+  return s[0];
+}
+
 bool dynamic_qparams(const float *x, size_t n, float *scale, int32_t *zero_point,
                      int32_t qmax) noexcept {
   float lo = 0.0f, hi = 0.0f;

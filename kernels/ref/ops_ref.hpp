@@ -67,6 +67,20 @@ float acc_to_float(int32_t acc, float scale, float bias) noexcept;
 // k % 16, then the sums added pairwise (i += i + 8, + 4, + 2, + 1).
 float dot(const float *x, const float *w, int64_t K) noexcept;
 
+// --- the weight-only layer's int8-activation mode (qnt.h, QNT_WEIGHT_ONLY_INT8_ACT) ----------
+
+// The NF4 codebook as integers: round_half_to_even(127 * kNF4Codebook[c]).
+extern const int8_t kNF4Int8[16];
+
+// Quantizes x[0 .. K) per block of B elements: sx[j] = max |x| / 127 over block j and
+// qx[k] = saturate(round_half_to_even(x[k] / sx[j])) into [-127, 127]; a block with a NaN or an
+// infinity gets sx = NaN and qx = 0, a block with sx = 0 gets qx = 0.
+void act_quantize_blocks(const float *x, int64_t K, int64_t B, int8_t *qx, float *sx) noexcept;
+
+// One output of the mode: v[k] the weight integers, sw[j] the weight scale of block j.
+float dot_int8_act(const int8_t *qx, const float *sx, const int32_t *v, const float *sw,
+                   int64_t K, int64_t B) noexcept;
+
 // ONNX DynamicQuantizeLinear's parameters for n floats (NaN skipped) and u8 range [0, qmax]
 // (255; 127 for PyTorch's reduce_range): scale = (hi - lo) / qmax, zero point =
 // clamp(round_half_to_even((0 - lo) / scale), 0, qmax), with lo = min(min, 0), hi = max(max, 0);

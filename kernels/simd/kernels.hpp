@@ -549,11 +549,13 @@ constexpr void set_bits(kern::KernelTable &t, qnt_dtype d) {
 
 template <class A>
 constexpr kern::KernelTable make_table(const char *name, qnt_isa isa,
-                                      const kern::GemmKernel *gemm) {
+                                      const kern::GemmKernel *gemm,
+                                      const kern::WoKernels *wo = nullptr) {
   kern::KernelTable t{};
   t.name = name;
   t.isa = isa;
   t.gemm = gemm;
+  t.wo = wo;
   set_bytes<A, 8, true>(t, QNT_DTYPE_I8);
   set_bytes<A, 8, false>(t, QNT_DTYPE_U8);
   set_bytes<A, 16, true>(t, QNT_DTYPE_I16);

@@ -157,4 +157,43 @@ void check_bias(const Tensor *bias, int64_t n, bool float_allowed) {
        bias->info().name);
 }
 
+// x [..., K] as rows of K: the row count, checking y is [..., N].
+int64_t linear_rows(const Tensor &x, int64_t K, int64_t N, const Tensor &y) {
+  if (x.rank() < 1) fail(QNT_ERR_SHAPE_MISMATCH, "x must have at least one dimension");
+  if (x.dims().back() != K)
+    fail(QNT_ERR_SHAPE_MISMATCH, "x ", shape_string(x.dims()), " does not end in K = ", K,
+         " of the weights");
+  std::vector<int64_t> want = x.dims();
+  want.back() = N;
+  if (y.dims() != want)
+    fail(QNT_ERR_SHAPE_MISMATCH, "y has shape ", shape_string(y.dims()), ", expected ",
+         shape_string(want));
+  return K == 0 ? static_cast<int64_t>(y.element_count()) / std::max<int64_t>(N, 1)
+                : static_cast<int64_t>(x.element_count()) / K;
+}
+
+// linear_rows, and y writable and apart from x: the run-time checks of every linear layer.
+int64_t linear_io(const Tensor &x, int64_t K, int64_t N, const Tensor &y) {
+  const int64_t rows = linear_rows(x, K, N, y);
+  require_writable(y, "y");
+  require_disjoint(y, x, "y", "x");
+  return rows;
+}
+
+// The weight checks of the linear layers: w is [N, K]; bias f32 (or also i32) [N].
+void check_linear_weights(const Tensor &w, const Tensor *bias, bool i32_bias_allowed) {
+  if (w.rank() != 2) fail(QNT_ERR_SHAPE_MISMATCH, "w must be [N, K], not ", shape_string(w.dims()));
+  check_bias(bias, w.dims()[0], true);
+  if (!i32_bias_allowed && bias != nullptr && bias->dtype() != QNT_DTYPE_F32)
+    fail(QNT_ERR_DTYPE_MISMATCH, "bias must be f32 here, not ", bias->info().name);
+}
+
+void check_linear_io(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y) {
+  require_float(x, "x");
+  require_float(y, "y");
+  (void)linear_io(x, w.dims()[1], w.dims()[0], y);
+  require_disjoint(y, w, "y", "w");
+  if (bias != nullptr) require_disjoint(y, *bias, "y", "bias");
+}
+
 }  // namespace qnt::ops

@@ -59,4 +59,13 @@ OutputMode output_mode(const Tensor &y);
 // An optional bias of shape [n]: checks rank, length and dtype (i32, or f32 where allowed).
 void check_bias(const Tensor *bias, int64_t n, bool float_allowed);
 
+// x [..., K] as rows of K: the row count, checking y is [..., N].
+int64_t linear_rows(const Tensor &x, int64_t K, int64_t N, const Tensor &y);
+// linear_rows, and y writable and apart from x: the run-time checks of every linear layer.
+int64_t linear_io(const Tensor &x, int64_t K, int64_t N, const Tensor &y);
+// The weight checks of the linear layers: w is [N, K]; bias f32 (or also i32) [N].
+void check_linear_weights(const Tensor &w, const Tensor *bias, bool i32_bias_allowed);
+// The checks the one-shot linear layers share on x, w, bias and y, allocation-free.
+void check_linear_io(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y);
+
 }  // namespace qnt::ops

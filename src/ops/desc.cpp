@@ -19,7 +19,8 @@ const char *key_name(qnt_op_option key) noexcept {
                                                    "QNT_OP_FUSE_RELU",
                                                    "QNT_OP_ACT_QUANT",
                                                    "QNT_OP_REDUCE_RANGE",
-                                                   "QNT_OP_LAYOUT"};
+                                                   "QNT_OP_LAYOUT",
+                                                   "QNT_OP_WEIGHT_ONLY_MODE"};
   return key >= 1 && key < OpDesc::kKeys ? names[key] : "?";
 }
 
@@ -51,6 +52,10 @@ void OpDesc::set(qnt_op_option key, int64_t v) {
     case QNT_OP_LAYOUT:
       lo = QNT_LAYOUT_NCHW;
       hi = QNT_LAYOUT_NHWC;
+      break;
+    case QNT_OP_WEIGHT_ONLY_MODE:
+      lo = QNT_WEIGHT_ONLY_F32;
+      hi = QNT_WEIGHT_ONLY_INT8_ACT;
       break;
     case QNT_OP_ACT_QUANT:
       lo = QNT_ACT_PER_TENSOR;

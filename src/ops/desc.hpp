@@ -8,8 +8,9 @@
 namespace qnt::ops {
 
 struct OpDesc {
-  static constexpr int kKeys = 14;  // keys 1..13; slot 0 unused
-  int64_t value[kKeys] = {0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, QNT_ACT_PER_TENSOR, 0, QNT_LAYOUT_NCHW};
+  static constexpr int kKeys = 15;  // keys 1..14; slot 0 unused
+  int64_t value[kKeys] = {0, 1, 1, 0, 0, 0, 0, 1, 1, 1, 0, QNT_ACT_PER_TENSOR, 0, QNT_LAYOUT_NCHW,
+                            QNT_WEIGHT_ONLY_F32};
   uint32_t set_mask = 0;  // bit k: key k was set
 
   int64_t get(qnt_op_option key) const noexcept { return value[key]; }

@@ -90,37 +90,6 @@ ref::Int8Matrix row_view(const uint8_t *data, bool is_signed) {
   return m;
 }
 
-// x [..., K] as rows of K: the row count, checking y is [..., N].
-int64_t linear_rows(const Tensor &x, int64_t K, int64_t N, const Tensor &y) {
-  if (x.rank() < 1) fail(QNT_ERR_SHAPE_MISMATCH, "x must have at least one dimension");
-  if (x.dims().back() != K)
-    fail(QNT_ERR_SHAPE_MISMATCH, "x ", shape_string(x.dims()), " does not end in K = ", K,
-         " of the weights");
-  std::vector<int64_t> want = x.dims();
-  want.back() = N;
-  if (y.dims() != want)
-    fail(QNT_ERR_SHAPE_MISMATCH, "y has shape ", shape_string(y.dims()), ", expected ",
-         shape_string(want));
-  return K == 0 ? static_cast<int64_t>(y.element_count()) / std::max<int64_t>(N, 1)
-                : static_cast<int64_t>(x.element_count()) / K;
-}
-
-// linear_rows, and y writable and apart from x: the run-time checks of every linear layer.
-int64_t linear_io(const Tensor &x, int64_t K, int64_t N, const Tensor &y) {
-  const int64_t rows = linear_rows(x, K, N, y);
-  require_writable(y, "y");
-  require_disjoint(y, x, "y", "x");
-  return rows;
-}
-
-// The weight checks of the linear layers: w is [N, K]; bias f32 (or also i32) [N].
-void check_linear_weights(const Tensor &w, const Tensor *bias, bool i32_bias_allowed) {
-  if (w.rank() != 2) fail(QNT_ERR_SHAPE_MISMATCH, "w must be [N, K], not ", shape_string(w.dims()));
-  check_bias(bias, w.dims()[0], true);
-  if (!i32_bias_allowed && bias != nullptr && bias->dtype() != QNT_DTYPE_F32)
-    fail(QNT_ERR_DTYPE_MISMATCH, "bias must be f32 here, not ", bias->info().name);
-}
-
 // --- matmul with a constant b -----------------------------------------------------------------
 
 void check_matmul_b(const Tensor &b, const Tensor *bias) {
@@ -506,58 +475,6 @@ class PreparedLinearStatic final : public Prepared {
   Epilogue epi_;
 };
 
-class PreparedWeightOnly final : public Prepared {
- public:
-  PreparedWeightOnly(const Context &ctx, const Tensor &w, const Tensor *bias)
-      : Prepared(QNT_PREPARED_LINEAR_WEIGHT_ONLY, ctx.isa()),
-        w_(w.dtype(), w.shape(), w.rank(), w.qparams(), Tensor::Storage::Copy,
-           const_cast<uint8_t *>(w.data()), w.byte_size()),
-        spec_(quantized_spec(w_, "w")),
-        bias_(bias) {}
-
-  size_t packed_size() const noexcept override {
-    return w_.byte_size() + 8 * w_.qparams()->count() + bias_.bytes();
-  }
-
-  void run(const Context &ctx, const Tensor &x, Tensor &y) const override {
-    require_float(x, "x");
-    require_float(y, "y");
-    const int64_t N = w_.dims()[0], K = w_.dims()[1];
-    const int64_t R = linear_io(x, K, N, y);
-    if (y.element_count() == 0) return;
-    const auto *xs = reinterpret_cast<const float *>(x.data());
-    const float *bf = bias_.f32_or_null();
-    auto *out = reinterpret_cast<float *>(y.data());
-    const auto k = static_cast<size_t>(K), n_count = static_cast<size_t>(N);
-    const size_t grain = std::max<size_t>(1, 4096 / std::max<size_t>(k, 1));
-    std::vector<std::vector<float>> wrow(parallel_workers(ctx.threads(), n_count, grain),
-                                         std::vector<float>(k));
-    // One output feature per step: its weights dequantized once, then dotted with every row.
-    parallel_for_workers(ctx.threads(), n_count, grain, [&](size_t n0, size_t n1, size_t t) {
-      float *wr = wrow[t].data();
-      for (size_t n = n0; n < n1; ++n) {
-        ref::dequantize(spec_, w_.data(), wr, n * k, n * k + k);
-        for (size_t r = 0; r < static_cast<size_t>(R); ++r) {
-          const float d = ref::dot(xs + r * k, wr, K);
-          out[r * n_count + n] = bf != nullptr ? d + bf[n] : d;
-        }
-      }
-    });
-  }
-
- private:
-  Tensor w_;
-  ref::QuantSpec spec_;
-  Bias bias_;
-};
-
-void check_weight_only(const Tensor &w, const Tensor *bias) {
-  if (w.dtype() == QNT_DTYPE_I32)
-    fail(QNT_ERR_UNSUPPORTED, "w may not be i32 in the weight-only linear layer");
-  (void)quantized_spec(w, "w");
-  check_linear_weights(w, bias, false);
-}
-
 constexpr uint32_t kDynamicKeys = OpDesc::bit(QNT_OP_ACT_QUANT) | OpDesc::bit(QNT_OP_REDUCE_RANGE) |
                                   OpDesc::bit(QNT_OP_FUSE_RELU);
 
@@ -598,13 +515,6 @@ std::unique_ptr<Prepared> prepare_linear_static(const Context &ctx, const Tensor
                                                 desc.get(QNT_OP_FUSE_RELU) != 0);
 }
 
-std::unique_ptr<Prepared> prepare_linear_weight_only(const Context &ctx, const Tensor &w,
-                                                     const Tensor *bias, const OpDesc &desc) {
-  desc.require_only(0, "the weight-only linear layer");
-  check_weight_only(w, bias);
-  return std::make_unique<PreparedWeightOnly>(ctx, w, bias);
-}
-
 void qmatmul(const Context &ctx, const Tensor &a, const Tensor &b, const Tensor *bias, Tensor &y) {
   check_matmul_b(b, bias);
   Bias kind(nullptr);  // the checks need the bias's dtype only: no copy before the empty check
@@ -631,17 +541,6 @@ std::unique_ptr<Tensor> dynamic_quantize_linear(const Context &ctx, const Tensor
   return y;
 }
 
-namespace {
-// The checks both one-shot linear layers share on x and y, allocation-free.
-void check_linear_io(const Tensor &x, const Tensor &w, const Tensor *bias, const Tensor &y) {
-  require_float(x, "x");
-  require_float(y, "y");
-  (void)linear_io(x, w.dims()[1], w.dims()[0], y);
-  require_disjoint(y, w, "y", "w");
-  if (bias != nullptr) require_disjoint(y, *bias, "y", "bias");
-}
-}  // namespace
-
 void linear_dynamic(const Context &ctx, const Tensor &x, const Tensor &w, const Tensor *bias,
                     const OpDesc &desc, Tensor &y) {
   desc.require_only(kDynamicKeys, "qnt_linear_dynamic");
@@ -649,14 +548,6 @@ void linear_dynamic(const Context &ctx, const Tensor &x, const Tensor &w, const 
   check_linear_io(x, w, bias, y);
   if (y.element_count() == 0) return;
   PreparedLinearDynamic(ctx, w, bias, desc).run(ctx, x, y);
-}
-
-void linear_weight_only(const Context &ctx, const Tensor &x, const Tensor &w, const Tensor *bias,
-                        Tensor &y) {
-  check_weight_only(w, bias);
-  check_linear_io(x, w, bias, y);
-  if (y.element_count() == 0) return;
-  PreparedWeightOnly(ctx, w, bias).run(ctx, x, y);
 }
 
 }  // namespace qnt::ops

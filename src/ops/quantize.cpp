@@ -15,18 +15,6 @@ namespace {
 // and the sub-byte kernels start their tasks on whole bytes.
 constexpr size_t kGrain = 65536;
 
-kern::Format format_of(const ref::QuantSpec &s, qnt_dtype dtype) {
-  kern::Format f;
-  f.dtype = dtype;
-  f.code = s.code;
-  f.bits = s.bits;
-  f.is_signed = s.is_signed;
-  f.qmin = s.qmin;
-  f.qmax = s.qmax;
-  f.block = static_cast<size_t>(s.layout.block);
-  return f;
-}
-
 // Whether an op that reads and writes this many bytes should write with non-temporal stores:
 // when its data is larger than the last-level cache (32 MiB where the machine does not say).
 bool streaming(size_t bytes) {
@@ -44,6 +32,20 @@ void quantize_range(const kern::KernelSet &ks, const ref::QuantSpec &spec, const
   });
 }
 
+}  // namespace
+
+kern::Format format_of(const ref::QuantSpec &s, qnt_dtype dtype) {
+  kern::Format f;
+  f.dtype = dtype;
+  f.code = s.code;
+  f.bits = s.bits;
+  f.is_signed = s.is_signed;
+  f.qmin = s.qmin;
+  f.qmax = s.qmax;
+  f.block = static_cast<size_t>(s.layout.block);
+  return f;
+}
+
 void dequantize_range(const kern::KernelSet &ks, const ref::QuantSpec &spec,
                       const kern::Format &f, const uint8_t *in, float *x, size_t begin,
                       size_t end) {
@@ -52,8 +54,6 @@ void dequantize_range(const kern::KernelSet &ks, const ref::QuantSpec &spec,
                                  spec.zero_points + g, f);
   });
 }
-
-}  // namespace
 
 void quantize(const Context &ctx, const Tensor &x, Tensor &y) {
   require_float(x, "x");

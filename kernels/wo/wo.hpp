@@ -1,0 +1,82 @@
+// The weight-only linear layer's kernels (qnt_linear_weight_only and its prepared form): the
+// packed layout of the weights, and the two kernel signatures of a kernel table.
+//
+// Packed weights. Output features are packed in panels of kWoPanel, each panel contiguous
+// (one stream from memory), the last one padded with zero features:
+//  - 4-bit codes (i4, u4, NF4): per panel, groups of 128 elements of K, and in a group 64 bytes
+//    per feature: byte i holds element i in its low nibble and element 64 + i in its high one.
+//    i4 codes are stored offset by 8 (q + 8), so that every 4-bit code c is in [0, 15] and its
+//    integer value is c - zc, zc = z + 8 (i4) or z (u4). A 16-byte load gives two 16-element
+//    chunks (low and high nibbles); a 64-byte load gives 64 elements in order per nibble.
+//  - bytes (i8, u8; the int8-activation mode only): per panel, chunks of 64 elements, 64 bytes
+//    per feature, stored as s8: w8 = q (i8) or q - 128 (u8), value w8 - z8 with z8 = z (i8) or
+//    z - 128 (u8).
+// Beside the codes, per panel: the scales, [block][kWoPanel] float32 (NF4 in the int8 mode:
+// scale / 127), and, unless every block of every feature has the same one, the zero points as
+// bytes [block][kWoPanel]: zc for 4-bit codes, z8 + 128 for bytes.
+//
+// Blocks run along K with B elements (rows with one scale count as one block of K, and B is
+// then the padded K). The f32 kernels need B % 16 == 0; the int8 kernels need B == 32 or
+// B % 64 == 0 and group the 64-element chunks into units: one unit per block (B % 64 == 0),
+// or one unit per chunk holding blocks 2u (lanes 0-7) and 2u + 1 (lanes 8-15) when B == 32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace qnt::kern {
+
+constexpr int kWoPanel = 4;    // output features per panel
+constexpr int kWoMaxRows = 4;  // rows of x per kernel call
+
+enum class WoCode : int { Int4 = 0, NF4 = 1, Byte = 2 };
+
+// One panel of packed weights and its shape.
+struct WoPanelArgs {
+  WoCode code = WoCode::Int4;
+  int64_t K = 0;
+  int64_t block = 0;      // B (see above)
+  size_t chunks = 0;      // 64-element chunks of K: ceil(K / 64)
+  const uint8_t *codes = nullptr;
+  const float *scales = nullptr;  // [block][kWoPanel]
+  const uint8_t *zps = nullptr;   // [block][kWoPanel], or null: every zero point is zp_const
+  int32_t zp_const = 0;           // zc (4-bit) or z8 + 128 (bytes); NF4: unused
+  // The int8 mode: chunks per unit (1 when B == 32 or B == 64), whether a unit holds two blocks
+  // (B == 32), and the lanes the last unit touches (bit l: lane l).
+  size_t unit_chunks = 1;
+  bool half_units = false;
+  uint32_t last_unit_lanes = 0xFFFF;
+};
+
+// Quantized activations of the int8 mode, kWoMaxRows rows at most (see wo_prepare_rows).
+struct WoActs {
+  const int8_t *qx = nullptr;   // [row][chunks * 64], zero past K
+  size_t qx_stride = 0;
+  const float *sxv = nullptr;   // [row][unit][16]: each lane's activation scale
+  const int32_t *sums = nullptr;  // [row][unit][16]: each lane's sum of qx over the unit
+  size_t unit_stride = 0;       // floats (and int32) per row: units * 16
+};
+
+// f32 mode: out[r * kWoPanel + p] = the canonical dot product of x row r (x + r * ldx, K
+// floats) with feature p's dequantized weights (4-bit codes only), before the bias.
+using WoF32Fn = void (*)(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows,
+                         float *out) noexcept;
+// int8 mode: out[r * kWoPanel + p] = the mode's sum (qnt.h), before the bias.
+using WoInt8Fn = void (*)(const WoPanelArgs &w, const WoActs &x, size_t rows,
+                          float *out) noexcept;
+// The canonical float dot product of rows rows of x (stride ldx) with one row of K floats w:
+// out[r]. The fallback of the f32 mode for the formats the f32 kernel does not take.
+using WoDotFn = void (*)(const float *x, size_t ldx, size_t rows, const float *w, int64_t K,
+                         float *out) noexcept;
+
+struct WoKernels {
+  const char *name;
+  WoF32Fn f32;
+  WoInt8Fn int8;
+  WoDotFn dot;
+};
+
+// Plain C++ over the packed layouts (kernels/wo/generic.cpp), for the ISAs without their own.
+extern const WoKernels kGenericWo;
+
+}  // namespace qnt::kern

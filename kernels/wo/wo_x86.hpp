@@ -1,0 +1,452 @@
+// The weight-only linear layer's x86-64 kernels (layouts in wo.hpp). Included by the ISA
+// translation units, each compiled with its own -m flags; everything here has internal linkage.
+//
+// Exact instructions only (kernels/README.md):
+//  - f32 mode: the 16 values a block's codes can take are computed once per block and feature
+//    with the dequantize rule ((float)(c - zc) * scale, or codebook[c] * scale), then a lane
+//    permute maps codes to them (AVX-512 vpermps on 16 entries; AVX2 two vpermps and a blend).
+//    Each of the 16 partial sums gets its elements in order with a fused multiply-add; the
+//    partial sums are added pairwise at the end, as ref::dot does.
+//  - int8 mode, VNNI: vpdpbusd with the weights as the u8 operand (4-bit codes, NF4's integers
+//    + 128, bytes + 128) and the activations as s8; the zero point (or the 128) comes off as
+//    z * (the lane's sum of activations), so the int32 lane sums are exact.
+//  - int8 mode, AVX2: vpmaddubsw is exact here and only here: 4-bit codes (<= 15) times
+//    activations (|qx| <= 127) sum to at most 3810 per pair; NF4 integers and bytes go through
+//    |w| (<= 128) and sign(qx, w) (|.| <= 127), at most 32512 per pair. Never with two operands
+//    that can reach 255 and 127.
+#pragma once
+
+#include "kernels/ref/quantize_ref.hpp"
+#include "kernels/ref/ops_ref.hpp"
+#include "kernels/wo/wo.hpp"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace qnt::kern {
+namespace {
+namespace wo {
+
+constexpr int P = kWoPanel;
+
+// The NF4 integers + 128 (the u8 operand of vpdpbusd) and as s8, 16 bytes each.
+alignas(16) constexpr uint8_t kNF4U8[16] = {1,   40,  61,  78,  92,  105, 116, 128,
+                                            138, 148, 159, 171, 184, 199, 220, 255};
+
+inline uint32_t mask_of(size_t left) noexcept {
+  return left >= 16 ? 0xFFFFu : (1u << left) - 1u;
+}
+
+inline int32_t zc_of(const WoPanelArgs &w, size_t blk, int p) noexcept {
+  return w.zps != nullptr ? static_cast<int32_t>(w.zps[blk * P + static_cast<size_t>(p)])
+                          : w.zp_const;
+}
+
+#if defined(__AVX512F__)
+
+// s[i] + s[i + 8], then + 4, + 2, + 1: ref::dot's pairwise sum of the 16 lanes.
+inline float reduce16(__m512 v) noexcept {
+  const __m256 lo = _mm512_castps512_ps256(v);
+  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  const __m256 a = _mm256_add_ps(lo, hi);
+  __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  b = _mm_add_ss(b, _mm_shuffle_ps(b, b, 1));
+  return _mm_cvtss_f32(b);
+}
+
+// The 16 dequantized values of feature p's block blk.
+inline __m512 lut512(const WoPanelArgs &w, size_t blk, int p) noexcept {
+  const __m512 s = _mm512_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
+  if (w.code == WoCode::NF4) return _mm512_mul_ps(_mm512_loadu_ps(ref::kNF4Codebook), s);
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i v = _mm512_sub_epi32(iota, _mm512_set1_epi32(zc_of(w, blk, p)));
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(v), s);
+}
+
+template <int MR>
+void f32_rows512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) noexcept {
+  __m512 acc[MR][P];
+  for (int m = 0; m < MR; ++m)
+    for (int p = 0; p < P; ++p) acc[m][p] = _mm512_setzero_ps();
+  __m512 lut[P];
+  size_t lut_blk[P];
+  for (int p = 0; p < P; ++p) {
+    lut[p] = _mm512_setzero_ps();
+    lut_blk[p] = ~size_t{0};
+  }
+  const auto K = static_cast<size_t>(w.K), B = static_cast<size_t>(w.block);
+  const size_t groups = (K + 127) / 128;
+  for (size_t g = 0; g < groups; ++g) {
+    const uint8_t *cg = w.codes + g * P * 64;
+    for (int h = 0; h < 2; ++h) {
+      for (int c = 0; c < 4; ++c) {
+        const size_t e = 128 * g + 64 * static_cast<size_t>(h) + 16 * static_cast<size_t>(c);
+        if (e >= K) break;
+        const auto mk = static_cast<__mmask16>(mask_of(K - e));
+        __m512 xv[MR];
+        for (int m = 0; m < MR; ++m) xv[m] = _mm512_maskz_loadu_ps(mk, x + m * ldx + e);
+        const size_t blk = e / B;
+        for (int p = 0; p < P; ++p) {
+          if (lut_blk[p] != blk) {
+            lut[p] = lut512(w, blk, p);
+            lut_blk[p] = blk;
+          }
+          __m512i idx = _mm512_cvtepu8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i *>(cg + p * 64 + 16 * c)));
+          if (h) idx = _mm512_srli_epi32(idx, 4);
+          const __m512 wv = _mm512_permutexvar_ps(idx, lut[p]);
+          for (int m = 0; m < MR; ++m) acc[m][p] = _mm512_mask3_fmadd_ps(xv[m], wv, acc[m][p], mk);
+        }
+      }
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int p = 0; p < P; ++p) out[m * P + p] = reduce16(acc[m][p]);
+}
+
+inline void f32_512(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out) noexcept {
+  switch (rows) {
+    case 1: return f32_rows512<1>(w, x, ldx, out);
+    case 2: return f32_rows512<2>(w, x, ldx, out);
+    case 3: return f32_rows512<3>(w, x, ldx, out);
+    default: return f32_rows512<4>(w, x, ldx, out);
+  }
+}
+
+inline void dot512(const float *x, size_t ldx, size_t rows, const float *wr, int64_t K,
+            float *out) noexcept {
+  const auto k = static_cast<size_t>(K);
+  for (size_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * ldx;
+    __m512 acc = _mm512_setzero_ps();
+    for (size_t e = 0; e < k; e += 16) {
+      const auto mk = static_cast<__mmask16>(mask_of(k - e));
+      acc = _mm512_mask3_fmadd_ps(_mm512_maskz_loadu_ps(mk, xr + e), _mm512_maskz_loadu_ps(mk, wr + e),
+                                  acc, mk);
+    }
+    out[r] = reduce16(acc);
+  }
+}
+
+#endif  // __AVX512F__
+
+#if defined(__AVX512VNNI__)
+
+// [a x 8 | b x 8] as float lanes.
+inline __m512 halves_ps(float a, float b) noexcept {
+  return _mm512_mask_mov_ps(_mm512_set1_ps(a), 0xFF00, _mm512_set1_ps(b));
+}
+inline __m512i halves_epi32(int32_t a, int32_t b) noexcept {
+  return _mm512_mask_set1_epi32(_mm512_set1_epi32(a), 0xFF00, b);
+}
+
+template <int MR>
+void int8_rows_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
+  __m512 facc[MR][P];
+  __m512i iacc[MR][P];
+  for (int m = 0; m < MR; ++m)
+    for (int p = 0; p < P; ++p) {
+      facc[m][p] = _mm512_setzero_ps();
+      iacc[m][p] = _mm512_setzero_si512();
+    }
+  const __m512i nib = _mm512_set1_epi8(0x0F);
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i nf4 = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(kNF4U8)));
+  const bool four_bit = w.code != WoCode::Byte;
+  // The zero point in the u8 operand's terms, when every block shares it.
+  const int32_t zk = w.code == WoCode::NF4 ? 128 : w.zp_const;
+  const size_t nc = w.chunks;
+  size_t unit = 0;
+  for (size_t c = 0; c < nc; ++c) {
+    const uint8_t *src = four_bit ? w.codes + (c / 2) * P * 64 : w.codes + c * P * 64;
+    __m512i xq[MR];
+    for (int m = 0; m < MR; ++m) xq[m] = _mm512_loadu_si512(a.qx + m * a.qx_stride + 64 * c);
+    for (int p = 0; p < P; ++p) {
+      const __m512i raw = _mm512_loadu_si512(src + p * 64);
+      __m512i u;
+      if (four_bit) {
+        u = (c & 1) ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), nib) : _mm512_and_si512(raw, nib);
+        if (w.code == WoCode::NF4) u = _mm512_shuffle_epi8(nf4, u);
+      } else {
+        u = _mm512_xor_si512(raw, flip);
+      }
+      for (int m = 0; m < MR; ++m) iacc[m][p] = _mm512_dpbusd_epi32(iacc[m][p], u, xq[m]);
+    }
+    if ((c + 1) % w.unit_chunks != 0 && c + 1 != nc) continue;
+    // The unit ends: each lane's integer sum into its float sum.
+    const auto mk = static_cast<__mmask16>(c + 1 == nc ? w.last_unit_lanes : 0xFFFFu);
+    __m512i sums[MR], corr[MR];
+    __m512 sxv[MR];
+    for (int m = 0; m < MR; ++m) {
+      sums[m] = _mm512_loadu_si512(a.sums + m * a.unit_stride + unit * 16);
+      sxv[m] = _mm512_loadu_ps(a.sxv + m * a.unit_stride + unit * 16);
+      corr[m] = _mm512_mullo_epi32(sums[m], _mm512_set1_epi32(zk));
+    }
+    for (int p = 0; p < P; ++p) {
+      __m512 sw;
+      __m512i zv = _mm512_setzero_si512();
+      if (w.half_units) {
+        sw = halves_ps(w.scales[(2 * unit) * P + p], w.scales[(2 * unit + 1) * P + p]);
+        if (w.zps != nullptr) {
+          const int32_t z0 = zc_of(w, 2 * unit, p), z1 = zc_of(w, 2 * unit + 1, p);
+          zv = halves_epi32(z0, z1);
+        }
+      } else {
+        sw = _mm512_set1_ps(w.scales[unit * P + p]);
+        if (w.zps != nullptr) zv = _mm512_set1_epi32(zc_of(w, unit, p));
+      }
+      for (int m = 0; m < MR; ++m) {
+        const __m512i cm = w.zps != nullptr ? _mm512_mullo_epi32(sums[m], zv) : corr[m];
+        const __m512i ip = _mm512_sub_epi32(iacc[m][p], cm);
+        const __m512 d = _mm512_mul_ps(sxv[m], sw);
+        facc[m][p] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(ip), d, facc[m][p], mk);
+        iacc[m][p] = _mm512_setzero_si512();
+      }
+    }
+    ++unit;
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int p = 0; p < P; ++p) out[m * P + p] = reduce16(facc[m][p]);
+}
+
+inline void int8_vnni(const WoPanelArgs &w, const WoActs &a, size_t rows, float *out) noexcept {
+  switch (rows) {
+    case 1: return int8_rows_vnni<1>(w, a, out);
+    case 2: return int8_rows_vnni<2>(w, a, out);
+    case 3: return int8_rows_vnni<3>(w, a, out);
+    default: return int8_rows_vnni<4>(w, a, out);
+  }
+}
+
+#endif  // __AVX512VNNI__
+
+#if defined(__AVX2__)
+
+// The 16 lanes as two ymm: lanes 0-7 and 8-15.
+inline float reduce16(__m256 lo, __m256 hi) noexcept {
+  const __m256 a = _mm256_add_ps(lo, hi);
+  __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  b = _mm_add_ss(b, _mm_shuffle_ps(b, b, 1));
+  return _mm_cvtss_f32(b);
+}
+
+// Lanes i < n of a ymm as an all-ones mask.
+inline __m256i lanes8(size_t n) noexcept {
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(n > 8 ? 8 : n)), iota);
+}
+
+struct Lut256 {
+  __m256 a, b;  // entries 0-7 and 8-15
+};
+
+inline Lut256 lut256(const WoPanelArgs &w, size_t blk, int p) noexcept {
+  const __m256 s = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
+  if (w.code == WoCode::NF4)
+    return {_mm256_mul_ps(_mm256_loadu_ps(ref::kNF4Codebook), s),
+            _mm256_mul_ps(_mm256_loadu_ps(ref::kNF4Codebook + 8), s)};
+  const __m256i z = _mm256_set1_epi32(zc_of(w, blk, p));
+  const __m256i lo = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i hi = _mm256_add_epi32(lo, _mm256_set1_epi32(8));
+  return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(lo, z)), s),
+          _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(hi, z)), s)};
+}
+
+inline __m256 lookup(const Lut256 &t, __m256i idx) noexcept {
+  const __m256 lo = _mm256_permutevar8x32_ps(t.a, idx);
+  const __m256 hi = _mm256_permutevar8x32_ps(t.b, idx);
+  return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+}
+
+template <int MR>
+void f32_rows256(const WoPanelArgs &w, const float *x, size_t ldx, float *out) noexcept {
+  __m256 acc[MR][P][2];
+  for (int m = 0; m < MR; ++m)
+    for (int p = 0; p < P; ++p) acc[m][p][0] = acc[m][p][1] = _mm256_setzero_ps();
+  Lut256 lut[P];
+  size_t lut_blk[P];
+  for (int p = 0; p < P; ++p) {
+    lut[p] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    lut_blk[p] = ~size_t{0};
+  }
+  const auto K = static_cast<size_t>(w.K), B = static_cast<size_t>(w.block);
+  const size_t groups = (K + 127) / 128;
+  for (size_t g = 0; g < groups; ++g) {
+    const uint8_t *cg = w.codes + g * P * 64;
+    for (int h = 0; h < 2; ++h) {
+      for (int c = 0; c < 4; ++c) {
+        const size_t e = 128 * g + 64 * static_cast<size_t>(h) + 16 * static_cast<size_t>(c);
+        if (e >= K) break;
+        const size_t left = K - e;
+        const bool full = left >= 16;
+        __m256i mk[2] = {_mm256_set1_epi32(-1), _mm256_set1_epi32(-1)};
+        if (!full) {
+          mk[0] = lanes8(left);
+          mk[1] = lanes8(left > 8 ? left - 8 : 0);
+        }
+        __m256 xv[MR][2];
+        for (int m = 0; m < MR; ++m)
+          for (int q = 0; q < 2; ++q)
+            xv[m][q] = full ? _mm256_loadu_ps(x + m * ldx + e + 8 * q)
+                            : _mm256_maskload_ps(x + m * ldx + e + 8 * q, mk[q]);
+        const size_t blk = e / B;
+        for (int p = 0; p < P; ++p) {
+          if (lut_blk[p] != blk) {
+            lut[p] = lut256(w, blk, p);
+            lut_blk[p] = blk;
+          }
+          const uint8_t *cp = cg + p * 64 + 16 * c;
+          for (int q = 0; q < 2; ++q) {
+            __m256i idx = _mm256_cvtepu8_epi32(
+                _mm_loadl_epi64(reinterpret_cast<const __m128i *>(cp + 8 * q)));
+            if (h) idx = _mm256_srli_epi32(idx, 4);
+            const __m256 wv = lookup(lut[p], idx);
+            for (int m = 0; m < MR; ++m) {
+              const __m256 f = _mm256_fmadd_ps(xv[m][q], wv, acc[m][p][q]);
+              acc[m][p][q] = full ? f : _mm256_blendv_ps(acc[m][p][q], f, _mm256_castsi256_ps(mk[q]));
+            }
+          }
+        }
+      }
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int p = 0; p < P; ++p) out[m * P + p] = reduce16(acc[m][p][0], acc[m][p][1]);
+}
+
+inline void f32_256(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out) noexcept {
+  switch (rows) {
+    case 1: return f32_rows256<1>(w, x, ldx, out);
+    case 2: return f32_rows256<2>(w, x, ldx, out);
+    case 3: return f32_rows256<3>(w, x, ldx, out);
+    default: return f32_rows256<4>(w, x, ldx, out);
+  }
+}
+
+inline void dot256(const float *x, size_t ldx, size_t rows, const float *wr, int64_t K,
+            float *out) noexcept {
+  const auto k = static_cast<size_t>(K);
+  for (size_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * ldx;
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (size_t e = 0; e < k; e += 16) {
+      const size_t left = k - e;
+      for (int q = 0; q < 2; ++q) {
+        if (left >= 16) {
+          acc[q] = _mm256_fmadd_ps(_mm256_loadu_ps(xr + e + 8 * q), _mm256_loadu_ps(wr + e + 8 * q),
+                                   acc[q]);
+        } else {
+          const size_t n = left > 8 * static_cast<size_t>(q) ? left - 8 * static_cast<size_t>(q) : 0;
+          const __m256i mk = lanes8(n);
+          const __m256 f = _mm256_fmadd_ps(_mm256_maskload_ps(xr + e + 8 * q, mk),
+                                           _mm256_maskload_ps(wr + e + 8 * q, mk), acc[q]);
+          acc[q] = _mm256_blendv_ps(acc[q], f, _mm256_castsi256_ps(mk));
+        }
+      }
+    }
+    out[r] = reduce16(acc[0], acc[1]);
+  }
+}
+
+template <int MR>
+void int8_rows256(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
+  __m256 facc[MR][P][2];
+  __m256i iacc[MR][P][2];
+  for (int m = 0; m < MR; ++m)
+    for (int p = 0; p < P; ++p)
+      for (int q = 0; q < 2; ++q) {
+        facc[m][p][q] = _mm256_setzero_ps();
+        iacc[m][p][q] = _mm256_setzero_si256();
+      }
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i nf4 = _mm256_broadcastsi128_si256(
+      _mm_loadu_si128(reinterpret_cast<const __m128i *>(ref::kNF4Int8)));
+  const bool four_bit = w.code != WoCode::Byte;
+  // The zero point of the integers the kernel multiplies (codes; NF4's signed integers: 0;
+  // bytes as s8: z8), when every block shares it.
+  const int32_t zk = w.code == WoCode::NF4 ? 0 : w.code == WoCode::Byte ? w.zp_const - 128 : w.zp_const;
+  const int32_t zoff = w.code == WoCode::Byte ? 128 : 0;
+  const size_t nc = w.chunks;
+  size_t unit = 0;
+  for (size_t c = 0; c < nc; ++c) {
+    const uint8_t *src = four_bit ? w.codes + (c / 2) * P * 64 : w.codes + c * P * 64;
+    __m256i xq[MR][2];
+    for (int m = 0; m < MR; ++m)
+      for (int q = 0; q < 2; ++q)
+        xq[m][q] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a.qx + m * a.qx_stride + 64 * c + 32 * q));
+    for (int p = 0; p < P; ++p) {
+      for (int q = 0; q < 2; ++q) {
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + p * 64 + 32 * q));
+        if (w.code == WoCode::Int4) {
+          const __m256i u = (c & 1) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), nib)
+                                    : _mm256_and_si256(raw, nib);
+          for (int m = 0; m < MR; ++m)
+            iacc[m][p][q] = _mm256_add_epi32(
+                iacc[m][p][q], _mm256_madd_epi16(_mm256_maddubs_epi16(u, xq[m][q]), ones));
+        } else {
+          __m256i v = raw;
+          if (w.code == WoCode::NF4) {
+            const __m256i u = (c & 1) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), nib)
+                                      : _mm256_and_si256(raw, nib);
+            v = _mm256_shuffle_epi8(nf4, u);
+          }
+          const __m256i av = _mm256_abs_epi8(v);
+          for (int m = 0; m < MR; ++m)
+            iacc[m][p][q] = _mm256_add_epi32(
+                iacc[m][p][q],
+                _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(xq[m][q], v)), ones));
+        }
+      }
+    }
+    if ((c + 1) % w.unit_chunks != 0 && c + 1 != nc) continue;
+    const uint32_t lanes = c + 1 == nc ? w.last_unit_lanes : 0xFFFFu;
+    __m256i mk[2];
+    for (int q = 0; q < 2; ++q) {
+      const __m256i bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+      const __m256i lv = _mm256_set1_epi32(static_cast<int32_t>((lanes >> (8 * q)) & 0xFF));
+      mk[q] = _mm256_cmpeq_epi32(_mm256_and_si256(lv, bits), bits);
+    }
+    for (int m = 0; m < MR; ++m) {
+      const int32_t *sm = a.sums + m * a.unit_stride + unit * 16;
+      const float *xm = a.sxv + m * a.unit_stride + unit * 16;
+      for (int q = 0; q < 2; ++q) {
+        const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(sm + 8 * q));
+        const __m256 sxv = _mm256_loadu_ps(xm + 8 * q);
+        const __m256i corr = _mm256_mullo_epi32(sums, _mm256_set1_epi32(zk));
+        for (int p = 0; p < P; ++p) {
+          const size_t blk = w.half_units ? 2 * unit + static_cast<size_t>(q) : unit;
+          const __m256 sw = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
+          const __m256i cm =
+              w.zps != nullptr ? _mm256_mullo_epi32(sums, _mm256_set1_epi32(zc_of(w, blk, p) - zoff))
+                               : corr;
+          const __m256i ip = _mm256_sub_epi32(iacc[m][p][q], cm);
+          const __m256 f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ip), _mm256_mul_ps(sxv, sw), facc[m][p][q]);
+          facc[m][p][q] = _mm256_blendv_ps(facc[m][p][q], f, _mm256_castsi256_ps(mk[q]));
+          iacc[m][p][q] = _mm256_setzero_si256();
+        }
+      }
+    }
+    ++unit;
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int p = 0; p < P; ++p) out[m * P + p] = reduce16(facc[m][p][0], facc[m][p][1]);
+}
+
+inline void int8_256(const WoPanelArgs &w, const WoActs &a, size_t rows, float *out) noexcept {
+  switch (rows) {
+    case 1: return int8_rows256<1>(w, a, out);
+    case 2: return int8_rows256<2>(w, a, out);
+    case 3: return int8_rows256<3>(w, a, out);
+    default: return int8_rows256<4>(w, a, out);
+  }
+}
+
+#endif  // __AVX2__
+
+}  // namespace wo
+}  // namespace
+}  // namespace qnt::kern

@@ -1,0 +1,479 @@
+// The weight-only linear layer (qnt_linear_weight_only and its prepared form), in its two modes:
+// f32 (each weight dequantized, the canonical float dot product) and int8 activations (qnt.h).
+//
+// Paths, chosen when the layer is prepared:
+//  - packed: the weights repacked for the context's kernels (kernels/wo/wo.hpp): 4-bit codes
+//    in the f32 mode (blocks of a multiple of 16, or one scale per row), and i4, u4, NF4, i8, u8
+//    in the int8 mode (blocks of 32 or a multiple of 64, or one scale per row);
+//  - dequantize + dot (f32 mode, every other dtype and granularity): each feature's row
+//    dequantized by the kernel set's dequantize kernel, then the kernel set's float dot;
+//  - reference: the scalar rules of kernels/ref, for the reference kernel cap, for an empty K,
+//    and for the int8 mode's block sizes the kernels do not take.
+// All three give the same bits; tests/cpp/test_weight_only.cpp checks it.
+#include "core/error.hpp"
+#include "kernels/ref/ops_ref.hpp"
+#include "kernels/ref/quantize_ref.hpp"
+#include "kernels/registry.hpp"
+#include "kernels/wo/wo.hpp"
+#include "ops/common.hpp"
+#include "ops/gemm.hpp"
+#include "ops/packed.hpp"
+#include "ops/parallel.hpp"
+#include "ops/prepared.hpp"
+#include "ops/qops.hpp"
+#include "ops/quantize.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace qnt::ops {
+namespace {
+
+using kern::kWoMaxRows;
+using kern::kWoPanel;
+using kern::WoCode;
+
+constexpr size_t P = kWoPanel;
+
+size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
+
+// How the weights' parameters run along each row: constant over blocks of `block` elements of K
+// (one block per row when single), parameter index param(n, j).
+struct RowBlocks {
+  bool ok = false;
+  bool single = true;
+  int64_t block = 0;  // the block size along K (not single)
+  size_t blocks = 1;  // per row
+};
+
+RowBlocks row_blocks(const GroupLayout &L, int64_t K) {
+  RowBlocks r;
+  if (K <= 0) return r;
+  if (L.granularity == QNT_GRANULARITY_PER_TENSOR ||
+      (L.granularity == QNT_GRANULARITY_PER_AXIS && L.inner == K)) {
+    r.ok = true;
+  } else if (L.granularity == QNT_GRANULARITY_PER_BLOCK && L.inner == 1) {
+    r.ok = true;
+    if (L.block < K) {
+      r.single = false;
+      r.block = L.block;
+      r.blocks = static_cast<size_t>(L.blocks);
+    }
+  }
+  return r;
+}
+
+// The packed weights of the f32 and int8 kernels (layout in kernels/wo/wo.hpp).
+struct PackedWeights {
+  kern::WoPanelArgs base;  // everything but the pointers
+  size_t panels = 0;
+  size_t code_bytes = 0;    // per panel
+  size_t param_blocks = 0;  // per panel and feature
+  size_t panel_stride = 0;  // bytes: codes, scales, zero points
+  bool has_zps = false;
+  std::vector<uint8_t> data;
+
+  kern::WoPanelArgs panel(size_t p) const noexcept {
+    kern::WoPanelArgs a = base;
+    const uint8_t *at = data.data() + p * panel_stride;
+    a.codes = at;
+    a.scales = reinterpret_cast<const float *>(at + code_bytes);
+    a.zps = has_zps ? at + code_bytes + 4 * param_blocks * P : nullptr;
+    return a;
+  }
+};
+
+// The int8 mode's unit structure for K and the weights' blocks: whether the kernels take it.
+bool int8_units(const RowBlocks &rb, int64_t K, kern::WoPanelArgs &a) {
+  const size_t chunks = (static_cast<size_t>(K) + 63) / 64;
+  a.chunks = chunks;
+  size_t units;
+  if (rb.single) {
+    a.unit_chunks = chunks;
+    a.half_units = false;
+    units = 1;
+  } else if (rb.block == 32) {
+    a.unit_chunks = 1;
+    a.half_units = true;
+    units = chunks;
+  } else if (rb.block % 64 == 0) {
+    a.unit_chunks = static_cast<size_t>(rb.block / 64);
+    a.half_units = false;
+    units = (chunks + a.unit_chunks - 1) / a.unit_chunks;
+  } else {
+    return false;
+  }
+  const size_t u0 = (units - 1) * a.unit_chunks * 64;
+  const size_t lanes = (static_cast<size_t>(K) - u0 + 3) / 4;
+  a.last_unit_lanes = lanes >= 16 ? 0xFFFFu : (1u << lanes) - 1u;
+  return true;
+}
+
+class PreparedWeightOnly final : public Prepared {
+ public:
+  PreparedWeightOnly(const Context &ctx, const Tensor &w, const Tensor *bias, int64_t mode)
+      : Prepared(QNT_PREPARED_LINEAR_WEIGHT_ONLY, ctx.isa()),
+        mode_(mode),
+        ks_(&ctx.kernels()),
+        N_(w.dims()[0]),
+        K_(w.dims()[1]),
+        bias_(bias) {
+    const ref::QuantSpec spec = quantized_spec(w, "w");
+    const RowBlocks rb = row_blocks(spec.layout, K_);
+    const qnt_dtype dt = w.dtype();
+    const bool four_bit = dt == QNT_DTYPE_I4 || dt == QNT_DTYPE_U4 || dt == QNT_DTYPE_NF4;
+    if (mode_ == QNT_WEIGHT_ONLY_INT8_ACT) {
+      if (!(four_bit || dt == QNT_DTYPE_I8 || dt == QNT_DTYPE_U8))
+        fail(QNT_ERR_UNSUPPORTED, "the int8-activation mode takes i4, u4, NF4, i8 or u8 weights, not ",
+             w.info().name);
+      if (!rb.ok && K_ > 0)
+        fail(QNT_ERR_UNSUPPORTED,
+             "the int8-activation mode takes weight qparams per tensor, per output feature (axis 0) "
+             "or per block along K (axis 1)");
+      act_block_ = rb.single ? std::max<int64_t>(K_, 1) : rb.block;
+      act_blocks_ = rb.blocks;
+    }
+    const kern::WoKernels *wo = ks_->wo;
+    bool packed = false;
+    if (wo != nullptr && K_ > 0 && rb.ok) {
+      if (mode_ == QNT_WEIGHT_ONLY_F32 && four_bit && (rb.single || rb.block % 16 == 0)) {
+        pack(w, spec, rb, false);
+        path_ = Path::PackedF32;
+        packed = true;
+      } else if (mode_ == QNT_WEIGHT_ONLY_INT8_ACT && int8_units(rb, K_, pw_.base)) {
+        pack(w, spec, rb, true);
+        path_ = Path::PackedInt8;
+        packed = true;
+      }
+    }
+    if (!packed) {
+      path_ = mode_ == QNT_WEIGHT_ONLY_INT8_ACT ? Path::ReferenceInt8
+              : (wo != nullptr && K_ > 0)       ? Path::DequantizeDot
+                                                : Path::Reference;
+      w_ = std::make_unique<Tensor>(w.dtype(), w.shape(), w.rank(), w.qparams(),
+                                    Tensor::Storage::Copy, const_cast<uint8_t *>(w.data()),
+                                    w.byte_size());
+      spec_ = quantized_spec(*w_, "w");
+    }
+  }
+
+  size_t packed_size() const noexcept override {
+    return pw_.data.size() + (w_ ? w_->byte_size() + 8 * w_->qparams()->count() : 0) +
+           bias_.bytes();
+  }
+
+  void run(const Context &ctx, const Tensor &x, Tensor &y) const override {
+    require_float(x, "x");
+    require_float(y, "y");
+    const int64_t R = linear_io(x, K_, N_, y);
+    if (y.element_count() == 0) return;
+    const auto *xs = reinterpret_cast<const float *>(x.data());
+    auto *out = reinterpret_cast<float *>(y.data());
+    const auto rows = static_cast<size_t>(R);
+    switch (path_) {
+      case Path::PackedF32:
+        return run_packed(ctx, rows, [&](const kern::WoPanelArgs &a, size_t m0, size_t n,
+                                         float *o) {
+          ks_->wo->f32(a, xs + m0 * static_cast<size_t>(K_), static_cast<size_t>(K_), n, o);
+        }, out);
+      case Path::PackedInt8:
+        return run_int8(ctx, xs, rows, out);
+      case Path::DequantizeDot:
+        return run_dequantize_dot(ctx, xs, rows, out);
+      case Path::ReferenceInt8:
+        return run_reference_int8(ctx, xs, rows, out);
+      default:
+        return run_reference(ctx, xs, rows, out);
+    }
+  }
+
+ private:
+  enum class Path { Reference, ReferenceInt8, DequantizeDot, PackedF32, PackedInt8 };
+
+  float bias_at(size_t n) const noexcept { return bias_.f32[n]; }
+  void put(float *out, size_t r, size_t n, float d) const noexcept {
+    out[r * static_cast<size_t>(N_) + n] = bias_.present ? d + bias_at(n) : d;
+  }
+
+  // Packs w for the kernels: codes, then the scales and zero points of each panel.
+  void pack(const Tensor &w, const ref::QuantSpec &spec, const RowBlocks &rb, bool int8) {
+    kern::WoPanelArgs &a = pw_.base;
+    const qnt_dtype dt = w.dtype();
+    a.code = dt == QNT_DTYPE_NF4 ? WoCode::NF4
+             : (dt == QNT_DTYPE_I8 || dt == QNT_DTYPE_U8) ? WoCode::Byte
+                                                          : WoCode::Int4;
+    a.K = K_;
+    const auto K = static_cast<size_t>(K_), N = static_cast<size_t>(N_);
+    const bool bytes = a.code == WoCode::Byte;
+    const size_t kp = round_up(K, bytes ? 64 : 128);  // padded K
+    a.block = rb.single ? static_cast<int64_t>(kp) : rb.block;
+    if (!int8) a.chunks = (K + 63) / 64;
+    pw_.panels = (N + P - 1) / P;
+    pw_.code_bytes = kp / (bytes ? 1 : 2) * P;
+    pw_.param_blocks = rb.blocks + (int8 && a.half_units ? rb.blocks % 2 : 0);
+    // The zero point each (feature, block) needs in the kernels' terms (see wo.hpp).
+    const int32_t offset = dt == QNT_DTYPE_I4 ? 8 : dt == QNT_DTYPE_I8 ? 128 : 0;
+    const bool has_zp = a.code != WoCode::NF4;
+    auto zp_at = [&](size_t n, size_t j) {
+      const size_t g = spec.layout.group_of(n * K + j * static_cast<size_t>(rb.single ? 0 : rb.block));
+      return spec.zero_points[g] + offset;
+    };
+    auto scale_at = [&](size_t n, size_t j) {
+      const size_t g = spec.layout.group_of(n * K + j * static_cast<size_t>(rb.single ? 0 : rb.block));
+      const float s = spec.scales[g];
+      return int8 && a.code == WoCode::NF4 ? s / 127.0f : s;
+    };
+    a.zp_const = has_zp ? zp_at(0, 0) : 0;
+    pw_.has_zps = false;
+    for (size_t n = 0; n < N && has_zp; ++n)
+      for (size_t j = 0; j < rb.blocks; ++j)
+        if (zp_at(n, j) != a.zp_const) pw_.has_zps = true;
+    pw_.panel_stride = round_up(pw_.code_bytes + pw_.param_blocks * P * (4 + (pw_.has_zps ? 1 : 0)), 64);
+    pw_.data.assign(pw_.panels * pw_.panel_stride, 0);
+    std::vector<uint8_t> codes(kp);
+    const uint8_t *src = w.data();
+    for (size_t n = 0; n < N; ++n) {
+      uint8_t *panel = pw_.data.data() + (n / P) * pw_.panel_stride;
+      const size_t p = n % P;
+      // The row's codes, one byte each: i4 offset by 8, u8 made s8.
+      std::fill(codes.begin(), codes.end(), uint8_t{0});
+      if (!bytes && K % 2 == 0) {
+        const uint8_t *row = src + n * K / 2;
+        const uint8_t flip = dt == QNT_DTYPE_I4 ? 0x88 : 0x00;
+        for (size_t i = 0; i < K / 2; ++i) {
+          const auto b = static_cast<uint8_t>(row[i] ^ flip);
+          codes[2 * i] = b & 15;
+          codes[2 * i + 1] = b >> 4;
+        }
+      } else if (bytes) {
+        const uint8_t flip = dt == QNT_DTYPE_U8 ? 0x80 : 0x00;
+        const uint8_t *row = src + n * K;
+        for (size_t k = 0; k < K; ++k) codes[k] = static_cast<uint8_t>(row[k] ^ flip);
+      } else {
+        for (size_t k = 0; k < K; ++k) {
+          const int32_t q = ref::load_element(src, n * K + k, 4, dt == QNT_DTYPE_I4);
+          codes[k] = static_cast<uint8_t>(dt == QNT_DTYPE_I4 ? q + 8 : q);
+        }
+      }
+      if (bytes) {
+        for (size_t c = 0; c < kp / 64; ++c)
+          std::memcpy(panel + (c * P + p) * 64, codes.data() + 64 * c, 64);
+      } else {
+        for (size_t g = 0; g < kp / 128; ++g) {
+          uint8_t *dst = panel + (g * P + p) * 64;
+          const uint8_t *cg = codes.data() + 128 * g;
+          for (size_t i = 0; i < 64; ++i) dst[i] = static_cast<uint8_t>(cg[i] | (cg[64 + i] << 4));
+        }
+      }
+      auto *scales = reinterpret_cast<float *>(panel + pw_.code_bytes);
+      uint8_t *zps = panel + pw_.code_bytes + 4 * pw_.param_blocks * P;
+      for (size_t j = 0; j < rb.blocks; ++j) {
+        scales[j * P + p] = scale_at(n, j);
+        if (pw_.has_zps) zps[j * P + p] = static_cast<uint8_t>(zp_at(n, j));
+      }
+    }
+  }
+
+  // body(panel args, first row, rows, out[rows][P]) over panels on the context's threads, and
+  // the results (plus the bias) into y.
+  template <class Body>
+  void run_packed(const Context &ctx, size_t rows, Body &&body, float *out) const {
+    const size_t N = static_cast<size_t>(N_);
+    const size_t grain = std::max<size_t>(1, (size_t{1} << 15) / (static_cast<size_t>(K_) * P * std::min<size_t>(rows, 16)));
+    parallel_for(ctx.threads(), pw_.panels, grain, [&](size_t p0, size_t p1) {
+      float o[kWoMaxRows * P];
+      for (size_t pn = p0; pn < p1; ++pn) {
+        const kern::WoPanelArgs a = pw_.panel(pn);
+        for (size_t m0 = 0; m0 < rows; m0 += kWoMaxRows) {
+          const size_t n = std::min<size_t>(kWoMaxRows, rows - m0);
+          body(a, m0, n, o);
+          for (size_t r = 0; r < n; ++r)
+            for (size_t p = 0; p < P && pn * P + p < N; ++p) put(out, m0 + r, pn * P + p, o[r * P + p]);
+        }
+      }
+    });
+  }
+
+  void run_int8(const Context &ctx, const float *xs, size_t rows, float *out) const {
+    const kern::WoPanelArgs &a = pw_.base;
+    const size_t qstride = a.chunks * 64;
+    const size_t units = a.half_units ? a.chunks : (a.chunks + a.unit_chunks - 1) / a.unit_chunks;
+    const size_t ustride = units * 16;
+    const size_t nb = act_blocks_;
+    const size_t bytes = rows * (qstride + 8 * ustride) + (nb * 8);
+    Scratch scratch(ctx, bytes + 64);
+    uint8_t *base = scratch.data();
+    auto *sxv = reinterpret_cast<float *>(base);
+    auto *sums = reinterpret_cast<int32_t *>(base + rows * ustride * 4);
+    auto *qx = reinterpret_cast<int8_t *>(base + rows * ustride * 8);
+    const std::vector<int32_t> zeros(nb, 0);
+    const size_t grain = std::max<size_t>(1, 16384 / static_cast<size_t>(K_));
+    const size_t workers = parallel_workers(ctx.threads(), rows, grain);
+    std::vector<float> sx(workers * nb);
+    parallel_for_workers(ctx.threads(), rows, grain, [&](size_t r0, size_t r1, size_t t) {
+      for (size_t r = r0; r < r1; ++r)
+        prepare_row(xs + r * static_cast<size_t>(K_), qx + r * qstride, sxv + r * ustride,
+                    sums + r * ustride, sx.data() + t * nb, zeros.data());
+    });
+    run_packed(ctx, rows, [&](const kern::WoPanelArgs &pa, size_t m0, size_t n, float *o) {
+      kern::WoActs acts;
+      acts.qx = qx + m0 * qstride;
+      acts.qx_stride = qstride;
+      acts.sxv = sxv + m0 * ustride;
+      acts.sums = sums + m0 * ustride;
+      acts.unit_stride = ustride;
+      ks_->wo->int8(pa, acts, n, o);
+    }, out);
+  }
+
+  // The int8 mode's activations of one row: qx (zero past K), and per unit and lane the
+  // activation scale and the sum of qx.
+  void prepare_row(const float *x, int8_t *qx, float *sxv, int32_t *sums, float *sx,
+                   const int32_t *zeros) const {
+    const kern::WoPanelArgs &a = pw_.base;
+    const auto K = static_cast<size_t>(K_);
+    const auto B = static_cast<size_t>(act_block_);
+    const size_t nb = act_blocks_;
+    for (size_t j = 0; j < nb; ++j) {
+      const size_t k1 = std::min(K, (j + 1) * B);
+      float m = 0.0f;
+      bool finite = true;
+      for (size_t k = j * B; k < k1; ++k) {
+        const float v = std::fabs(x[k]);
+        finite = finite && v <= std::numeric_limits<float>::max();
+        m = std::max(m, v);
+      }
+      sx[j] = finite ? m / 127.0f : std::numeric_limits<float>::quiet_NaN();
+    }
+    kern::Format f;
+    f.dtype = QNT_DTYPE_I8;
+    f.code = ref::Code::Integer;
+    f.bits = 8;
+    f.is_signed = true;
+    f.qmin = -127;
+    f.qmax = 127;
+    f.block = B;
+    ks_->quantize[QNT_DTYPE_I8][nb == 1 ? kern::kShared : kern::kBlocked](
+        x, reinterpret_cast<uint8_t *>(qx), 0, K, sx, zeros, f);
+    for (size_t j = 0; j < nb; ++j)
+      if (!(sx[j] > 0.0f))  // 0 or NaN: the block's qx are 0
+        std::memset(qx + j * B, 0, std::min(K, (j + 1) * B) - j * B);
+    std::memset(qx + K, 0, a.chunks * 64 - K);
+    const size_t units = a.half_units ? a.chunks : (a.chunks + a.unit_chunks - 1) / a.unit_chunks;
+    std::memset(sums, 0, units * 16 * sizeof(int32_t));
+    for (size_t c = 0; c < a.chunks; ++c) {
+      int32_t *su = sums + (c / a.unit_chunks) * 16;
+      const int8_t *q = qx + 64 * c;
+      for (size_t i = 0; i < 64; ++i) su[i / 4] += q[i];
+    }
+    for (size_t u = 0; u < units; ++u)
+      for (size_t l = 0; l < 16; ++l) {
+        const size_t j = a.half_units ? 2 * u + l / 8 : u;
+        sxv[u * 16 + l] = j < nb ? sx[j] : 0.0f;
+      }
+  }
+
+  void run_dequantize_dot(const Context &ctx, const float *xs, size_t rows, float *out) const {
+    const auto k = static_cast<size_t>(K_), n_count = static_cast<size_t>(N_);
+    const kern::Format f = format_of(spec_, w_->dtype());
+    const size_t grain = std::max<size_t>(1, 4096 / std::max<size_t>(k, 1));
+    const size_t workers = parallel_workers(ctx.threads(), n_count, grain);
+    std::vector<std::vector<float>> wrow(workers, std::vector<float>(k + rows));
+    parallel_for_workers(ctx.threads(), n_count, grain, [&](size_t n0, size_t n1, size_t t) {
+      float *wr = wrow[t].data();
+      float *d = wr + k;
+      for (size_t n = n0; n < n1; ++n) {
+        dequantize_range(*ks_, spec_, f, w_->data(), wr, n * k, n * k + k);
+        ks_->wo->dot(xs, k, rows, wr, K_, d);
+        for (size_t r = 0; r < rows; ++r) put(out, r, n, d[r]);
+      }
+    });
+  }
+
+  void run_reference(const Context &ctx, const float *xs, size_t rows, float *out) const {
+    const auto k = static_cast<size_t>(K_), n_count = static_cast<size_t>(N_);
+    const size_t grain = std::max<size_t>(1, 4096 / std::max<size_t>(k, 1));
+    std::vector<std::vector<float>> wrow(parallel_workers(ctx.threads(), n_count, grain),
+                                         std::vector<float>(k));
+    // One output feature per step: its weights dequantized once, then dotted with every row.
+    parallel_for_workers(ctx.threads(), n_count, grain, [&](size_t n0, size_t n1, size_t t) {
+      float *wr = wrow[t].data();
+      for (size_t n = n0; n < n1; ++n) {
+        ref::dequantize(spec_, w_->data(), wr, n * k, n * k + k);
+        for (size_t r = 0; r < rows; ++r) put(out, r, n, ref::dot(xs + r * k, wr, K_));
+      }
+    });
+  }
+
+  // The int8 mode by the scalar rules of kernels/ref (ops_ref.hpp).
+  void run_reference_int8(const Context &ctx, const float *xs, size_t rows, float *out) const {
+    const auto k = static_cast<size_t>(K_), n_count = static_cast<size_t>(N_);
+    const size_t nb = act_blocks_;
+    const auto B = static_cast<size_t>(act_block_);
+    std::vector<int8_t> qx(rows * k);
+    std::vector<float> sx(rows * nb);
+    for (size_t r = 0; r < rows; ++r)
+      ref::act_quantize_blocks(xs + r * k, K_, act_block_, qx.data() + r * k, sx.data() + r * nb);
+    const bool nf4 = w_->dtype() == QNT_DTYPE_NF4;
+    const size_t grain = std::max<size_t>(1, 4096 / std::max<size_t>(k, 1));
+    const size_t workers = parallel_workers(ctx.threads(), n_count, grain);
+    std::vector<std::vector<int32_t>> vrow(workers, std::vector<int32_t>(k));
+    std::vector<std::vector<float>> swrow(workers, std::vector<float>(nb));
+    parallel_for_workers(ctx.threads(), n_count, grain, [&](size_t n0, size_t n1, size_t t) {
+      int32_t *v = vrow[t].data();
+      float *sw = swrow[t].data();
+      for (size_t n = n0; n < n1; ++n) {
+        for (size_t kk = 0; kk < k; ++kk) {
+          const size_t i = n * k + kk;
+          const size_t g = spec_.layout.group_of(i);
+          const int32_t q = ref::load_element(w_->data(), i, spec_.bits, spec_.is_signed);
+          v[kk] = nf4 ? ref::kNF4Int8[q & 15] : q - spec_.zero_points[g];
+          if (kk % B == 0) sw[kk / B] = nf4 ? spec_.scales[g] / 127.0f : spec_.scales[g];
+        }
+        for (size_t r = 0; r < rows; ++r)
+          put(out, r, n,
+              ref::dot_int8_act(qx.data() + r * k, sx.data() + r * nb, v, sw, K_, act_block_));
+      }
+    });
+  }
+
+  int64_t mode_;
+  const kern::KernelSet *ks_;
+  int64_t N_, K_;
+  Path path_ = Path::Reference;
+  int64_t act_block_ = 1;  // the int8 mode's activation block (B, or K)
+  size_t act_blocks_ = 1;
+  PackedWeights pw_;
+  std::unique_ptr<Tensor> w_;  // the user's layout, for the unpacked paths
+  ref::QuantSpec spec_;
+  Bias bias_;
+};
+
+void check_weight_only(const Tensor &w, const Tensor *bias) {
+  if (w.dtype() == QNT_DTYPE_I32)
+    fail(QNT_ERR_UNSUPPORTED, "w may not be i32 in the weight-only linear layer");
+  (void)quantized_spec(w, "w");
+  check_linear_weights(w, bias, false);
+}
+
+}  // namespace
+
+std::unique_ptr<Prepared> prepare_linear_weight_only(const Context &ctx, const Tensor &w,
+                                                     const Tensor *bias, const OpDesc &desc) {
+  desc.require_only(OpDesc::bit(QNT_OP_WEIGHT_ONLY_MODE), "the weight-only linear layer");
+  check_weight_only(w, bias);
+  return std::make_unique<PreparedWeightOnly>(ctx, w, bias, desc.get(QNT_OP_WEIGHT_ONLY_MODE));
+}
+
+void linear_weight_only(const Context &ctx, const Tensor &x, const Tensor &w, const Tensor *bias,
+                        Tensor &y) {
+  check_weight_only(w, bias);
+  check_linear_io(x, w, bias, y);
+  if (y.element_count() == 0) return;
+  PreparedWeightOnly(ctx, w, bias, QNT_WEIGHT_ONLY_F32).run(ctx, x, y);
+}
+
+}  // namespace qnt::ops
