@@ -45,15 +45,14 @@ inline int32_t zc_of(const WoPanelArgs &w, size_t blk, int p) noexcept {
 
 #if defined(__AVX512F__)
 
-// s[i] + s[i + 8], then + 4, + 2, + 1: ref::dot's pairwise sum of the 16 lanes.
+// s[i] + s[i + 8], then + 4, + 2, + 1: ref::dot's pairwise sum of the 16 lanes (once per
+// output, so in scalar code).
 inline float reduce16(__m512 v) noexcept {
-  const __m256 lo = _mm512_castps512_ps256(v);
-  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-  const __m256 a = _mm256_add_ps(lo, hi);
-  __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  b = _mm_add_ps(b, _mm_movehl_ps(b, b));
-  b = _mm_add_ss(b, _mm_shuffle_ps(b, b, 1));
-  return _mm_cvtss_f32(b);
+  float s[16];
+  _mm512_storeu_ps(s, v);
+  for (int width = 8; width >= 1; width /= 2)
+    for (int i = 0; i < width; ++i) s[i] = s[i] + s[i + width];
+  return s[0];
 }
 
 // The 16 dequantized values of feature p's block blk.

@@ -5,6 +5,7 @@
 
 #include "core/context.hpp"
 #include "core/tensor.hpp"
+#include "kernels/wo/wo.hpp"
 #include "ops/desc.hpp"
 
 #include <qnt/qnt.h>
@@ -31,6 +32,12 @@ class Prepared {
   qnt_prepared_kind kind_;
   qnt_isa isa_;
 };
+
+// The weight-only layer with the given kernels instead of the context's (null: the reference
+// paths), for the tests of kernels this machine cannot run (tests/cpp/test_wo_emulated.cpp).
+std::unique_ptr<Prepared> prepare_linear_weight_only_with(const Context &ctx, const Tensor &w,
+                                                          const Tensor *bias, int64_t mode,
+                                                          const kern::WoKernels *wo);
 
 std::unique_ptr<Prepared> prepare_matmul(const Context &ctx, const Tensor &b, const Tensor *bias,
                                          const OpDesc &desc);

@@ -114,10 +114,12 @@ bool int8_units(const RowBlocks &rb, int64_t K, kern::WoPanelArgs &a) {
 
 class PreparedWeightOnly final : public Prepared {
  public:
-  PreparedWeightOnly(const Context &ctx, const Tensor &w, const Tensor *bias, int64_t mode)
+  PreparedWeightOnly(const Context &ctx, const Tensor &w, const Tensor *bias, int64_t mode,
+                     const kern::WoKernels *wo)
       : Prepared(QNT_PREPARED_LINEAR_WEIGHT_ONLY, ctx.isa()),
         mode_(mode),
         ks_(&ctx.kernels()),
+        wo_(wo),
         N_(w.dims()[0]),
         K_(w.dims()[1]),
         bias_(bias) {
@@ -136,9 +138,8 @@ class PreparedWeightOnly final : public Prepared {
       act_block_ = rb.single ? std::max<int64_t>(K_, 1) : rb.block;
       act_blocks_ = rb.blocks;
     }
-    const kern::WoKernels *wo = ks_->wo;
     bool packed = false;
-    if (wo != nullptr && K_ > 0 && rb.ok) {
+    if (wo != nullptr && K_ > 0 && rb.ok) {  // (wo_ is wo)
       if (mode_ == QNT_WEIGHT_ONLY_F32 && four_bit && (rb.single || rb.block % 16 == 0)) {
         pack(w, spec, rb, false);
         path_ = Path::PackedF32;
@@ -177,7 +178,7 @@ class PreparedWeightOnly final : public Prepared {
       case Path::PackedF32:
         return run_packed(ctx, rows, [&](const kern::WoPanelArgs &a, size_t m0, size_t n,
                                          float *o) {
-          ks_->wo->f32(a, xs + m0 * static_cast<size_t>(K_), static_cast<size_t>(K_), n, o);
+          wo_->f32(a, xs + m0 * static_cast<size_t>(K_), static_cast<size_t>(K_), n, o);
         }, out);
       case Path::PackedInt8:
         return run_int8(ctx, xs, rows, out);
@@ -325,7 +326,7 @@ class PreparedWeightOnly final : public Prepared {
       acts.sxv = sxv + m0 * ustride;
       acts.sums = sums + m0 * ustride;
       acts.unit_stride = ustride;
-      ks_->wo->int8(pa, acts, n, o);
+      wo_->int8(pa, acts, n, o);
     }, out);
   }
 
@@ -387,7 +388,7 @@ class PreparedWeightOnly final : public Prepared {
       float *d = wr + k;
       for (size_t n = n0; n < n1; ++n) {
         dequantize_range(*ks_, spec_, f, w_->data(), wr, n * k, n * k + k);
-        ks_->wo->dot(xs, k, rows, wr, K_, d);
+        wo_->dot(xs, k, rows, wr, K_, d);
         for (size_t r = 0; r < rows; ++r) put(out, r, n, d[r]);
       }
     });
@@ -442,6 +443,7 @@ class PreparedWeightOnly final : public Prepared {
 
   int64_t mode_;
   const kern::KernelSet *ks_;
+  const kern::WoKernels *wo_;  // null: the reference paths
   int64_t N_, K_;
   Path path_ = Path::Reference;
   int64_t act_block_ = 1;  // the int8 mode's activation block (B, or K)
@@ -465,7 +467,8 @@ std::unique_ptr<Prepared> prepare_linear_weight_only(const Context &ctx, const T
                                                      const Tensor *bias, const OpDesc &desc) {
   desc.require_only(OpDesc::bit(QNT_OP_WEIGHT_ONLY_MODE), "the weight-only linear layer");
   check_weight_only(w, bias);
-  return std::make_unique<PreparedWeightOnly>(ctx, w, bias, desc.get(QNT_OP_WEIGHT_ONLY_MODE));
+  return std::make_unique<PreparedWeightOnly>(ctx, w, bias, desc.get(QNT_OP_WEIGHT_ONLY_MODE),
+                                              ctx.kernels().wo);
 }
 
 void linear_weight_only(const Context &ctx, const Tensor &x, const Tensor &w, const Tensor *bias,
@@ -473,7 +476,14 @@ void linear_weight_only(const Context &ctx, const Tensor &x, const Tensor &w, co
   check_weight_only(w, bias);
   check_linear_io(x, w, bias, y);
   if (y.element_count() == 0) return;
-  PreparedWeightOnly(ctx, w, bias, QNT_WEIGHT_ONLY_F32).run(ctx, x, y);
+  PreparedWeightOnly(ctx, w, bias, QNT_WEIGHT_ONLY_F32, ctx.kernels().wo).run(ctx, x, y);
+}
+
+std::unique_ptr<Prepared> prepare_linear_weight_only_with(const Context &ctx, const Tensor &w,
+                                                          const Tensor *bias, int64_t mode,
+                                                          const kern::WoKernels *wo) {
+  check_weight_only(w, bias);
+  return std::make_unique<PreparedWeightOnly>(ctx, w, bias, mode, wo);
 }
 
 }  // namespace qnt::ops

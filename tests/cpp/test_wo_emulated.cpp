@@ -1,0 +1,344 @@
+// The AVX-512 and AVX-512 VNNI weight-only kernels (kernels/wo/wo_x86.hpp) on any x86-64: their
+// source compiled over a scalar model of the AVX-512 intrinsics they use, so that their logic
+// (the packed layouts, block and unit boundaries, masks, row and K tails, the zero-point
+// corrections) is tested on machines without AVX-512 too; where AVX-512 runs, test_weight_only
+// runs the real instructions. Each model follows Intel's pseudo-code of its instruction. The
+// layers built with the emulated kernels are checked against the reference paths bit for bit.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace emu {
+struct V {
+  uint8_t b[64];
+};
+using Mask = uint16_t;
+inline float f32(const V &v, int i) {
+  float x;
+  std::memcpy(&x, v.b + 4 * i, 4);
+  return x;
+}
+inline void putf(V &v, int i, float x) { std::memcpy(v.b + 4 * i, &x, 4); }
+inline uint32_t u32(const V &v, int i) {
+  uint32_t x;
+  std::memcpy(&x, v.b + 4 * i, 4);
+  return x;
+}
+inline void put32(V &v, int i, uint32_t x) { std::memcpy(v.b + 4 * i, &x, 4); }
+inline uint16_t u16(const V &v, int i) {
+  uint16_t x;
+  std::memcpy(&x, v.b + 2 * i, 2);
+  return x;
+}
+inline void put16(V &v, int i, uint16_t x) { std::memcpy(v.b + 2 * i, &x, 2); }
+inline V zero() { return V{}; }
+inline V loadu(const void *p) {
+  V v;
+  std::memcpy(v.b, p, 64);
+  return v;
+}
+inline void storeu_ps(float *p, V v) { std::memcpy(p, v.b, 64); }
+// Masked-off lanes are neither read nor written (the real instruction does not fault there).
+inline V maskz_loadu_ps(Mask k, const float *p) {
+  V v{};
+  for (int i = 0; i < 16; ++i)
+    if (k & (1u << i)) putf(v, i, p[i]);
+  return v;
+}
+inline V set1_ps(float x) {
+  V v;
+  for (int i = 0; i < 16; ++i) putf(v, i, x);
+  return v;
+}
+inline V set1_epi32(int32_t x) {
+  V v;
+  for (int i = 0; i < 16; ++i) put32(v, i, static_cast<uint32_t>(x));
+  return v;
+}
+inline V set1_epi8(char x) {
+  V v;
+  std::memset(v.b, static_cast<unsigned char>(x), 64);
+  return v;
+}
+inline V setr_epi32(int a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7, int a8, int a9,
+                    int a10, int a11, int a12, int a13, int a14, int a15) {
+  const int a[16] = {a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15};
+  V v;
+  for (int i = 0; i < 16; ++i) put32(v, i, static_cast<uint32_t>(a[i]));
+  return v;
+}
+inline V cvtepu8_epi32(__m128i x) {
+  uint8_t b[16];
+  std::memcpy(b, &x, 16);
+  V v;
+  for (int i = 0; i < 16; ++i) put32(v, i, b[i]);
+  return v;
+}
+inline V broadcast_i32x4(__m128i x) {
+  V v;
+  for (int i = 0; i < 4; ++i) std::memcpy(v.b + 16 * i, &x, 16);
+  return v;
+}
+inline V srli_epi32(V v, unsigned n) {
+  for (int i = 0; i < 16; ++i) put32(v, i, n > 31 ? 0 : u32(v, i) >> n);
+  return v;
+}
+inline V srli_epi16(V v, unsigned n) {
+  for (int i = 0; i < 32; ++i) put16(v, i, static_cast<uint16_t>(n > 15 ? 0 : u16(v, i) >> n));
+  return v;
+}
+// VPERMPS: lane i takes a[idx[i] & 15].
+inline V permutexvar_ps(V idx, V a) {
+  V r;
+  for (int i = 0; i < 16; ++i) putf(r, i, f32(a, static_cast<int>(u32(idx, i) & 15)));
+  return r;
+}
+// VPSHUFB: within each 128-bit lane, byte j takes a[lane][b[j] & 15], or 0 when b[j] has bit 7.
+inline V shuffle_epi8(V a, V b) {
+  V r;
+  for (int j = 0; j < 64; ++j)
+    r.b[j] = (b.b[j] & 0x80) ? 0 : a.b[(j / 16) * 16 + (b.b[j] & 15)];
+  return r;
+}
+inline V and_si512(V a, V b) {
+  for (int j = 0; j < 64; ++j) a.b[j] &= b.b[j];
+  return a;
+}
+inline V xor_si512(V a, V b) {
+  for (int j = 0; j < 64; ++j) a.b[j] ^= b.b[j];
+  return a;
+}
+inline V sub_epi32(V a, V b) {
+  for (int i = 0; i < 16; ++i) put32(a, i, u32(a, i) - u32(b, i));
+  return a;
+}
+inline V mullo_epi32(V a, V b) {
+  for (int i = 0; i < 16; ++i) put32(a, i, u32(a, i) * u32(b, i));
+  return a;
+}
+inline V cvtepi32_ps(V a) {
+  for (int i = 0; i < 16; ++i) putf(a, i, static_cast<float>(static_cast<int32_t>(u32(a, i))));
+  return a;
+}
+inline V mul_ps(V a, V b) {
+  for (int i = 0; i < 16; ++i) putf(a, i, f32(a, i) * f32(b, i));
+  return a;
+}
+// VFMADD with the mask applied to the addend: lanes off keep c.
+inline V mask3_fmadd_ps(V a, V b, V c, Mask k) {
+  for (int i = 0; i < 16; ++i)
+    if (k & (1u << i)) putf(c, i, std::fma(f32(a, i), f32(b, i), f32(c, i)));
+  return c;
+}
+inline V mask_mov_ps(V src, Mask k, V a) {
+  for (int i = 0; i < 16; ++i)
+    if (k & (1u << i)) putf(src, i, f32(a, i));
+  return src;
+}
+inline V mask_set1_epi32(V src, Mask k, int32_t x) {
+  for (int i = 0; i < 16; ++i)
+    if (k & (1u << i)) put32(src, i, static_cast<uint32_t>(x));
+  return src;
+}
+// VPDPBUSD: per lane, four u8 (a) x s8 (b) products added to src, wrapping.
+inline V dpbusd(V src, V a, V b) {
+  V r;
+  for (int i = 0; i < 16; ++i) {
+    uint32_t s = u32(src, i);
+    for (int j = 0; j < 4; ++j)
+      s += static_cast<uint32_t>(static_cast<int32_t>(a.b[4 * i + j]) *
+                                 static_cast<int32_t>(static_cast<int8_t>(b.b[4 * i + j])));
+    put32(r, i, s);
+  }
+  return r;
+}
+}  // namespace emu
+
+// Some of these are macros when not optimizing.
+#undef __m512
+#undef __m512i
+#undef __mmask16
+#define __m512 emu::V
+#define __m512i emu::V
+#define __mmask16 emu::Mask
+#undef _mm512_setzero_ps
+#define _mm512_setzero_ps emu::zero
+#undef _mm512_setzero_si512
+#define _mm512_setzero_si512 emu::zero
+#undef _mm512_loadu_ps
+#define _mm512_loadu_ps emu::loadu
+#undef _mm512_loadu_si512
+#define _mm512_loadu_si512 emu::loadu
+#undef _mm512_storeu_ps
+#define _mm512_storeu_ps emu::storeu_ps
+#undef _mm512_maskz_loadu_ps
+#define _mm512_maskz_loadu_ps emu::maskz_loadu_ps
+#undef _mm512_set1_ps
+#define _mm512_set1_ps emu::set1_ps
+#undef _mm512_set1_epi32
+#define _mm512_set1_epi32 emu::set1_epi32
+#undef _mm512_set1_epi8
+#define _mm512_set1_epi8 emu::set1_epi8
+#undef _mm512_setr_epi32
+#define _mm512_setr_epi32 emu::setr_epi32
+#undef _mm512_cvtepu8_epi32
+#define _mm512_cvtepu8_epi32 emu::cvtepu8_epi32
+#undef _mm512_broadcast_i32x4
+#define _mm512_broadcast_i32x4 emu::broadcast_i32x4
+#undef _mm512_srli_epi32
+#define _mm512_srli_epi32 emu::srli_epi32
+#undef _mm512_srli_epi16
+#define _mm512_srli_epi16 emu::srli_epi16
+#undef _mm512_permutexvar_ps
+#define _mm512_permutexvar_ps emu::permutexvar_ps
+#undef _mm512_shuffle_epi8
+#define _mm512_shuffle_epi8 emu::shuffle_epi8
+#undef _mm512_and_si512
+#define _mm512_and_si512 emu::and_si512
+#undef _mm512_xor_si512
+#define _mm512_xor_si512 emu::xor_si512
+#undef _mm512_sub_epi32
+#define _mm512_sub_epi32 emu::sub_epi32
+#undef _mm512_mullo_epi32
+#define _mm512_mullo_epi32 emu::mullo_epi32
+#undef _mm512_cvtepi32_ps
+#define _mm512_cvtepi32_ps emu::cvtepi32_ps
+#undef _mm512_mul_ps
+#define _mm512_mul_ps emu::mul_ps
+#undef _mm512_mask3_fmadd_ps
+#define _mm512_mask3_fmadd_ps emu::mask3_fmadd_ps
+#undef _mm512_mask_mov_ps
+#define _mm512_mask_mov_ps emu::mask_mov_ps
+#undef _mm512_mask_set1_epi32
+#define _mm512_mask_set1_epi32 emu::mask_set1_epi32
+#undef _mm512_dpbusd_epi32
+#define _mm512_dpbusd_epi32 emu::dpbusd
+#if !defined(__AVX512F__)
+#define __AVX512F__ 1
+#define QNT_TEST_DEFINED_F
+#endif
+#if !defined(__AVX512VNNI__)
+#define __AVX512VNNI__ 1
+#define QNT_TEST_DEFINED_VNNI
+#endif
+#include "kernels/wo/wo_x86.hpp"
+#if defined(QNT_TEST_DEFINED_F)
+#undef __AVX512F__
+#endif
+#if defined(QNT_TEST_DEFINED_VNNI)
+#undef __AVX512VNNI__
+#endif
+
+#include "capi/boundary.hpp"
+#include "core/context.hpp"
+#include "ops/prepared.hpp"
+
+#include <gtest/gtest.h>
+#include <qnt/qnt.h>
+
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+// The f32 kernel with 16-entry vpermps, and the int8 kernel with vpdpbusd.
+const qnt::kern::WoKernels kEmulated{"emulated_avx512_vnni", &qnt::kern::wo::f32_512,
+                                     &qnt::kern::wo::int8_vnni, &qnt::kern::wo::dot512};
+
+struct H {
+  qnt_tensor *t = nullptr;
+  qnt_qparams *q = nullptr;
+  H() = default;
+  H(const H &) = delete;
+  H &operator=(const H &) = delete;
+  ~H() {
+    qnt_tensor_destroy(t);
+    qnt_qparams_destroy(q);
+  }
+};
+
+bool same(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return std::memcmp(&a, &b, 4) == 0;
+}
+
+void check(std::mt19937 &rng, qnt_dtype d, qnt_granularity g, int64_t block, bool affine,
+           int64_t M, int64_t N, int64_t K, int64_t mode) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(N * K)), x(static_cast<size_t>(M * K));
+  for (auto &v : w) v = 0.05f * normal(rng);
+  for (auto &v : x) v = normal(rng);
+  if (M > 1) x[static_cast<size_t>(K + K / 2)] = std::numeric_limits<float>::quiet_NaN();
+  if (M > 2)
+    for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(2 * K + k)] = 0.0f;
+  const int64_t ws[2] = {N, K}, xs[2] = {M, K}, ys[2] = {M, N};
+  H tw, wq, tx, y1, y2;
+  ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_F32, ws, 2, nullptr, w.data(), 4 * w.size(), &tw.t), QNT_OK);
+  if (d == QNT_DTYPE_NF4) {
+    ASSERT_EQ(qnt_calibrate_codebook(nullptr, tw.t, d, g, 1, block, &wq.q), QNT_OK);
+  } else {
+    ASSERT_EQ(qnt_calibrate_minmax(nullptr, tw.t, d, affine ? QNT_SCHEME_AFFINE : QNT_SCHEME_SYMMETRIC,
+                                   g, g == QNT_GRANULARITY_PER_AXIS ? 0 : 1, block, &wq.q),
+              QNT_OK);
+  }
+  ASSERT_EQ(qnt_tensor_create(d, ws, 2, wq.q, &wq.t), QNT_OK);
+  ASSERT_EQ(qnt_quantize(nullptr, tw.t, wq.t), QNT_OK);
+  ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_F32, xs, 2, nullptr, x.data(), 4 * x.size(), &tx.t), QNT_OK);
+  ASSERT_EQ(qnt_tensor_create(QNT_DTYPE_F32, ys, 2, nullptr, &y1.t), QNT_OK);
+  ASSERT_EQ(qnt_tensor_create(QNT_DTYPE_F32, ys, 2, nullptr, &y2.t), QNT_OK);
+  qnt::Context ctx;
+  ctx.requested_threads = 1 + static_cast<int>(N % 2);
+  const qnt::Tensor &tw8 = qnt::capi::tensor_of(wq.t, "w");
+  const qnt::Tensor &txx = qnt::capi::tensor_of(tx.t, "x");
+  auto ref = qnt::ops::prepare_linear_weight_only_with(ctx, tw8, nullptr, mode, nullptr);
+  auto emu = qnt::ops::prepare_linear_weight_only_with(ctx, tw8, nullptr, mode, &kEmulated);
+  ref->run(ctx, txx, qnt::capi::tensor_of(y1.t, "y"));
+  emu->run(ctx, txx, qnt::capi::tensor_of(y2.t, "y"));
+  std::vector<float> a(static_cast<size_t>(M * N)), b(a.size());
+  ASSERT_EQ(qnt_tensor_copy_to(y1.t, a.data(), 4 * a.size()), QNT_OK);
+  ASSERT_EQ(qnt_tensor_copy_to(y2.t, b.data(), 4 * b.size()), QNT_OK);
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(same(a[i], b[i])) << qnt_dtype_name(d) << " gran " << g << " block " << block
+                                  << " M " << M << " N " << N << " K " << K << " mode " << mode
+                                  << " at " << i << ": " << b[i] << " vs " << a[i];
+  }
+}
+
+TEST(WoEmulatedAvx512, KernelsMatchTheReference) {
+  std::mt19937 rng(5);
+  struct F {
+    qnt_dtype d;
+    qnt_granularity g;
+    int64_t block;
+    bool affine;
+  };
+  const F f32_formats[] = {{QNT_DTYPE_I4, QNT_GRANULARITY_PER_BLOCK, 32, false},
+                           {QNT_DTYPE_U4, QNT_GRANULARITY_PER_BLOCK, 64, true},
+                           {QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 16, false},
+                           {QNT_DTYPE_U4, QNT_GRANULARITY_PER_AXIS, 0, true}};
+  const F int8_formats[] = {{QNT_DTYPE_I4, QNT_GRANULARITY_PER_BLOCK, 32, false},
+                            {QNT_DTYPE_U4, QNT_GRANULARITY_PER_BLOCK, 32, true},
+                            {QNT_DTYPE_U4, QNT_GRANULARITY_PER_BLOCK, 128, true},
+                            {QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 64, false},
+                            {QNT_DTYPE_I8, QNT_GRANULARITY_PER_AXIS, 0, false},
+                            {QNT_DTYPE_U8, QNT_GRANULARITY_PER_BLOCK, 64, true},
+                            {QNT_DTYPE_I8, QNT_GRANULARITY_PER_BLOCK, 256, true}};
+  for (int64_t K : {int64_t{1}, int64_t{31}, int64_t{32}, int64_t{33}, int64_t{127}, int64_t{128},
+                    int64_t{129}, int64_t{300}}) {
+    for (const F &f : f32_formats)
+      for (int64_t M : {int64_t{1}, int64_t{3}, int64_t{6}})
+        check(rng, f.d, f.g, f.block, f.affine, M, 1 + K % 9, K, QNT_WEIGHT_ONLY_F32);
+    for (const F &f : int8_formats)
+      for (int64_t M : {int64_t{1}, int64_t{3}, int64_t{6}})
+        check(rng, f.d, f.g, f.block, f.affine, M, 1 + K % 9, K, QNT_WEIGHT_ONLY_INT8_ACT);
+  }
+}
+
+}  // namespace
+
+#endif  // __x86_64__
