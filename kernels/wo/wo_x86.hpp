@@ -22,6 +22,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace qnt::kern {
@@ -37,6 +38,11 @@ alignas(16) constexpr uint8_t kNF4U8[16] = {1,   40,  61,  78,  92,  105, 116, 1
 inline uint32_t mask_of(size_t left) noexcept {
   return left >= 16 ? 0xFFFFu : (1u << left) - 1u;
 }
+
+inline const uint8_t *chunk_at(const WoPanelArgs &w, size_t t) noexcept {
+  return w.codes + (t >> 3) * P * 64 + 16 * (t & 3);
+}
+inline int chunk_shift(size_t t) noexcept { return ((t >> 2) & 1) ? 4 : 0; }
 
 inline int32_t zc_of(const WoPanelArgs &w, size_t blk, int p) noexcept {
   return w.zps != nullptr ? static_cast<int32_t>(w.zps[blk * P + static_cast<size_t>(p)])
@@ -64,41 +70,48 @@ inline __m512 lut512(const WoPanelArgs &w, size_t blk, int p) noexcept {
   return _mm512_mul_ps(_mm512_cvtepi32_ps(v), s);
 }
 
+// The chunks of 16 elements in order of K: chunk t is in group t / 8, in the low (t / 4 even)
+// or high nibbles, at byte 16 (t % 4) of its feature's 64; blocks are runs of B / 16 chunks.
+// The main loop runs block by block over whole chunks without masks; the last, partial chunk
+// with them.
+
 template <int MR>
 void f32_rows512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) noexcept {
   __m512 acc[MR][P];
   for (int m = 0; m < MR; ++m)
     for (int p = 0; p < P; ++p) acc[m][p] = _mm512_setzero_ps();
-  __m512 lut[P];
-  size_t lut_blk[P];
-  for (int p = 0; p < P; ++p) {
-    lut[p] = _mm512_setzero_ps();
-    lut_blk[p] = ~size_t{0};
-  }
-  const auto K = static_cast<size_t>(w.K), B = static_cast<size_t>(w.block);
-  const size_t groups = (K + 127) / 128;
-  for (size_t g = 0; g < groups; ++g) {
-    const uint8_t *cg = w.codes + g * P * 64;
-    for (int h = 0; h < 2; ++h) {
-      for (int c = 0; c < 4; ++c) {
-        const size_t e = 128 * g + 64 * static_cast<size_t>(h) + 16 * static_cast<size_t>(c);
-        if (e >= K) break;
-        const auto mk = static_cast<__mmask16>(mask_of(K - e));
-        __m512 xv[MR];
-        for (int m = 0; m < MR; ++m) xv[m] = _mm512_maskz_loadu_ps(mk, x + m * ldx + e);
-        const size_t blk = e / B;
-        for (int p = 0; p < P; ++p) {
-          if (lut_blk[p] != blk) {
-            lut[p] = lut512(w, blk, p);
-            lut_blk[p] = blk;
-          }
-          __m512i idx = _mm512_cvtepu8_epi32(
-              _mm_loadu_si128(reinterpret_cast<const __m128i *>(cg + p * 64 + 16 * c)));
-          if (h) idx = _mm512_srli_epi32(idx, 4);
-          const __m512 wv = _mm512_permutexvar_ps(idx, lut[p]);
-          for (int m = 0; m < MR; ++m) acc[m][p] = _mm512_mask3_fmadd_ps(xv[m], wv, acc[m][p], mk);
-        }
+  const auto K = static_cast<size_t>(w.K);
+  const size_t cpb = static_cast<size_t>(w.block) / 16;  // chunks per block (>= 1)
+  const size_t whole = K / 16;
+  for (size_t t0 = 0, blk = 0; t0 < whole; t0 += cpb, ++blk) {
+    __m512 lut[P];
+    for (int p = 0; p < P; ++p) lut[p] = lut512(w, blk, p);
+    const size_t t1 = std::min(whole, t0 + cpb);
+    for (size_t t = t0; t < t1; ++t) {
+      const uint8_t *cp = chunk_at(w, t);
+      const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
+      __m512 xv[MR];
+      for (int m = 0; m < MR; ++m) xv[m] = _mm512_loadu_ps(x + m * ldx + 16 * t);
+      for (int p = 0; p < P; ++p) {
+        const __m512i idx = _mm512_srl_epi32(
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(cp + p * 64))), sh);
+        const __m512 wv = _mm512_permutexvar_ps(idx, lut[p]);
+        for (int m = 0; m < MR; ++m) acc[m][p] = _mm512_fmadd_ps(xv[m], wv, acc[m][p]);
       }
+    }
+  }
+  if (K % 16 != 0) {  // the last chunk, with masks
+    const size_t t = whole, blk = t / cpb;
+    const auto mk = static_cast<__mmask16>(mask_of(K - 16 * t));
+    const uint8_t *cp = chunk_at(w, t);
+    const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
+    __m512 xv[MR];
+    for (int m = 0; m < MR; ++m) xv[m] = _mm512_maskz_loadu_ps(mk, x + m * ldx + 16 * t);
+    for (int p = 0; p < P; ++p) {
+      const __m512i idx = _mm512_srl_epi32(
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(cp + p * 64))), sh);
+      const __m512 wv = _mm512_permutexvar_ps(idx, lut512(w, blk, p));
+      for (int m = 0; m < MR; ++m) acc[m][p] = _mm512_mask3_fmadd_ps(xv[m], wv, acc[m][p], mk);
     }
   }
   for (int m = 0; m < MR; ++m)
@@ -238,8 +251,12 @@ inline __m256i lanes8(size_t n) noexcept {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(n > 8 ? 8 : n)), iota);
 }
 
+// A block's 16 values: NF4 as a table (entries 0-7 and 8-15); the integer codes as their zero
+// point and scale, (float)(c - zc) * scale computed per element (the same two roundings as the
+// table would hold, without the two vpermps and the blend, which are the shuffle unit's
+// bottleneck on AVX2 machines).
 struct Lut256 {
-  __m256 a, b;  // entries 0-7 and 8-15
+  __m256 a, b;
 };
 
 inline Lut256 lut256(const WoPanelArgs &w, size_t blk, int p) noexcept {
@@ -247,73 +264,88 @@ inline Lut256 lut256(const WoPanelArgs &w, size_t blk, int p) noexcept {
   if (w.code == WoCode::NF4)
     return {_mm256_mul_ps(_mm256_loadu_ps(ref::kNF4Codebook), s),
             _mm256_mul_ps(_mm256_loadu_ps(ref::kNF4Codebook + 8), s)};
-  const __m256i z = _mm256_set1_epi32(zc_of(w, blk, p));
-  const __m256i lo = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i hi = _mm256_add_epi32(lo, _mm256_set1_epi32(8));
-  return {_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(lo, z)), s),
-          _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(hi, z)), s)};
+  return {_mm256_castsi256_ps(_mm256_set1_epi32(zc_of(w, blk, p))), s};
 }
 
+// idx: codes in the low 4 bits of each lane (NF4), or the codes alone (integers).
+template <bool NF4>
 inline __m256 lookup(const Lut256 &t, __m256i idx) noexcept {
+  if (!NF4)
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(idx, _mm256_castps_si256(t.a))), t.b);
   const __m256 lo = _mm256_permutevar8x32_ps(t.a, idx);
   const __m256 hi = _mm256_permutevar8x32_ps(t.b, idx);
   return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
 }
 
-template <int MR>
-void f32_rows256(const WoPanelArgs &w, const float *x, size_t ldx, float *out) noexcept {
-  __m256 acc[MR][P][2];
+// PP features at a time (16 ymm cannot hold four features' sums and tables at once), x from
+// L1; two features for a single row, so that four FMA chains hide the latency. Chunk order and
+// blocks as in f32_rows512.
+template <int MR, int PP, bool NF4>
+void f32_feat256(const WoPanelArgs &w, const float *x, size_t ldx, int p0, float *out) noexcept {
+  __m256 acc[MR][PP][2];
   for (int m = 0; m < MR; ++m)
-    for (int p = 0; p < P; ++p) acc[m][p][0] = acc[m][p][1] = _mm256_setzero_ps();
-  Lut256 lut[P];
-  size_t lut_blk[P];
-  for (int p = 0; p < P; ++p) {
-    lut[p] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    lut_blk[p] = ~size_t{0};
-  }
-  const auto K = static_cast<size_t>(w.K), B = static_cast<size_t>(w.block);
-  const size_t groups = (K + 127) / 128;
-  for (size_t g = 0; g < groups; ++g) {
-    const uint8_t *cg = w.codes + g * P * 64;
-    for (int h = 0; h < 2; ++h) {
-      for (int c = 0; c < 4; ++c) {
-        const size_t e = 128 * g + 64 * static_cast<size_t>(h) + 16 * static_cast<size_t>(c);
-        if (e >= K) break;
-        const size_t left = K - e;
-        const bool full = left >= 16;
-        __m256i mk[2] = {_mm256_set1_epi32(-1), _mm256_set1_epi32(-1)};
-        if (!full) {
-          mk[0] = lanes8(left);
-          mk[1] = lanes8(left > 8 ? left - 8 : 0);
+    for (int pp = 0; pp < PP; ++pp) acc[m][pp][0] = acc[m][pp][1] = _mm256_setzero_ps();
+  const auto K = static_cast<size_t>(w.K);
+  const size_t cpb = static_cast<size_t>(w.block) / 16;
+  const size_t whole = K / 16;
+  const __m256i nib = _mm256_set1_epi32(15);
+  for (size_t t0 = 0, blk = 0; t0 < whole; t0 += cpb, ++blk) {
+    Lut256 lut[PP];
+    for (int pp = 0; pp < PP; ++pp) lut[pp] = lut256(w, blk, p0 + pp);
+    const size_t t1 = std::min(whole, t0 + cpb);
+    for (size_t t = t0; t < t1; ++t) {
+      const uint8_t *cp = chunk_at(w, t);
+      const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
+      for (int pp = 0; pp < PP; ++pp)
+        for (int q = 0; q < 2; ++q) {
+          const __m256i idx = _mm256_and_si256(
+              _mm256_srl_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(
+                                   cp + (p0 + pp) * 64 + 8 * q))),
+                               sh),
+              nib);
+          const __m256 wv = lookup<NF4>(lut[pp], idx);
+          for (int m = 0; m < MR; ++m)
+            acc[m][pp][q] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * ldx + 16 * t + 8 * q), wv,
+                                            acc[m][pp][q]);
         }
-        __m256 xv[MR][2];
-        for (int m = 0; m < MR; ++m)
-          for (int q = 0; q < 2; ++q)
-            xv[m][q] = full ? _mm256_loadu_ps(x + m * ldx + e + 8 * q)
-                            : _mm256_maskload_ps(x + m * ldx + e + 8 * q, mk[q]);
-        const size_t blk = e / B;
-        for (int p = 0; p < P; ++p) {
-          if (lut_blk[p] != blk) {
-            lut[p] = lut256(w, blk, p);
-            lut_blk[p] = blk;
-          }
-          const uint8_t *cp = cg + p * 64 + 16 * c;
-          for (int q = 0; q < 2; ++q) {
-            __m256i idx = _mm256_cvtepu8_epi32(
-                _mm_loadl_epi64(reinterpret_cast<const __m128i *>(cp + 8 * q)));
-            if (h) idx = _mm256_srli_epi32(idx, 4);
-            const __m256 wv = lookup(lut[p], idx);
-            for (int m = 0; m < MR; ++m) {
-              const __m256 f = _mm256_fmadd_ps(xv[m][q], wv, acc[m][p][q]);
-              acc[m][p][q] = full ? f : _mm256_blendv_ps(acc[m][p][q], f, _mm256_castsi256_ps(mk[q]));
-            }
-          }
+    }
+  }
+  if (K % 16 != 0) {  // the last chunk, with masks
+    const size_t t = whole, blk = t / cpb, rest = K - 16 * t;
+    const uint8_t *cp = chunk_at(w, t);
+    const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
+    for (int pp = 0; pp < PP; ++pp) {
+      const Lut256 lut = lut256(w, blk, p0 + pp);
+      for (int q = 0; q < 2; ++q) {
+        const __m256i mk = lanes8(rest > 8 * static_cast<size_t>(q) ? rest - 8 * static_cast<size_t>(q) : 0);
+        const __m256i idx = _mm256_and_si256(
+            _mm256_srl_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
+                                 reinterpret_cast<const __m128i *>(cp + (p0 + pp) * 64 + 8 * q))),
+                             sh),
+            nib);
+        const __m256 wv = lookup<NF4>(lut, idx);
+        for (int m = 0; m < MR; ++m) {
+          const __m256 f = _mm256_fmadd_ps(_mm256_maskload_ps(x + m * ldx + 16 * t + 8 * q, mk),
+                                           wv, acc[m][pp][q]);
+          acc[m][pp][q] = _mm256_blendv_ps(acc[m][pp][q], f, _mm256_castsi256_ps(mk));
         }
       }
     }
   }
   for (int m = 0; m < MR; ++m)
-    for (int p = 0; p < P; ++p) out[m * P + p] = reduce16(acc[m][p][0], acc[m][p][1]);
+    for (int pp = 0; pp < PP; ++pp)
+      out[m * P + p0 + pp] = reduce16(acc[m][pp][0], acc[m][pp][1]);
+}
+
+template <int MR>
+void f32_rows256(const WoPanelArgs &w, const float *x, size_t ldx, float *out) noexcept {
+  constexpr int PP = MR == 1 ? 2 : 1;
+  for (int p0 = 0; p0 < P; p0 += PP) {
+    if (w.code == WoCode::NF4)
+      f32_feat256<MR, PP, true>(w, x, ldx, p0, out);
+    else
+      f32_feat256<MR, PP, false>(w, x, ldx, p0, out);
+  }
 }
 
 inline void f32_256(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out) noexcept {

@@ -86,6 +86,11 @@ inline V srli_epi32(V v, unsigned n) {
   for (int i = 0; i < 16; ++i) put32(v, i, n > 31 ? 0 : u32(v, i) >> n);
   return v;
 }
+inline V srl_epi32(V v, __m128i count) {
+  uint64_t n;
+  std::memcpy(&n, &count, 8);
+  return srli_epi32(v, n > 31 ? 32 : static_cast<unsigned>(n));
+}
 inline V srli_epi16(V v, unsigned n) {
   for (int i = 0; i < 32; ++i) put16(v, i, static_cast<uint16_t>(n > 15 ? 0 : u16(v, i) >> n));
   return v;
@@ -131,6 +136,10 @@ inline V mul_ps(V a, V b) {
 inline V mask3_fmadd_ps(V a, V b, V c, Mask k) {
   for (int i = 0; i < 16; ++i)
     if (k & (1u << i)) putf(c, i, std::fma(f32(a, i), f32(b, i), f32(c, i)));
+  return c;
+}
+inline V fmadd_ps(V a, V b, V c) {
+  for (int i = 0; i < 16; ++i) putf(c, i, std::fma(f32(a, i), f32(b, i), f32(c, i)));
   return c;
 }
 inline V mask_mov_ps(V src, Mask k, V a) {
@@ -190,6 +199,8 @@ inline V dpbusd(V src, V a, V b) {
 #define _mm512_broadcast_i32x4 emu::broadcast_i32x4
 #undef _mm512_srli_epi32
 #define _mm512_srli_epi32 emu::srli_epi32
+#undef _mm512_srl_epi32
+#define _mm512_srl_epi32 emu::srl_epi32
 #undef _mm512_srli_epi16
 #define _mm512_srli_epi16 emu::srli_epi16
 #undef _mm512_permutexvar_ps
@@ -210,6 +221,8 @@ inline V dpbusd(V src, V a, V b) {
 #define _mm512_mul_ps emu::mul_ps
 #undef _mm512_mask3_fmadd_ps
 #define _mm512_mask3_fmadd_ps emu::mask3_fmadd_ps
+#undef _mm512_fmadd_ps
+#define _mm512_fmadd_ps emu::fmadd_ps
 #undef _mm512_mask_mov_ps
 #define _mm512_mask_mov_ps emu::mask_mov_ps
 #undef _mm512_mask_set1_epi32
