@@ -382,12 +382,13 @@ inline void dot256(const float *x, size_t ldx, size_t rows, const float *wr, int
   }
 }
 
-template <int MR>
-void int8_rows256(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
-  __m256 facc[MR][P][2];
-  __m256i iacc[MR][P][2];
+// PP features at a time (all P: fewer loads of x than pairs, measured).
+template <int MR, int PP>
+void int8_feat256(const WoPanelArgs &w, const WoActs &a, int p0, float *out) noexcept {
+  __m256 facc[MR][PP][2];
+  __m256i iacc[MR][PP][2];
   for (int m = 0; m < MR; ++m)
-    for (int p = 0; p < P; ++p)
+    for (int p = 0; p < PP; ++p)
       for (int q = 0; q < 2; ++q) {
         facc[m][p][q] = _mm256_setzero_ps();
         iacc[m][p][q] = _mm256_setzero_si256();
@@ -402,16 +403,51 @@ void int8_rows256(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
   const int32_t zk = w.code == WoCode::NF4 ? 0 : w.code == WoCode::Byte ? w.zp_const - 128 : w.zp_const;
   const int32_t zoff = w.code == WoCode::Byte ? 128 : 0;
   const size_t nc = w.chunks;
+  // A whole group at once (both nibbles) when units hold whole groups: integer codes then sum
+  // their two vpmaddubsw results in int16 (at most 2 * 3810) before one vpmaddwd.
+  const bool pairs = four_bit && w.unit_chunks % 2 == 0;
   size_t unit = 0;
-  for (size_t c = 0; c < nc; ++c) {
+  for (size_t c = 0; c < nc;) {
     const uint8_t *src = four_bit ? w.codes + (c / 2) * P * 64 : w.codes + c * P * 64;
+    if (pairs && c + 1 < nc) {
+      __m256i xq[MR][2][2];  // [row][nibble half][ymm]
+      for (int m = 0; m < MR; ++m)
+        for (int h = 0; h < 2; ++h)
+          for (int q = 0; q < 2; ++q)
+            xq[m][h][q] = _mm256_loadu_si256(
+                reinterpret_cast<const __m256i *>(a.qx + m * a.qx_stride + 64 * (c + h) + 32 * q));
+      for (int p = 0; p < PP; ++p) {
+        for (int q = 0; q < 2; ++q) {
+          const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + (p0 + p) * 64 + 32 * q));
+          const __m256i lo = _mm256_and_si256(raw, nib);
+          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nib);
+          if (w.code == WoCode::Int4) {
+            for (int m = 0; m < MR; ++m) {
+              const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xq[m][0][q]),
+                                                   _mm256_maddubs_epi16(hi, xq[m][1][q]));
+              iacc[m][p][q] = _mm256_add_epi32(iacc[m][p][q], _mm256_madd_epi16(s16, ones));
+            }
+          } else {
+            const __m256i vl = _mm256_shuffle_epi8(nf4, lo), vh = _mm256_shuffle_epi8(nf4, hi);
+            const __m256i al = _mm256_abs_epi8(vl), ah = _mm256_abs_epi8(vh);
+            for (int m = 0; m < MR; ++m)
+              iacc[m][p][q] = _mm256_add_epi32(
+                  iacc[m][p][q],
+                  _mm256_add_epi32(
+                      _mm256_madd_epi16(_mm256_maddubs_epi16(al, _mm256_sign_epi8(xq[m][0][q], vl)), ones),
+                      _mm256_madd_epi16(_mm256_maddubs_epi16(ah, _mm256_sign_epi8(xq[m][1][q], vh)), ones)));
+          }
+        }
+      }
+      c += 2;
+    } else {
     __m256i xq[MR][2];
     for (int m = 0; m < MR; ++m)
       for (int q = 0; q < 2; ++q)
         xq[m][q] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a.qx + m * a.qx_stride + 64 * c + 32 * q));
-    for (int p = 0; p < P; ++p) {
+    for (int p = 0; p < PP; ++p) {
       for (int q = 0; q < 2; ++q) {
-        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + p * 64 + 32 * q));
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + (p0 + p) * 64 + 32 * q));
         if (w.code == WoCode::Int4) {
           const __m256i u = (c & 1) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), nib)
                                     : _mm256_and_si256(raw, nib);
@@ -433,8 +469,11 @@ void int8_rows256(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
         }
       }
     }
-    if ((c + 1) % w.unit_chunks != 0 && c + 1 != nc) continue;
-    const uint32_t lanes = c + 1 == nc ? w.last_unit_lanes : 0xFFFFu;
+      ++c;
+    }
+    if (c % w.unit_chunks != 0 && c != nc) continue;
+    const bool last = c == nc;
+    const uint32_t lanes = last ? w.last_unit_lanes : 0xFFFFu;
     __m256i mk[2];
     for (int q = 0; q < 2; ++q) {
       const __m256i bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
@@ -448,15 +487,15 @@ void int8_rows256(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
         const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(sm + 8 * q));
         const __m256 sxv = _mm256_loadu_ps(xm + 8 * q);
         const __m256i corr = _mm256_mullo_epi32(sums, _mm256_set1_epi32(zk));
-        for (int p = 0; p < P; ++p) {
+        for (int p = 0; p < PP; ++p) {
           const size_t blk = w.half_units ? 2 * unit + static_cast<size_t>(q) : unit;
-          const __m256 sw = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
+          const __m256 sw = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p0 + p)]);
           const __m256i cm =
-              w.zps != nullptr ? _mm256_mullo_epi32(sums, _mm256_set1_epi32(zc_of(w, blk, p) - zoff))
+              w.zps != nullptr ? _mm256_mullo_epi32(sums, _mm256_set1_epi32(zc_of(w, blk, p0 + p) - zoff))
                                : corr;
           const __m256i ip = _mm256_sub_epi32(iacc[m][p][q], cm);
           const __m256 f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ip), _mm256_mul_ps(sxv, sw), facc[m][p][q]);
-          facc[m][p][q] = _mm256_blendv_ps(facc[m][p][q], f, _mm256_castsi256_ps(mk[q]));
+          facc[m][p][q] = last ? _mm256_blendv_ps(facc[m][p][q], f, _mm256_castsi256_ps(mk[q])) : f;
           iacc[m][p][q] = _mm256_setzero_si256();
         }
       }
@@ -464,7 +503,12 @@ void int8_rows256(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
     ++unit;
   }
   for (int m = 0; m < MR; ++m)
-    for (int p = 0; p < P; ++p) out[m * P + p] = reduce16(facc[m][p][0], facc[m][p][1]);
+    for (int p = 0; p < PP; ++p) out[m * P + p0 + p] = reduce16(facc[m][p][0], facc[m][p][1]);
+}
+
+template <int MR>
+void int8_rows256(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
+  int8_feat256<MR, P>(w, a, 0, out);
 }
 
 inline void int8_256(const WoPanelArgs &w, const WoActs &a, size_t rows, float *out) noexcept {

@@ -37,6 +37,7 @@ using kern::kWoPanel;
 using kern::WoCode;
 
 constexpr size_t P = kWoPanel;
+constexpr size_t kStreams = 4;
 
 size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
 
@@ -286,7 +287,22 @@ class PreparedWeightOnly final : public Prepared {
     const size_t grain = std::max<size_t>(1, (size_t{1} << 15) / (static_cast<size_t>(K_) * P * std::min<size_t>(rows, 16)));
     parallel_for(ctx.threads(), pw_.panels, grain, [&](size_t p0, size_t p1) {
       float o[kWoMaxRows * P];
-      for (size_t pn = p0; pn < p1; ++pn) {
+      // The worker's panels as kStreams interleaved sequential streams: one stream does not keep
+      // enough lines in flight to read at DRAM speed from one core (measured: 17 GB/s with
+      // one, 24 with four, on the machine of the README's table).
+      const size_t count = p1 - p0;
+      const size_t streams = std::min(kStreams, count);
+      const size_t per = (count + streams - 1) / streams;
+      for (size_t j = 0; j < per * streams; ++j) {
+        const size_t pn = p0 + (j % streams) * per + j / streams;
+        if (pn >= p1 || (j % streams) * per + j / streams >= count) continue;
+        if (j + 1 < per * streams) {  // and the next panel requested ahead
+          const size_t nx = (j + 1) % streams * per + (j + 1) / streams;
+          if (nx < count) {
+            const uint8_t *next = pw_.data.data() + (p0 + nx) * pw_.panel_stride;
+            for (size_t off = 0; off < pw_.panel_stride; off += 64) __builtin_prefetch(next + off);
+          }
+        }
         const kern::WoPanelArgs a = pw_.panel(pn);
         for (size_t m0 = 0; m0 < rows; m0 += kWoMaxRows) {
           const size_t n = std::min<size_t>(kWoMaxRows, rows - m0);
