@@ -16,9 +16,9 @@ void finish_scan(const float *lo, const float *hi, size_t lanes, uint64_t finite
   r.nan = nan;
   r.min = std::numeric_limits<float>::infinity();
   r.max = -std::numeric_limits<float>::infinity();
-  for (size_t k = 0; k < lanes; ++k) {
-    r.min = std::fmin(r.min, lo[k]);
-    r.max = std::fmax(r.max, hi[k]);
+  for (size_t k = 0; k < lanes; ++k) {  // fmin / fmax without the library call: a NaN lane is
+    if (lo[k] < r.min) r.min = lo[k];     // skipped all the same, and a zero extreme is made
+    if (hi[k] > r.max) r.max = hi[k];     // +0.0 below
   }
   for (size_t i = 0; i < tail_n; ++i) {
     const float v = tail[i];

@@ -34,31 +34,14 @@ struct Range {
   float hi = -INFINITY;
 };
 
-}  // namespace
-
-std::shared_ptr<const QParams> minmax(const Context &ctx, const Tensor &x, qnt_dtype dtype, qnt_scheme scheme,
-                                      qnt_granularity granularity, int64_t axis, int64_t block_size,
-                                      std::optional<std::pair<int32_t, int32_t>> range) {
-  const DTypeInfo &info = dtype_info(dtype);
-  if (info.rule == Rule::Float)
-    fail(QNT_ERR_INVALID_ARGUMENT, "the target dtype must be quantized, not ", info.name);
-  if (info.rule != Rule::Integer || info.zero_point_fixed)
-    fail(QNT_ERR_UNSUPPORTED, "min-max calibration targets the integer dtypes, not ", info.name,
-         " (use qnt_calibrate_codebook)");
-  if (scheme != QNT_SCHEME_SYMMETRIC && scheme != QNT_SCHEME_AFFINE)
-    fail(QNT_ERR_INVALID_ARGUMENT, "scheme = ", static_cast<int32_t>(scheme),
-         " is not a qnt_scheme");
-  const QuantRange qr =
-      quant_range(info, range.has_value(), range ? range->first : 0, range ? range->second : 0);
-  const float *data = float_data(x);
-  const GroupLayout l = layout_of(x, granularity, axis, block_size);
-
-  // Each worker keeps its own extremes per group, folded together after (min and max do not
-  // depend on the order). Runs sharing a group go through the scan kernel; runs whose group
-  // advances with the element are a plain loop.
+// The extremes of each group's finite values (lo > hi: none), on the context's threads: each
+// worker keeps its own per group, folded together after (min and max do not depend on the
+// order). Runs sharing a group go through the scan kernel; runs whose group advances with the
+// element are a plain loop.
+std::vector<Range> group_ranges(const Context &ctx, const float *data, size_t n,
+                                const GroupLayout &l) {
   const kern::KernelSet &ks = ctx.kernels();
   const int threads = ctx.threads();
-  const size_t n = x.element_count();
   constexpr size_t kGrain = size_t{1} << 16;
   const size_t workers = ops::parallel_workers(threads, n, kGrain);
   std::vector<Range> all(workers * l.groups);
@@ -92,6 +75,30 @@ std::shared_ptr<const QParams> minmax(const Context &ctx, const Tensor &x, qnt_d
       ranges[g].hi = std::max(ranges[g].hi, all[w * l.groups + g].hi);
     }
 
+  return ranges;
+}
+
+}  // namespace
+
+std::shared_ptr<const QParams> minmax(const Context &ctx, const Tensor &x, qnt_dtype dtype, qnt_scheme scheme,
+                                      qnt_granularity granularity, int64_t axis, int64_t block_size,
+                                      std::optional<std::pair<int32_t, int32_t>> range) {
+  const DTypeInfo &info = dtype_info(dtype);
+  if (info.rule == Rule::Float)
+    fail(QNT_ERR_INVALID_ARGUMENT, "the target dtype must be quantized, not ", info.name);
+  if (info.rule != Rule::Integer || info.zero_point_fixed)
+    fail(QNT_ERR_UNSUPPORTED, "min-max calibration targets the integer dtypes, not ", info.name,
+         " (use qnt_calibrate_codebook)");
+  if (scheme != QNT_SCHEME_SYMMETRIC && scheme != QNT_SCHEME_AFFINE)
+    fail(QNT_ERR_INVALID_ARGUMENT, "scheme = ", static_cast<int32_t>(scheme),
+         " is not a qnt_scheme");
+  const QuantRange qr =
+      quant_range(info, range.has_value(), range ? range->first : 0, range ? range->second : 0);
+  const float *data = float_data(x);
+  const GroupLayout l = layout_of(x, granularity, axis, block_size);
+
+  const std::vector<Range> ranges = group_ranges(ctx, data, x.element_count(), l);
+
   std::vector<float> scales(l.groups);
   std::vector<int32_t> zps(l.groups);
   for (size_t g = 0; g < l.groups; ++g) {
@@ -108,7 +115,7 @@ std::shared_ptr<const QParams> minmax(const Context &ctx, const Tensor &x, qnt_d
   return QParams::create(dtype, granularity, axis, block_size, scales.data(), zps.data(), l.groups);
 }
 
-std::shared_ptr<const QParams> codebook(const Tensor &x, qnt_dtype dtype,
+std::shared_ptr<const QParams> codebook(const Context &ctx, const Tensor &x, qnt_dtype dtype,
                                         qnt_granularity granularity, int64_t axis,
                                         int64_t block_size) {
   const DTypeInfo &info = dtype_info(dtype);
@@ -120,6 +127,13 @@ std::shared_ptr<const QParams> codebook(const Tensor &x, qnt_dtype dtype,
 
   std::vector<double> acc(l.groups, 0.0);  // absmax (NF4) or sum of |x| (the others)
   std::vector<size_t> count(l.groups, 0);
+  if (dtype == QNT_DTYPE_NF4) {  // a maximum: any order, so the scan kernels and the threads
+    const std::vector<Range> ranges = group_ranges(ctx, data, x.element_count(), l);
+    for (size_t g = 0; g < l.groups; ++g)
+      if (ranges[g].lo <= ranges[g].hi)
+        acc[g] = std::max(std::fabs(static_cast<double>(ranges[g].lo)),
+                          std::fabs(static_cast<double>(ranges[g].hi)));
+  } else {
   // In element order (the sums are in double, and their order is part of the result).
   ops::for_each_run(l, 0, x.element_count(), [&](size_t first, size_t len, size_t g0, int kind) {
     for (size_t k = 0; k < len; ++k) {
@@ -133,6 +147,7 @@ std::shared_ptr<const QParams> codebook(const Tensor &x, qnt_dtype dtype,
       ++count[g];
     }
   });
+  }
   std::vector<float> scales(l.groups);
   for (size_t g = 0; g < l.groups; ++g) {
     float s = dtype == QNT_DTYPE_NF4 ? static_cast<float>(acc[g])

@@ -19,7 +19,7 @@ std::shared_ptr<const QParams> minmax(const Context &ctx, const Tensor &x, qnt_d
                                       std::optional<std::pair<int32_t, int32_t>> range);
 
 // The codebook dtypes' own scale rules (see qnt_calibrate_codebook in qnt.h).
-std::shared_ptr<const QParams> codebook(const Tensor &x, qnt_dtype dtype,
+std::shared_ptr<const QParams> codebook(const Context &ctx, const Tensor &x, qnt_dtype dtype,
                                         qnt_granularity granularity, int64_t axis,
                                         int64_t block_size);
 

@@ -354,7 +354,7 @@ qnt_status qnt_calibrate_codebook(qnt_context *ctx, const qnt_tensor *x, qnt_dty
     (void)qnt::capi::context_of(ctx);
     const Tensor &t = tensor_of(x, "x");
     require(out, "out");
-    auto p = calib::codebook(t, dtype, granularity, axis, block_size);
+    auto p = calib::codebook(capi::context_of(ctx), t, dtype, granularity, axis, block_size);
     *out = qnt::capi::new_qparams_handle(std::move(p));
   });
 }

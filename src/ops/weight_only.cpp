@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 namespace qnt::ops {
@@ -75,11 +76,12 @@ struct PackedWeights {
   size_t param_blocks = 0;  // per panel and feature
   size_t panel_stride = 0;  // bytes: codes, scales, zero points
   bool has_zps = false;
-  std::vector<uint8_t> data;
+  std::unique_ptr<uint8_t[]> data;  // panels * panel_stride bytes, each panel written by one worker
+  size_t bytes = 0;
 
   kern::WoPanelArgs panel(size_t p) const noexcept {
     kern::WoPanelArgs a = base;
-    const uint8_t *at = data.data() + p * panel_stride;
+    const uint8_t *at = data.get() + p * panel_stride;
     a.codes = at;
     a.scales = reinterpret_cast<const float *>(at + code_bytes);
     a.zps = has_zps ? at + code_bytes + 4 * param_blocks * P : nullptr;
@@ -142,11 +144,11 @@ class PreparedWeightOnly final : public Prepared {
     bool packed = false;
     if (wo != nullptr && K_ > 0 && rb.ok) {  // (wo_ is wo)
       if (mode_ == QNT_WEIGHT_ONLY_F32 && four_bit && (rb.single || rb.block % 16 == 0)) {
-        pack(w, spec, rb, false);
+        pack(ctx, w, spec, rb, false);
         path_ = Path::PackedF32;
         packed = true;
       } else if (mode_ == QNT_WEIGHT_ONLY_INT8_ACT && int8_units(rb, K_, pw_.base)) {
-        pack(w, spec, rb, true);
+        pack(ctx, w, spec, rb, true);
         path_ = Path::PackedInt8;
         packed = true;
       }
@@ -163,7 +165,7 @@ class PreparedWeightOnly final : public Prepared {
   }
 
   size_t packed_size() const noexcept override {
-    return pw_.data.size() + (w_ ? w_->byte_size() + 8 * w_->qparams()->count() : 0) +
+    return pw_.bytes + (w_ ? w_->byte_size() + 8 * w_->qparams()->count() : 0) +
            bias_.bytes();
   }
 
@@ -201,7 +203,8 @@ class PreparedWeightOnly final : public Prepared {
   }
 
   // Packs w for the kernels: codes, then the scales and zero points of each panel.
-  void pack(const Tensor &w, const ref::QuantSpec &spec, const RowBlocks &rb, bool int8) {
+  void pack(const Context &ctx, const Tensor &w, const ref::QuantSpec &spec, const RowBlocks &rb,
+            bool int8) {
     kern::WoPanelArgs &a = pw_.base;
     const qnt_dtype dt = w.dtype();
     a.code = dt == QNT_DTYPE_NF4 ? WoCode::NF4
@@ -219,13 +222,18 @@ class PreparedWeightOnly final : public Prepared {
     // The zero point each (feature, block) needs in the kernels' terms (see wo.hpp).
     const int32_t offset = dt == QNT_DTYPE_I4 ? 8 : dt == QNT_DTYPE_I8 ? 128 : 0;
     const bool has_zp = a.code != WoCode::NF4;
-    auto zp_at = [&](size_t n, size_t j) {
-      const size_t g = spec.layout.group_of(n * K + j * static_cast<size_t>(rb.single ? 0 : rb.block));
-      return spec.zero_points[g] + offset;
+    // The parameter of (feature n, block j): blocks along K, or one per row (per tensor, or per
+    // output feature), without the layout's divisions per call.
+    const GroupLayout &L = spec.layout;
+    auto param = [&](size_t n, size_t j) -> size_t {
+      if (!rb.single) return n * rb.blocks + j;
+      if (L.granularity == QNT_GRANULARITY_PER_TENSOR) return 0;
+      return L.granularity == QNT_GRANULARITY_PER_AXIS ? n % static_cast<size_t>(L.dim)
+                                                       : L.group_of(n * K);
     };
+    auto zp_at = [&](size_t n, size_t j) { return spec.zero_points[param(n, j)] + offset; };
     auto scale_at = [&](size_t n, size_t j) {
-      const size_t g = spec.layout.group_of(n * K + j * static_cast<size_t>(rb.single ? 0 : rb.block));
-      const float s = spec.scales[g];
+      const float s = spec.scales[param(n, j)];
       return int8 && a.code == WoCode::NF4 ? s / 127.0f : s;
     };
     a.zp_const = has_zp ? zp_at(0, 0) : 0;
@@ -234,18 +242,30 @@ class PreparedWeightOnly final : public Prepared {
       for (size_t j = 0; j < rb.blocks; ++j)
         if (zp_at(n, j) != a.zp_const) pw_.has_zps = true;
     pw_.panel_stride = round_up(pw_.code_bytes + pw_.param_blocks * P * (4 + (pw_.has_zps ? 1 : 0)), 64);
-    pw_.data.assign(pw_.panels * pw_.panel_stride, 0);
-    std::vector<uint8_t> codes(kp);
+    pw_.bytes = pw_.panels * pw_.panel_stride;
+    pw_.data.reset(new uint8_t[pw_.bytes]);
     const uint8_t *src = w.data();
-    for (size_t n = 0; n < N; ++n) {
-      uint8_t *panel = pw_.data.data() + (n / P) * pw_.panel_stride;
+    const size_t grain = std::max<size_t>(1, (size_t{1} << 16) / pw_.panel_stride);
+    const size_t workers = parallel_workers(ctx.threads(), pw_.panels, grain);
+    std::vector<std::vector<uint8_t>> codes_of(workers, std::vector<uint8_t>(kp));
+    // Panels on the context's threads: each worker zeroes and fills its own (the first touch of
+    // their pages too).
+    parallel_for_workers(ctx.threads(), pw_.panels, grain, [&](size_t p0, size_t p1, size_t t) {
+    // Plain pointers and sizes: stores through uint8_t may alias anything, and the loops then
+    // reload what they read through references on every element instead of vectorizing.
+    uint8_t *codes = codes_of[t].data();
+    uint8_t *const base = pw_.data.get();
+    const size_t stride = pw_.panel_stride, half = K / 2;
+    std::memset(base + p0 * stride, 0, (p1 - p0) * stride);
+    for (size_t n = p0 * P; n < std::min(N, p1 * P); ++n) {
+      uint8_t *panel = base + (n / P) * stride;
       const size_t p = n % P;
       // The row's codes, one byte each: i4 offset by 8, u8 made s8.
-      std::fill(codes.begin(), codes.end(), uint8_t{0});
+      std::memset(codes, 0, kp);
       if (!bytes && K % 2 == 0) {
-        const uint8_t *row = src + n * K / 2;
+        const uint8_t *row = src + n * half;
         const uint8_t flip = dt == QNT_DTYPE_I4 ? 0x88 : 0x00;
-        for (size_t i = 0; i < K / 2; ++i) {
+        for (size_t i = 0; i < half; ++i) {
           const auto b = static_cast<uint8_t>(row[i] ^ flip);
           codes[2 * i] = b & 15;
           codes[2 * i + 1] = b >> 4;
@@ -262,11 +282,11 @@ class PreparedWeightOnly final : public Prepared {
       }
       if (bytes) {
         for (size_t c = 0; c < kp / 64; ++c)
-          std::memcpy(panel + (c * P + p) * 64, codes.data() + 64 * c, 64);
+          std::memcpy(panel + (c * P + p) * 64, codes + 64 * c, 64);
       } else {
         for (size_t g = 0; g < kp / 128; ++g) {
           uint8_t *dst = panel + (g * P + p) * 64;
-          const uint8_t *cg = codes.data() + 128 * g;
+          const uint8_t *cg = codes + 128 * g;
           for (size_t i = 0; i < 64; ++i) dst[i] = static_cast<uint8_t>(cg[i] | (cg[64 + i] << 4));
         }
       }
@@ -277,6 +297,7 @@ class PreparedWeightOnly final : public Prepared {
         if (pw_.has_zps) zps[j * P + p] = static_cast<uint8_t>(zp_at(n, j));
       }
     }
+    });
   }
 
   // body(panel args, first row, rows, out[rows][P]) over panels on the context's threads, and
@@ -299,7 +320,7 @@ class PreparedWeightOnly final : public Prepared {
         if (j + 1 < per * streams) {  // and the next panel requested ahead
           const size_t nx = (j + 1) % streams * per + (j + 1) / streams;
           if (nx < count) {
-            const uint8_t *next = pw_.data.data() + (p0 + nx) * pw_.panel_stride;
+            const uint8_t *next = pw_.data.get() + (p0 + nx) * pw_.panel_stride;
             for (size_t off = 0; off < pw_.panel_stride; off += 64) __builtin_prefetch(next + off);
           }
         }
