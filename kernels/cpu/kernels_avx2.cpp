@@ -13,7 +13,7 @@ constexpr kern::GemmKernel kGemm{"avx2", kern::Split256::kMR, kern::Split256::kN
                                  &kern::unpack_split256,
                                  &kern::gemm_tile<kern::Split256Unpacked>, 128};
 constexpr kern::WoKernels kWo{"avx2", &kern::wo::f32_256, &kern::wo::int8_256,
-                              &kern::wo::dot256};
+                              &kern::wo::dot256, &kern::wo::dequant256};
 constexpr kern::KernelTable kTable =
     make_table<xsimd::avx2>("avx2", QNT_ISA_AVX2, &kGemm, &kWo);
 }  // namespace

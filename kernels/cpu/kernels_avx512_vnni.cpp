@@ -11,7 +11,7 @@ constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni51
                                  &kern::gemm_tile<kern::Vnni512>,
                                   &kern::gemm_epilogue_avx2, nullptr, nullptr, 0};
 constexpr kern::WoKernels kWo{"avx512_vnni", &kern::wo::f32_512, &kern::wo::int8_vnni,
-                              &kern::wo::dot512};
+                              &kern::wo::dot512, &kern::wo::dequant512};
 constexpr kern::KernelTable make() {
   kern::KernelTable t{};
   t.name = "avx512_vnni";

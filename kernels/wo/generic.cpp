@@ -97,13 +97,28 @@ void generic_int8(const WoPanelArgs &w, const WoActs &a, size_t rows, float *out
   }
 }
 
-void generic_dot(const float *x, size_t ldx, size_t rows, const float *wr, int64_t K,
-                 float *out) noexcept {
-  for (size_t r = 0; r < rows; ++r) out[r] = ref::dot(x + r * ldx, wr, K);
+void generic_dot(const float *x, size_t ldx, size_t rows, const float *w, size_t ldw,
+                 size_t feats, int64_t K, float *out, size_t ldo) noexcept {
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t f = 0; f < feats; ++f) out[r * ldo + f] = ref::dot(x + r * ldx, w + f * ldw, K);
+}
+
+void generic_dequant(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
+  const auto K = static_cast<size_t>(w.K), B = static_cast<size_t>(w.block);
+  for (int p = 0; p < P; ++p)
+    for (size_t k = 0; k < K; ++k) {
+      const size_t blk = k / B;
+      const float sc = w.scales[blk * P + static_cast<size_t>(p)];
+      const uint8_t c = code4(w, k, p);
+      out[static_cast<size_t>(p) * ldo + k] =
+          w.code == WoCode::NF4 ? ref::kNF4Codebook[c] * sc
+                                : static_cast<float>(static_cast<int32_t>(c) - zc_of(w, blk, p)) * sc;
+    }
 }
 
 }  // namespace
 
-const WoKernels kGenericWo{"generic", &generic_f32, &generic_int8, &generic_dot};
+const WoKernels kGenericWo{"generic", &generic_f32, &generic_int8, &generic_dot,
+                           &generic_dequant};
 
 }  // namespace qnt::kern

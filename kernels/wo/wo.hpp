@@ -64,16 +64,21 @@ using WoF32Fn = void (*)(const WoPanelArgs &w, const float *x, size_t ldx, size_
 // int8 mode: out[r * kWoPanel + p] = the mode's sum (qnt.h), before the bias.
 using WoInt8Fn = void (*)(const WoPanelArgs &w, const WoActs &x, size_t rows,
                           float *out) noexcept;
-// The canonical float dot product of rows rows of x (stride ldx) with one row of K floats w:
-// out[r]. The fallback of the f32 mode for the formats the f32 kernel does not take.
-using WoDotFn = void (*)(const float *x, size_t ldx, size_t rows, const float *w, int64_t K,
-                         float *out) noexcept;
+// Canonical float dot products of `rows` rows of x (stride ldx) with `feats` rows of K floats
+// of w (stride ldw): out[r * ldo + f]. Register-blocked over rows and features. The f32 mode's
+// path for batches (on a dequantized panel), and for the formats the f32 kernel does not take.
+using WoDotFn = void (*)(const float *x, size_t ldx, size_t rows, const float *w, size_t ldw,
+                         size_t feats, int64_t K, float *out, size_t ldo) noexcept;
+// f32 mode, 4-bit codes: the panel's kWoPanel features dequantized by the dequantize rule into
+// out[p * ldo + k] for k < round_up(K, 16) (values past K are finite and never used).
+using WoDequantFn = void (*)(const WoPanelArgs &w, float *out, size_t ldo) noexcept;
 
 struct WoKernels {
   const char *name;
   WoF32Fn f32;
   WoInt8Fn int8;
   WoDotFn dot;
+  WoDequantFn dequant;
 };
 
 // Plain C++ over the packed layouts (kernels/wo/generic.cpp), for the ISAs without their own.

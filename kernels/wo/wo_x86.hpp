@@ -127,18 +127,83 @@ inline void f32_512(const WoPanelArgs &w, const float *x, size_t ldx, size_t row
   }
 }
 
-inline void dot512(const float *x, size_t ldx, size_t rows, const float *wr, int64_t K,
-            float *out) noexcept {
-  const auto k = static_cast<size_t>(K);
-  for (size_t r = 0; r < rows; ++r) {
-    const float *xr = x + r * ldx;
-    __m512 acc = _mm512_setzero_ps();
-    for (size_t e = 0; e < k; e += 16) {
-      const auto mk = static_cast<__mmask16>(mask_of(k - e));
-      acc = _mm512_mask3_fmadd_ps(_mm512_maskz_loadu_ps(mk, xr + e), _mm512_maskz_loadu_ps(mk, wr + e),
-                                  acc, mk);
+// out[r][f] for MR rows x PP features: MR * PP independent FMA chains, w and x each loaded once
+// per 16 elements.
+template <int MR, int PP>
+void dots512(const float *x, size_t ldx, const float *w, size_t ldw, size_t K, float *out,
+             size_t ldo) noexcept {
+  __m512 acc[MR][PP];
+  for (int m = 0; m < MR; ++m)
+    for (int f = 0; f < PP; ++f) acc[m][f] = _mm512_setzero_ps();
+  const size_t whole = K / 16;
+  for (size_t t = 0; t < whole; ++t) {
+    __m512 wv[PP];
+    for (int f = 0; f < PP; ++f) wv[f] = _mm512_loadu_ps(w + f * ldw + 16 * t);
+    for (int m = 0; m < MR; ++m) {
+      const __m512 xv = _mm512_loadu_ps(x + m * ldx + 16 * t);
+      for (int f = 0; f < PP; ++f) acc[m][f] = _mm512_fmadd_ps(xv, wv[f], acc[m][f]);
     }
-    out[r] = reduce16(acc);
+  }
+  if (K % 16 != 0) {
+    const auto mk = static_cast<__mmask16>(mask_of(K - 16 * whole));
+    for (int m = 0; m < MR; ++m) {
+      const __m512 xv = _mm512_maskz_loadu_ps(mk, x + m * ldx + 16 * whole);
+      for (int f = 0; f < PP; ++f)
+        acc[m][f] = _mm512_mask3_fmadd_ps(xv, _mm512_maskz_loadu_ps(mk, w + f * ldw + 16 * whole),
+                                          acc[m][f], mk);
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int f = 0; f < PP; ++f) out[m * ldo + f] = reduce16(acc[m][f]);
+}
+
+template <int MR>
+void dots512_rows(const float *x, size_t ldx, const float *w, size_t ldw, size_t feats, size_t K,
+                  float *out, size_t ldo) noexcept {
+  size_t f = 0;
+  for (; f + 4 <= feats; f += 4) dots512<MR, 4>(x, ldx, w + f * ldw, ldw, K, out + f, ldo);
+  switch (feats - f) {
+    case 3: return dots512<MR, 3>(x, ldx, w + f * ldw, ldw, K, out + f, ldo);
+    case 2: return dots512<MR, 2>(x, ldx, w + f * ldw, ldw, K, out + f, ldo);
+    case 1: return dots512<MR, 1>(x, ldx, w + f * ldw, ldw, K, out + f, ldo);
+    default: return;
+  }
+}
+
+inline void dot512(const float *x, size_t ldx, size_t rows, const float *w, size_t ldw,
+                   size_t feats, int64_t K, float *out, size_t ldo) noexcept {
+  const auto k = static_cast<size_t>(K);
+  size_t r = 0;
+  for (; r + 6 <= rows; r += 6) dots512_rows<6>(x + r * ldx, ldx, w, ldw, feats, k, out + r * ldo, ldo);
+  const float *xr = x + r * ldx;
+  float *o = out + r * ldo;
+  switch (rows - r) {
+    case 5: return dots512_rows<5>(xr, ldx, w, ldw, feats, k, o, ldo);
+    case 4: return dots512_rows<4>(xr, ldx, w, ldw, feats, k, o, ldo);
+    case 3: return dots512_rows<3>(xr, ldx, w, ldw, feats, k, o, ldo);
+    case 2: return dots512_rows<2>(xr, ldx, w, ldw, feats, k, o, ldo);
+    case 1: return dots512_rows<1>(xr, ldx, w, ldw, feats, k, o, ldo);
+    default: return;
+  }
+}
+
+inline void dequant512(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
+  const auto K = static_cast<size_t>(w.K);
+  const size_t cpb = static_cast<size_t>(w.block) / 16;
+  const size_t chunks = (K + 15) / 16;
+  for (size_t t0 = 0, blk = 0; t0 < chunks; t0 += cpb, ++blk) {
+    __m512 lut[P];
+    for (int p = 0; p < P; ++p) lut[p] = lut512(w, blk, p);
+    const size_t t1 = std::min(chunks, t0 + cpb);
+    for (size_t t = t0; t < t1; ++t) {
+      const uint8_t *cp = chunk_at(w, t);
+      const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
+      for (int p = 0; p < P; ++p) {
+        const __m512i idx = _mm512_srl_epi32(
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(cp + p * 64))), sh);
+        _mm512_storeu_ps(out + p * ldo + 16 * t, _mm512_permutexvar_ps(idx, lut[p]));
+      }
+    }
   }
 }
 
@@ -357,32 +422,91 @@ inline void f32_256(const WoPanelArgs &w, const float *x, size_t ldx, size_t row
   }
 }
 
-inline void dot256(const float *x, size_t ldx, size_t rows, const float *wr, int64_t K,
-            float *out) noexcept {
-  const auto k = static_cast<size_t>(K);
-  for (size_t r = 0; r < rows; ++r) {
-    const float *xr = x + r * ldx;
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (size_t e = 0; e < k; e += 16) {
-      const size_t left = k - e;
-      for (int q = 0; q < 2; ++q) {
-        if (left >= 16) {
-          acc[q] = _mm256_fmadd_ps(_mm256_loadu_ps(xr + e + 8 * q), _mm256_loadu_ps(wr + e + 8 * q),
-                                   acc[q]);
-        } else {
-          const size_t n = left > 8 * static_cast<size_t>(q) ? left - 8 * static_cast<size_t>(q) : 0;
-          const __m256i mk = lanes8(n);
-          const __m256 f = _mm256_fmadd_ps(_mm256_maskload_ps(xr + e + 8 * q, mk),
-                                           _mm256_maskload_ps(wr + e + 8 * q, mk), acc[q]);
-          acc[q] = _mm256_blendv_ps(acc[q], f, _mm256_castsi256_ps(mk));
+// out[r][f] for MR rows x PP features (two ymm per sum): w and x each loaded once per 16.
+template <int MR, int PP>
+void dots256(const float *x, size_t ldx, const float *w, size_t ldw, size_t K, float *out,
+             size_t ldo) noexcept {
+  __m256 acc[MR][PP][2];
+  for (int m = 0; m < MR; ++m)
+    for (int f = 0; f < PP; ++f) acc[m][f][0] = acc[m][f][1] = _mm256_setzero_ps();
+  const size_t whole = K / 16;
+  for (size_t t = 0; t < whole; ++t) {
+    for (int q = 0; q < 2; ++q) {
+      __m256 wv[PP];
+      for (int f = 0; f < PP; ++f) wv[f] = _mm256_loadu_ps(w + f * ldw + 16 * t + 8 * q);
+      for (int m = 0; m < MR; ++m) {
+        const __m256 xv = _mm256_loadu_ps(x + m * ldx + 16 * t + 8 * q);
+        for (int f = 0; f < PP; ++f) acc[m][f][q] = _mm256_fmadd_ps(xv, wv[f], acc[m][f][q]);
+      }
+    }
+  }
+  if (K % 16 != 0) {
+    const size_t rest = K - 16 * whole;
+    for (int q = 0; q < 2; ++q) {
+      const __m256i mk = lanes8(rest > 8 * static_cast<size_t>(q) ? rest - 8 * static_cast<size_t>(q) : 0);
+      for (int m = 0; m < MR; ++m) {
+        const __m256 xv = _mm256_maskload_ps(x + m * ldx + 16 * whole + 8 * q, mk);
+        for (int f = 0; f < PP; ++f) {
+          const __m256 g = _mm256_fmadd_ps(xv, _mm256_maskload_ps(w + f * ldw + 16 * whole + 8 * q, mk),
+                                           acc[m][f][q]);
+          acc[m][f][q] = _mm256_blendv_ps(acc[m][f][q], g, _mm256_castsi256_ps(mk));
         }
       }
     }
-    out[r] = reduce16(acc[0], acc[1]);
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int f = 0; f < PP; ++f) out[m * ldo + f] = reduce16(acc[m][f][0], acc[m][f][1]);
+}
+
+template <int MR>
+void dots256_rows(const float *x, size_t ldx, const float *w, size_t ldw, size_t feats, size_t K,
+                  float *out, size_t ldo) noexcept {
+  size_t f = 0;
+  for (; f + 2 <= feats; f += 2) dots256<MR, 2>(x, ldx, w + f * ldw, ldw, K, out + f, ldo);
+  if (f < feats) dots256<MR, 1>(x, ldx, w + f * ldw, ldw, K, out + f, ldo);
+}
+
+inline void dot256(const float *x, size_t ldx, size_t rows, const float *w, size_t ldw,
+                   size_t feats, int64_t K, float *out, size_t ldo) noexcept {
+  const auto k = static_cast<size_t>(K);
+  size_t r = 0;
+  for (; r + 3 <= rows; r += 3) dots256_rows<3>(x + r * ldx, ldx, w, ldw, feats, k, out + r * ldo, ldo);
+  if (rows - r == 2) dots256_rows<2>(x + r * ldx, ldx, w, ldw, feats, k, out + r * ldo, ldo);
+  if (rows - r == 1) dots256_rows<1>(x + r * ldx, ldx, w, ldw, feats, k, out + r * ldo, ldo);
+}
+
+template <bool NF4>
+void dequant_feat256(const WoPanelArgs &w, int p, float *out) noexcept {
+  const auto K = static_cast<size_t>(w.K);
+  const size_t cpb = static_cast<size_t>(w.block) / 16;
+  const size_t chunks = (K + 15) / 16;
+  const __m256i nib = _mm256_set1_epi32(15);
+  for (size_t t0 = 0, blk = 0; t0 < chunks; t0 += cpb, ++blk) {
+    const Lut256 lut = lut256(w, blk, p);
+    const size_t t1 = std::min(chunks, t0 + cpb);
+    for (size_t t = t0; t < t1; ++t) {
+      const uint8_t *cp = chunk_at(w, t) + p * 64;
+      const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
+      for (int q = 0; q < 2; ++q) {
+        const __m256i idx = _mm256_and_si256(
+            _mm256_srl_epi32(
+                _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(cp + 8 * q))), sh),
+            nib);
+        _mm256_storeu_ps(out + 16 * t + 8 * q, lookup<NF4>(lut, idx));
+      }
+    }
   }
 }
 
-// PP features at a time (all P: fewer loads of x than pairs, measured).
+inline void dequant256(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
+  for (int p = 0; p < P; ++p) {
+    if (w.code == WoCode::NF4)
+      dequant_feat256<true>(w, p, out + p * ldo);
+    else
+      dequant_feat256<false>(w, p, out + p * ldo);
+  }
+}
+
 template <int MR, int PP>
 void int8_feat256(const WoPanelArgs &w, const WoActs &a, int p0, float *out) noexcept {
   __m256 facc[MR][PP][2];

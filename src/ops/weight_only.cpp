@@ -39,6 +39,9 @@ using kern::WoCode;
 
 constexpr size_t P = kWoPanel;
 constexpr size_t kStreams = 4;
+// From this many rows on, the f32 mode dequantizes each panel once into a buffer and runs the
+// register-blocked float dot kernel over all rows (below, the fused kernel decodes per 4 rows).
+constexpr size_t kDequantRows = 8;
 
 size_t round_up(size_t v, size_t m) { return (v + m - 1) / m * m; }
 
@@ -179,6 +182,7 @@ class PreparedWeightOnly final : public Prepared {
     const auto rows = static_cast<size_t>(R);
     switch (path_) {
       case Path::PackedF32:
+        if (rows >= kDequantRows) return run_f32_batch(ctx, xs, rows, out);
         return run_packed(ctx, rows, [&](const kern::WoPanelArgs &a, size_t m0, size_t n,
                                          float *o) {
           wo_->f32(a, xs + m0 * static_cast<size_t>(K_), static_cast<size_t>(K_), n, o);
@@ -414,19 +418,44 @@ class PreparedWeightOnly final : public Prepared {
       }
   }
 
+  // f32 mode, a batch: per panel, its features dequantized once into the worker's buffer, then
+  // every row against them.
+  void run_f32_batch(const Context &ctx, const float *xs, size_t rows, float *out) const {
+    const auto k = static_cast<size_t>(K_), n_count = static_cast<size_t>(N_);
+    const size_t ldw = round_up(k, 16);
+    const size_t workers = parallel_workers(ctx.threads(), pw_.panels, 1);
+    std::vector<std::vector<float>> buf(workers, std::vector<float>(P * ldw + rows * P));
+    parallel_for_workers(ctx.threads(), pw_.panels, 1, [&](size_t p0, size_t p1, size_t t) {
+      float *wb = buf[t].data();
+      float *d = wb + P * ldw;
+      for (size_t pn = p0; pn < p1; ++pn) {
+        wo_->dequant(pw_.panel(pn), wb, ldw);
+        const size_t feats = std::min(P, n_count - pn * P);
+        wo_->dot(xs, k, rows, wb, ldw, feats, K_, d, P);
+        for (size_t r = 0; r < rows; ++r)
+          for (size_t p = 0; p < feats; ++p) put(out, r, pn * P + p, d[r * P + p]);
+      }
+    });
+  }
+
+  // f32 mode, the formats without a packed kernel: features dequantized P at a time by the kernel
+  // set's dequantize kernel, then the register-blocked float dot kernel over every row.
   void run_dequantize_dot(const Context &ctx, const float *xs, size_t rows, float *out) const {
     const auto k = static_cast<size_t>(K_), n_count = static_cast<size_t>(N_);
     const kern::Format f = format_of(spec_, w_->dtype());
-    const size_t grain = std::max<size_t>(1, 4096 / std::max<size_t>(k, 1));
-    const size_t workers = parallel_workers(ctx.threads(), n_count, grain);
-    std::vector<std::vector<float>> wrow(workers, std::vector<float>(k + rows));
-    parallel_for_workers(ctx.threads(), n_count, grain, [&](size_t n0, size_t n1, size_t t) {
-      float *wr = wrow[t].data();
-      float *d = wr + k;
-      for (size_t n = n0; n < n1; ++n) {
-        dequantize_range(*ks_, spec_, f, w_->data(), wr, n * k, n * k + k);
-        wo_->dot(xs, k, rows, wr, K_, d);
-        for (size_t r = 0; r < rows; ++r) put(out, r, n, d[r]);
+    const size_t groups = (n_count + P - 1) / P;
+    const size_t grain = std::max<size_t>(1, 4096 / std::max<size_t>(k * P, 1));
+    const size_t workers = parallel_workers(ctx.threads(), groups, grain);
+    std::vector<std::vector<float>> buf(workers, std::vector<float>(P * k + rows * P));
+    parallel_for_workers(ctx.threads(), groups, grain, [&](size_t g0, size_t g1, size_t t) {
+      float *wb = buf[t].data();
+      float *d = wb + P * k;
+      for (size_t g = g0; g < g1; ++g) {
+        const size_t n0 = g * P, feats = std::min(P, n_count - n0);
+        dequantize_range(*ks_, spec_, f, w_->data(), wb, n0 * k, (n0 + feats) * k);
+        wo_->dot(xs, k, rows, wb, k, feats, K_, d, P);
+        for (size_t r = 0; r < rows; ++r)
+          for (size_t p = 0; p < feats; ++p) put(out, r, n0 + p, d[r * P + p]);
       }
     });
   }
