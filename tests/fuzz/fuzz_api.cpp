@@ -351,7 +351,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         break;
       case 3:
         FUZZ_CALL(
-            qnt_op_desc_set(s.desc, static_cast<qnt_op_option>(in.u8() % 13), in.pick(kValues)));
+            qnt_op_desc_set(s.desc, static_cast<qnt_op_option>(in.u8() % 16), in.pick(kValues)));
         break;
       case 4:
         prepared(in, s);
