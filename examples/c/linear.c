@@ -102,7 +102,7 @@ static qweight quantize_weight(const float *w, int64_t rows, int64_t cols, qnt_d
   return out;
 }
 
-typedef enum { DYNAMIC_PER_TENSOR, DYNAMIC_PER_ROW, WEIGHT_ONLY } path;
+typedef enum { DYNAMIC_PER_TENSOR, DYNAMIC_PER_ROW, WEIGHT_ONLY, WEIGHT_ONLY_INT8_ACT } path;
 
 /* One layer through a prepared operator: the weights are packed once (a real model keeps `op`
  * for every batch it runs), then run on this batch. */
@@ -113,8 +113,11 @@ static void layer(qnt_context *ctx, path p, const float *x, int64_t m, int64_t k
   qnt_op_desc *desc = NULL;
   qnt_prepared *op = NULL;
   CHECK(qnt_tensor_create(QNT_DTYPE_F32, yshape, 2, NULL, &ty));
-  if (p == WEIGHT_ONLY) {
-    CHECK(qnt_prepared_create_linear_weight_only(ctx, w.w, tb, NULL, &op));
+  if (p == WEIGHT_ONLY || p == WEIGHT_ONLY_INT8_ACT) {
+    CHECK(qnt_op_desc_create(&desc));
+    CHECK(qnt_op_desc_set(desc, QNT_OP_WEIGHT_ONLY_MODE,
+                          p == WEIGHT_ONLY ? QNT_WEIGHT_ONLY_F32 : QNT_WEIGHT_ONLY_INT8_ACT));
+    CHECK(qnt_prepared_create_linear_weight_only(ctx, w.w, tb, desc, &op));
   } else {
     CHECK(qnt_op_desc_create(&desc));
     CHECK(qnt_op_desc_set(desc, QNT_OP_ACT_QUANT,
@@ -152,6 +155,8 @@ int main(void) {
       {"int8/channel, dynamic per row", QNT_DTYPE_I8, QNT_GRANULARITY_PER_AXIS, 0, DYNAMIC_PER_ROW},
       {"int4/block 32, weight-only", QNT_DTYPE_I4, QNT_GRANULARITY_PER_BLOCK, 32, WEIGHT_ONLY},
       {"NF4/block 64, weight-only", QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 64, WEIGHT_ONLY},
+      {"int4/block 32, W4A8", QNT_DTYPE_I4, QNT_GRANULARITY_PER_BLOCK, 32, WEIGHT_ONLY_INT8_ACT},
+      {"NF4/block 64, W4A8", QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 64, WEIGHT_ONLY_INT8_ACT},
   };
   if (!h || !ref || !y) return 1;
   CHECK(qnt_context_create(&ctx));
