@@ -219,12 +219,14 @@ inline __m512i halves_epi32(int32_t a, int32_t b) noexcept {
   return _mm512_mask_set1_epi32(_mm512_set1_epi32(a), 0xFF00, b);
 }
 
-template <int MR>
-void int8_rows_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
-  __m512 facc[MR][P];
-  __m512i iacc[MR][P];
+// PP features from p0 (all four for one or two rows; two for more, so that the 2 * MR * PP
+// sums stay in the 32 zmm registers).
+template <int MR, int PP>
+void int8_feat_vnni(const WoPanelArgs &w, const WoActs &a, int p0, float *out) noexcept {
+  __m512 facc[MR][PP];
+  __m512i iacc[MR][PP];
   for (int m = 0; m < MR; ++m)
-    for (int p = 0; p < P; ++p) {
+    for (int p = 0; p < PP; ++p) {
       facc[m][p] = _mm512_setzero_ps();
       iacc[m][p] = _mm512_setzero_si512();
     }
@@ -240,8 +242,8 @@ void int8_rows_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept 
     const uint8_t *src = four_bit ? w.codes + (c / 2) * P * 64 : w.codes + c * P * 64;
     __m512i xq[MR];
     for (int m = 0; m < MR; ++m) xq[m] = _mm512_loadu_si512(a.qx + m * a.qx_stride + 64 * c);
-    for (int p = 0; p < P; ++p) {
-      const __m512i raw = _mm512_loadu_si512(src + p * 64);
+    for (int p = 0; p < PP; ++p) {
+      const __m512i raw = _mm512_loadu_si512(src + (p0 + p) * 64);
       __m512i u;
       if (four_bit) {
         u = (c & 1) ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), nib) : _mm512_and_si512(raw, nib);
@@ -261,18 +263,18 @@ void int8_rows_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept 
       sxv[m] = _mm512_loadu_ps(a.sxv + m * a.unit_stride + unit * 16);
       corr[m] = _mm512_mullo_epi32(sums[m], _mm512_set1_epi32(zk));
     }
-    for (int p = 0; p < P; ++p) {
+    for (int p = 0; p < PP; ++p) {
       __m512 sw;
       __m512i zv = _mm512_setzero_si512();
       if (w.half_units) {
-        sw = halves_ps(w.scales[(2 * unit) * P + p], w.scales[(2 * unit + 1) * P + p]);
+        sw = halves_ps(w.scales[(2 * unit) * P + p0 + p], w.scales[(2 * unit + 1) * P + p0 + p]);
         if (w.zps != nullptr) {
-          const int32_t z0 = zc_of(w, 2 * unit, p), z1 = zc_of(w, 2 * unit + 1, p);
+          const int32_t z0 = zc_of(w, 2 * unit, p0 + p), z1 = zc_of(w, 2 * unit + 1, p0 + p);
           zv = halves_epi32(z0, z1);
         }
       } else {
-        sw = _mm512_set1_ps(w.scales[unit * P + p]);
-        if (w.zps != nullptr) zv = _mm512_set1_epi32(zc_of(w, unit, p));
+        sw = _mm512_set1_ps(w.scales[unit * P + p0 + p]);
+        if (w.zps != nullptr) zv = _mm512_set1_epi32(zc_of(w, unit, p0 + p));
       }
       for (int m = 0; m < MR; ++m) {
         const __m512i cm = w.zps != nullptr ? _mm512_mullo_epi32(sums[m], zv) : corr[m];
@@ -285,7 +287,13 @@ void int8_rows_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept 
     ++unit;
   }
   for (int m = 0; m < MR; ++m)
-    for (int p = 0; p < P; ++p) out[m * P + p] = reduce16(facc[m][p]);
+    for (int p = 0; p < PP; ++p) out[m * P + p0 + p] = reduce16(facc[m][p]);
+}
+
+template <int MR>
+void int8_rows_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
+  constexpr int PP = MR <= 2 ? P : 2;
+  for (int p0 = 0; p0 < P; p0 += PP) int8_feat_vnni<MR, PP>(w, a, p0, out);
 }
 
 inline void int8_vnni(const WoPanelArgs &w, const WoActs &a, size_t rows, float *out) noexcept {
