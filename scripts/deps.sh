@@ -4,6 +4,8 @@
 #        scripts/deps.sh test    (also the test frameworks, the cross-check's Python packages,
 #                                 clang with libFuzzer, and dlpack.h)
 #        scripts/deps.sh bench   (the tests' packages and oneDNN, the benchmarks' peer)
+#        scripts/deps.sh rust    (bindgen, Debian's pkg-config crate, valgrind, and cargo where
+#                                 there is none)
 #        scripts/deps.sh aarch64 (the aarch64 cross compiler, qemu-user, and the arm64 test
 #                                 frameworks through Debian's multiarch)
 set -eu
@@ -17,6 +19,11 @@ if [ "$what" = test ] || [ "$what" = bench ]; then
 fi
 if [ "$what" = bench ]; then
   pkgs="$pkgs libdnnl-dev"  # oneDNN: a peer in the benchmarks only
+fi
+if [ "$what" = rust ]; then
+  # the Rust crates: bindgen (the raw bindings' drift check), Debian's pkg-config crate, valgrind
+  pkgs="$pkgs bindgen librust-pkg-config-dev valgrind"
+  command -v cargo > /dev/null || pkgs="$pkgs cargo rustc"
 fi
 if [ "$what" = aarch64 ]; then
   # (libcriterion-dev is not co-installable across architectures: the C suite runs on the host)
