@@ -3,8 +3,9 @@
 # packaged crates (/usr/share/cargo/registry) and a qnt installed to a temporary prefix:
 #  - the committed bindings equal a regeneration from the header (qnt-sys/regen.sh --check);
 #  - the safe crate calls every function of the header (check-coverage.sh);
-#  - cargo test (unit, integration and doc tests, the compile-fail doc test included), shared
-#    and with the `static` feature; the drop-order tests again under valgrind;
+#  - cargo test (unit, integration and doc tests), shared and with the `static` feature; the
+#    drop-order tests again under valgrind;
+#  - the programs of qnt/tests/compile-fail fail to compile, each with its expected error code;
 #  - the quickstart example; cargo package for both crates.
 set -eu
 cd "$(dirname "$0")/.."
@@ -12,12 +13,17 @@ root=$(pwd)
 scripts/deps.sh rust
 build=${QNT_RUST_BUILD_DIR:-build-rust}
 
-# The library, installed as a user would install it.
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQNT_BUILD_TESTS=OFF \
-  -DQNT_BUILD_EXAMPLES=OFF -DQNT_WITH_CUDA=OFF -DQNT_WERROR=ON > /dev/null
-cmake --build "$build" -j "$(nproc)" --target qnt qnt_static
+# The library, installed as a user would install it: from the build tree QNT_FROM_BUILD names
+# (scripts/test.sh passes its own), else from a build of its own.
+from=${QNT_FROM_BUILD:-}
+if [ -z "$from" ]; then
+  from=$build/lib
+  cmake -S . -B "$from" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQNT_BUILD_TESTS=OFF \
+    -DQNT_BUILD_EXAMPLES=OFF -DQNT_WITH_CUDA=OFF -DQNT_WERROR=ON > /dev/null
+  cmake --build "$from" -j "$(nproc)" --target qnt qnt_static
+fi
 rm -rf "$build/prefix"
-cmake --install "$build" --prefix "$root/$build/prefix" > /dev/null
+cmake --install "$from" --prefix "$root/$build/prefix" > /dev/null
 pcdir=$(dirname "$(find "$root/$build/prefix" -name qnt.pc | head -n 1)")
 export PKG_CONFIG_PATH="$pcdir"
 export LD_LIBRARY_PATH="$(dirname "$pcdir")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -38,6 +44,9 @@ cargo_offline() {
 cd bindings/rust
 cargo_offline test --workspace
 cargo_offline test -p qnt --features static --test ops --test drop_order
+./check-compile-fail.sh --offline \
+  --config 'source.crates-io.replace-with="debian"' \
+  --config 'source.debian.directory="/usr/share/cargo/registry"'
 cargo_offline run -p qnt --example quickstart > "$root/$build/quickstart.out"
 grep -q "NF4, per block of 64" "$root/$build/quickstart.out" || {
   echo "FAIL: the Rust quickstart printed:"; cat "$root/$build/quickstart.out"; exit 1; }
@@ -50,5 +59,19 @@ valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=de
   "$drop_test" --test-threads=1
 echo "ok: drop order under valgrind"
 
-cargo_offline package --workspace --allow-dirty
-echo "ok: cargo package"
+# cargo package, each crate built from its packaged sources alone. qnt needs qnt-sys from a
+# registry, so its package is checked against a local directory registry holding Debian's crates
+# and the qnt-sys package just made.
+cargo_offline package -p qnt-sys --allow-dirty --registry crates-io
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' qnt-sys/Cargo.toml)
+crate="$CARGO_TARGET_DIR/package/qnt-sys-$version.crate"
+registry=$(mktemp -d)
+trap 'rm -rf "$registry"' EXIT
+for d in /usr/share/cargo/registry/*; do ln -s "$d" "$registry/"; done
+tar -xzf "$crate" -C "$registry"
+printf '{"package":"%s","files":{}}' "$(sha256sum "$crate" | cut -d' ' -f1)" \
+  > "$registry/qnt-sys-$version/.cargo-checksum.json"
+cargo package -p qnt --allow-dirty --offline --registry crates-io \
+  --config 'source.crates-io.replace-with="packaged"' \
+  --config "source.packaged.directory=\"$registry\""
+echo "ok: cargo package (qnt-sys, qnt)"

@@ -26,6 +26,15 @@ use std::ptr::{self, NonNull};
 /// assert_eq!(cal.counts()?.finite, 4);
 /// # Ok::<(), qnt::Error>(())
 /// ```
+///
+/// A calibrator is `Send` but not `Sync`: one thread at a time uses it.
+///
+/// ```compile_fail,E0277
+/// fn shared<T: Sync>(_: &T) {}
+/// let cal = qnt::Calibrator::new(qnt::CalibMethod::MinMax, qnt::DType::I8,
+///                                qnt::Scheme::Symmetric, qnt::Granularity::PerTensor).unwrap();
+/// shared(&cal);
+/// ```
 #[derive(Debug)]
 pub struct Calibrator {
     raw: NonNull<sys::qnt_calibrator>,

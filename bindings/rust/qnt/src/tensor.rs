@@ -55,7 +55,7 @@ fn check_len<T: Element>(data: &[T], shape: &[i64]) -> Result<()> {
 /// by [`Tensor::wrap`] or [`Tensor::wrap_bytes`] borrows the caller's memory for `'a`: ops write
 /// their outputs straight into it, and the borrow checker keeps the tensor from outliving it:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0597
 /// let t;
 /// {
 ///     let mut buf = vec![0f32; 4];
