@@ -24,6 +24,7 @@ if [ "$what" = rust ]; then
   # the Rust crates: bindgen (the raw bindings' drift check), Debian's pkg-config crate, valgrind
   pkgs="$pkgs bindgen librust-pkg-config-dev valgrind"
   command -v cargo > /dev/null || pkgs="$pkgs cargo rustc"
+  command -v rustfmt > /dev/null || pkgs="$pkgs rustfmt"  # regen.sh formats bindgen's output
 fi
 if [ "$what" = aarch64 ]; then
   # (libcriterion-dev is not co-installable across architectures: the C suite runs on the host)

@@ -43,6 +43,7 @@ cargo_offline() {
 }
 cd bindings/rust
 cargo_offline test --workspace
+cargo_offline doc --no-deps -p qnt   # every public item documented, every link resolved
 cargo_offline test -p qnt --features static --test ops --test drop_order
 ./check-compile-fail.sh --offline \
   --config 'source.crates-io.replace-with="debian"' \

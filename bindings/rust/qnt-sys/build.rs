@@ -37,7 +37,12 @@ fn link_from_dir(lib_dir: &Path, include: Option<PathBuf>, statik: bool) {
 }
 
 fn main() {
-    for var in ["QNT_LIB_DIR", "QNT_INCLUDE_DIR", "QNT_DIR", "PKG_CONFIG_PATH"] {
+    for var in [
+        "QNT_LIB_DIR",
+        "QNT_INCLUDE_DIR",
+        "QNT_DIR",
+        "PKG_CONFIG_PATH",
+    ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     println!("cargo:rerun-if-changed=build.rs");
@@ -55,7 +60,10 @@ fn main() {
             .map(|d| prefix.join(d))
             .find(|d| d.join("libqnt.so").exists() || d.join("libqnt.a").exists())
             .unwrap_or_else(|| {
-                panic!("qnt-sys: QNT_DIR={} has no lib/libqnt.so or lib/libqnt.a", prefix.display())
+                panic!(
+                    "qnt-sys: QNT_DIR={} has no lib/libqnt.so or lib/libqnt.a",
+                    prefix.display()
+                )
             });
         link_from_dir(&lib_dir, Some(prefix.join("include")), statik);
         return;

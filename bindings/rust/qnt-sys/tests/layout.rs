@@ -26,8 +26,14 @@ fn error_report_layout_matches_the_c_compiler() {
         [
             ("mse", addr_of!((*r.as_ptr()).mse) as usize - base),
             ("sqnr_db", addr_of!((*r.as_ptr()).sqnr_db) as usize - base),
-            ("max_abs_error", addr_of!((*r.as_ptr()).max_abs_error) as usize - base),
-            ("saturated_fraction", addr_of!((*r.as_ptr()).saturated_fraction) as usize - base),
+            (
+                "max_abs_error",
+                addr_of!((*r.as_ptr()).max_abs_error) as usize - base,
+            ),
+            (
+                "saturated_fraction",
+                addr_of!((*r.as_ptr()).saturated_fraction) as usize - base,
+            ),
             ("count", addr_of!((*r.as_ptr()).count) as usize - base),
         ]
     };

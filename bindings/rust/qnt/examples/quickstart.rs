@@ -4,7 +4,7 @@
 //!
 //! Run: cargo run --example quickstart
 
-use qnt::{CpuFeature, Context, DType, Granularity, QParams, Scheme, Tensor};
+use qnt::{Context, CpuFeature, DType, Granularity, QParams, Scheme, Tensor};
 
 const ROWS: usize = 256;
 const COLS: usize = 512;
@@ -13,7 +13,9 @@ const COLS: usize = 512;
 fn weights() -> Vec<f32> {
     let mut state: u64 = 42;
     let mut uniform01 = move || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((state >> 11) as f64 + 0.5) / 9007199254740992.0
     };
     let mut w: Vec<f32> = (0..ROWS * COLS)
@@ -43,7 +45,14 @@ fn sqnr_db(reference: &[f32], got: &[f32]) -> f64 {
 }
 
 /// Quantizes x with qp, dequantizes, prints one row of the table.
-fn report(label: &str, ctx: &Context, x: &Tensor, w: &[f32], dtype: DType, qp: &QParams) -> qnt::Result<()> {
+fn report(
+    label: &str,
+    ctx: &Context,
+    x: &Tensor,
+    w: &[f32],
+    dtype: DType,
+    qp: &QParams,
+) -> qnt::Result<()> {
     let shape = [ROWS as i64, COLS as i64];
     let mut q = Tensor::zeros(dtype, &shape, Some(qp))?;
     let mut y = Tensor::zeros(DType::F32, &shape, None)?;
@@ -81,7 +90,10 @@ fn main() -> qnt::Result<()> {
     let features: Vec<&str> = ctx.cpu_features()?.iter().map(CpuFeature::name).collect();
     println!("  CPU features: {}", features.join(" "));
     let caches: Vec<String> = (1..=3)
-        .map(|level| ctx.cache_size(level).map(|b| format!("L{level} {} KiB", b / 1024)))
+        .map(|level| {
+            ctx.cache_size(level)
+                .map(|b| format!("L{level} {} KiB", b / 1024))
+        })
         .collect::<qnt::Result<_>>()?;
     println!("  caches: {}", caches.join(" "));
     let cuda = ctx.cuda_device_count()?;
@@ -93,16 +105,34 @@ fn main() -> qnt::Result<()> {
 
     let w = weights();
     let x = Tensor::from_slice(&w, &[ROWS as i64, COLS as i64], None)?;
-    println!("\n\nweight matrix [{ROWS}, {COLS}] f32: {} bytes", 4 * ROWS * COLS);
+    println!(
+        "\n\nweight matrix [{ROWS}, {COLS}] f32: {} bytes",
+        4 * ROWS * COLS
+    );
 
-    let qp = ctx.calibrate_minmax(&x, DType::I8, Scheme::Symmetric, Granularity::PerAxis { axis: 0 })?;
+    let qp = ctx.calibrate_minmax(
+        &x,
+        DType::I8,
+        Scheme::Symmetric,
+        Granularity::PerAxis { axis: 0 },
+    )?;
     report("int8, per output channel", &ctx, &x, &w, DType::I8, &qp)?;
-    let block32 = Granularity::PerBlock { axis: 1, block_size: 32 };
+    let block32 = Granularity::PerBlock {
+        axis: 1,
+        block_size: 32,
+    };
     let qp = ctx.calibrate_minmax(&x, DType::I4, Scheme::Symmetric, block32)?;
     report("int4, per block of 32", &ctx, &x, &w, DType::I4, &qp)?;
     let qp = ctx.calibrate_minmax(&x, DType::U4, Scheme::Affine, block32)?;
     report("uint4 affine, block of 32", &ctx, &x, &w, DType::U4, &qp)?;
-    let qp = ctx.calibrate_codebook(&x, DType::Nf4, Granularity::PerBlock { axis: 1, block_size: 64 })?;
+    let qp = ctx.calibrate_codebook(
+        &x,
+        DType::Nf4,
+        Granularity::PerBlock {
+            axis: 1,
+            block_size: 64,
+        },
+    )?;
     report("NF4, per block of 64", &ctx, &x, &w, DType::Nf4, &qp)?;
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Streaming calibration: observe batches, merge shards, compute parameters.
 
 use crate::context::{ctx_ptr, Context};
-use crate::error::{check, Error, ErrorKind, Result};
+use crate::error::{check, create, out, Result};
 use crate::qparams::QParams;
 use crate::sys;
 use crate::tensor::Tensor;
@@ -57,10 +57,8 @@ pub struct CalibCounts {
 }
 
 impl Calibrator {
-    fn from_raw(raw: *mut sys::qnt_calibrator) -> Result<Calibrator> {
-        NonNull::new(raw)
-            .map(|raw| Calibrator { raw })
-            .ok_or_else(|| Error::new(ErrorKind::Internal, "the library returned no calibrator"))
+    fn from_handle(raw: NonNull<sys::qnt_calibrator>) -> Calibrator {
+        Calibrator { raw }
     }
 
     /// A calibrator for `method` producing parameters of an integer `dtype` (i8, u8, i16, u16,
@@ -72,23 +70,28 @@ impl Calibrator {
         granularity: Granularity,
     ) -> Result<Calibrator> {
         let (g, axis, _) = granularity.to_raw();
-        let mut out = ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        check(unsafe {
-            sys::qnt_calibrator_create(method.to_raw(), dtype.to_raw(), scheme.to_raw(), g, axis, &mut out)
-        })?;
-        Calibrator::from_raw(out)
+        create("calibrator", |out| unsafe {
+            sys::qnt_calibrator_create(
+                method.to_raw(),
+                dtype.to_raw(),
+                scheme.to_raw(),
+                g,
+                axis,
+                out,
+            )
+        })
+        .map(Calibrator::from_handle)
     }
 
     /// Recreates a calibrator from [`serialize`](Calibrator::serialize)'s bytes; damaged or
-    /// foreign bytes are [`ErrorKind::CorruptData`].
+    /// foreign bytes are [`ErrorKind::CorruptData`](crate::ErrorKind::CorruptData).
     pub fn deserialize(bytes: &[u8]) -> Result<Calibrator> {
-        let mut out = ptr::null_mut();
         // SAFETY: bytes holds bytes.len() bytes; valid out-pointer.
-        check(unsafe {
-            sys::qnt_calibrator_deserialize(bytes.as_ptr().cast::<c_void>(), bytes.len(), &mut out)
-        })?;
-        Calibrator::from_raw(out)
+        create("calibrator", |out| unsafe {
+            sys::qnt_calibrator_deserialize(bytes.as_ptr().cast::<c_void>(), bytes.len(), out)
+        })
+        .map(Calibrator::from_handle)
     }
 
     /// The raw handle, for the [`sys`](crate::sys) functions; it stays owned by `self`.
@@ -110,18 +113,18 @@ impl Calibrator {
 
     /// Computes parameters from everything observed.
     pub fn compute(&self, ctx: &Context) -> Result<QParams> {
-        let mut out = ptr::null_mut();
         // SAFETY: live handles and a valid out-pointer.
-        check(unsafe { sys::qnt_calibrator_compute(ctx_ptr(ctx), self.as_ptr(), &mut out) })?;
-        QParams::from_raw(out)
+        create("qparams", |out| unsafe {
+            sys::qnt_calibrator_compute(ctx_ptr(ctx), self.as_ptr(), out)
+        })
+        .map(QParams::from_handle)
     }
 
     /// For [`CalibMethod::Adaptive`] after compute: the method whose result was kept; otherwise
     /// the method itself.
     pub fn chosen_method(&self) -> Result<CalibMethod> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_calibrator_chosen_method(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_calibrator_chosen_method(self.as_ptr(), v) })?;
         CalibMethod::from_library(v)
     }
 
@@ -142,7 +145,9 @@ impl Calibrator {
     pub fn counts(&self) -> Result<CalibCounts> {
         let mut c = CalibCounts::default();
         // SAFETY: a live handle and valid out-pointers.
-        check(unsafe { sys::qnt_calibrator_counts(self.as_ptr(), &mut c.finite, &mut c.nan, &mut c.inf) })?;
+        check(unsafe {
+            sys::qnt_calibrator_counts(self.as_ptr(), &mut c.finite, &mut c.nan, &mut c.inf)
+        })?;
         Ok(c)
     }
 
@@ -151,11 +156,18 @@ impl Calibrator {
     pub fn serialize(&self) -> Result<Vec<u8>> {
         let mut size = 0usize;
         // SAFETY: a size query (null buffer, capacity 0).
-        check(unsafe { sys::qnt_calibrator_serialize(self.as_ptr(), ptr::null_mut(), 0, &mut size) })?;
+        check(unsafe {
+            sys::qnt_calibrator_serialize(self.as_ptr(), ptr::null_mut(), 0, &mut size)
+        })?;
         let mut buf = vec![0u8; size];
         // SAFETY: buf holds `size` bytes, the capacity passed.
         check(unsafe {
-            sys::qnt_calibrator_serialize(self.as_ptr(), buf.as_mut_ptr().cast::<c_void>(), buf.len(), &mut size)
+            sys::qnt_calibrator_serialize(
+                self.as_ptr(),
+                buf.as_mut_ptr().cast::<c_void>(),
+                buf.len(),
+                &mut size,
+            )
         })?;
         buf.truncate(size);
         Ok(buf)

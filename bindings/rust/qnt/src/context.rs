@@ -1,7 +1,7 @@
 //! The context (threads, kernel cap, machine facts) and the operators that run with it.
 
 use crate::desc::{desc_ptr, OpDesc};
-use crate::error::{check, Error, ErrorKind, Result};
+use crate::error::{check, create, out, Result};
 use crate::qparams::QParams;
 use crate::sys;
 use crate::tensor::Tensor;
@@ -68,12 +68,9 @@ fn opt_tensor(t: Option<&Tensor<'_>>) -> *const sys::qnt_tensor {
 impl Context {
     /// A context with the default threads (OpenMP's default) and no kernel cap.
     pub fn new() -> Result<Context> {
-        let mut out = ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        check(unsafe { sys::qnt_context_create(&mut out) })?;
-        NonNull::new(out)
-            .map(|raw| Context { raw })
-            .ok_or_else(|| Error::new(ErrorKind::Internal, "the library returned no context"))
+        let raw = create("context", |out| unsafe { sys::qnt_context_create(out) })?;
+        Ok(Context { raw })
     }
 
     /// The raw handle, for the [`sys`](crate::sys) functions; it stays owned by `self`.
@@ -90,9 +87,8 @@ impl Context {
 
     /// The threads ops will use (never 0).
     pub fn num_threads(&self) -> Result<usize> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_context_num_threads(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_context_num_threads(self.as_ptr(), v) })?;
         Ok(v as usize)
     }
 
@@ -105,9 +101,8 @@ impl Context {
 
     /// The kernel set in use: the cap applied to what the machine runs.
     pub fn isa(&self) -> Result<Isa> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_context_isa(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_context_isa(self.as_ptr(), v) })?;
         Isa::from_library(v)
     }
 
@@ -122,9 +117,8 @@ impl Context {
 
     /// The CPU features (CPU and OS support both).
     pub fn cpu_features(&self) -> Result<CpuFeatures> {
-        let mut v = 0u64;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_context_cpu_features(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_context_cpu_features(self.as_ptr(), v) })?;
         Ok(CpuFeatures(v))
     }
 
@@ -138,17 +132,15 @@ impl Context {
 
     /// The size in bytes of the level-1 data, level-2 or level-3 cache (0 where unknown).
     pub fn cache_size(&self, level: i32) -> Result<usize> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_context_cache_size(self.as_ptr(), level, &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_context_cache_size(self.as_ptr(), level, v) })?;
         Ok(v)
     }
 
     /// The number of CUDA devices qnt can use (0 without the CUDA module, driver or a device).
     pub fn cuda_device_count(&self) -> Result<i32> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_context_cuda_device_count(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_context_cuda_device_count(self.as_ptr(), v) })?;
         Ok(v)
     }
 
@@ -168,7 +160,11 @@ impl Context {
     /// `stream` must be null (the default stream) or a `cudaStream_t` of that device that stays
     /// alive while the context uses it.
     pub unsafe fn set_cuda_stream(&mut self, device: i32, stream: *mut c_void) -> Result<()> {
-        check(sys::qnt_context_set_cuda_stream(self.as_ptr(), device, stream))
+        check(sys::qnt_context_set_cuda_stream(
+            self.as_ptr(),
+            device,
+            stream,
+        ))
     }
 
     /// Waits for the device work submitted through the context and returns its first
@@ -206,12 +202,20 @@ impl Context {
         granularity: Granularity,
     ) -> Result<QParams> {
         let (g, axis, block) = granularity.to_raw();
-        let mut out = ptr::null_mut();
         // SAFETY: live handles and a valid out-pointer.
-        check(unsafe {
-            sys::qnt_calibrate_minmax(self.as_ptr(), x.as_ptr(), dtype.to_raw(), scheme.to_raw(), g, axis, block, &mut out)
-        })?;
-        QParams::from_raw(out)
+        create("qparams", |out| unsafe {
+            sys::qnt_calibrate_minmax(
+                self.as_ptr(),
+                x.as_ptr(),
+                dtype.to_raw(),
+                scheme.to_raw(),
+                g,
+                axis,
+                block,
+                out,
+            )
+        })
+        .map(QParams::from_handle)
     }
 
     /// As [`calibrate_minmax`](Context::calibrate_minmax) with PyTorch's custom quant_min and
@@ -226,9 +230,8 @@ impl Context {
         quant_max: i32,
     ) -> Result<QParams> {
         let (g, axis, block) = granularity.to_raw();
-        let mut out = ptr::null_mut();
         // SAFETY: live handles and a valid out-pointer.
-        check(unsafe {
+        create("qparams", |out| unsafe {
             sys::qnt_calibrate_minmax_range(
                 self.as_ptr(),
                 x.as_ptr(),
@@ -239,10 +242,10 @@ impl Context {
                 block,
                 quant_min,
                 quant_max,
-                &mut out,
+                out,
             )
-        })?;
-        QParams::from_raw(out)
+        })
+        .map(QParams::from_handle)
     }
 
     /// Scales for the codebook dtypes (NF4 absmax, binary mean |x|, ternary absmean).
@@ -253,12 +256,19 @@ impl Context {
         granularity: Granularity,
     ) -> Result<QParams> {
         let (g, axis, block) = granularity.to_raw();
-        let mut out = ptr::null_mut();
         // SAFETY: live handles and a valid out-pointer.
-        check(unsafe {
-            sys::qnt_calibrate_codebook(self.as_ptr(), x.as_ptr(), dtype.to_raw(), g, axis, block, &mut out)
-        })?;
-        QParams::from_raw(out)
+        create("qparams", |out| unsafe {
+            sys::qnt_calibrate_codebook(
+                self.as_ptr(),
+                x.as_ptr(),
+                dtype.to_raw(),
+                g,
+                axis,
+                block,
+                out,
+            )
+        })
+        .map(QParams::from_handle)
     }
 
     /// How well `qp` represents `x`: quantized and dequantized back, in double precision.
@@ -300,16 +310,25 @@ impl Context {
         y: &mut Tensor<'_>,
     ) -> Result<()> {
         // SAFETY: live handles; y is borrowed exclusively.
-        check(unsafe { sys::qnt_qmatmul(self.as_ptr(), a.as_ptr(), b.as_ptr(), opt_tensor(bias), y.as_mut_ptr()) })
+        check(unsafe {
+            sys::qnt_qmatmul(
+                self.as_ptr(),
+                a.as_ptr(),
+                b.as_ptr(),
+                opt_tensor(bias),
+                y.as_mut_ptr(),
+            )
+        })
     }
 
     /// ONNX DynamicQuantizeLinear: a new u8 tensor of `x`'s shape with per-tensor parameters
     /// computed from `x` (read them with [`Tensor::qparams`]).
     pub fn dynamic_quantize_linear(&self, x: &Tensor<'_>) -> Result<Tensor<'static>> {
-        let mut out = ptr::null_mut();
         // SAFETY: live handles and a valid out-pointer; the result is a new owned tensor.
-        check(unsafe { sys::qnt_dynamic_quantize_linear(self.as_ptr(), x.as_ptr(), &mut out) })?;
-        Tensor::from_owned_raw(out)
+        create("tensor", |out| unsafe {
+            sys::qnt_dynamic_quantize_linear(self.as_ptr(), x.as_ptr(), out)
+        })
+        .map(Tensor::from_handle)
     }
 
     /// Dynamically quantized linear layer: `x` f32 `[..., K]`, `w` i8 `[N, K]`, optional f32
@@ -324,7 +343,14 @@ impl Context {
     ) -> Result<()> {
         // SAFETY: live handles; y is borrowed exclusively.
         check(unsafe {
-            sys::qnt_linear_dynamic(self.as_ptr(), x.as_ptr(), w.as_ptr(), opt_tensor(bias), desc_ptr(desc), y.as_mut_ptr())
+            sys::qnt_linear_dynamic(
+                self.as_ptr(),
+                x.as_ptr(),
+                w.as_ptr(),
+                opt_tensor(bias),
+                desc_ptr(desc),
+                y.as_mut_ptr(),
+            )
         })
     }
 
@@ -339,7 +365,13 @@ impl Context {
     ) -> Result<()> {
         // SAFETY: live handles; y is borrowed exclusively.
         check(unsafe {
-            sys::qnt_linear_weight_only(self.as_ptr(), x.as_ptr(), w.as_ptr(), opt_tensor(bias), y.as_mut_ptr())
+            sys::qnt_linear_weight_only(
+                self.as_ptr(),
+                x.as_ptr(),
+                w.as_ptr(),
+                opt_tensor(bias),
+                y.as_mut_ptr(),
+            )
         })
     }
 
@@ -355,7 +387,14 @@ impl Context {
     ) -> Result<()> {
         // SAFETY: live handles; y is borrowed exclusively.
         check(unsafe {
-            sys::qnt_qconv2d(self.as_ptr(), x.as_ptr(), w.as_ptr(), opt_tensor(bias), desc_ptr(desc), y.as_mut_ptr())
+            sys::qnt_qconv2d(
+                self.as_ptr(),
+                x.as_ptr(),
+                w.as_ptr(),
+                opt_tensor(bias),
+                desc_ptr(desc),
+                y.as_mut_ptr(),
+            )
         })
     }
 
@@ -368,7 +407,15 @@ impl Context {
         y: &mut Tensor<'_>,
     ) -> Result<()> {
         // SAFETY: live handles; y is borrowed exclusively.
-        check(unsafe { sys::qnt_qadd(self.as_ptr(), a.as_ptr(), b.as_ptr(), desc_ptr(desc), y.as_mut_ptr()) })
+        check(unsafe {
+            sys::qnt_qadd(
+                self.as_ptr(),
+                a.as_ptr(),
+                b.as_ptr(),
+                desc_ptr(desc),
+                y.as_mut_ptr(),
+            )
+        })
     }
 
     /// Quantized ReLU: `y = max(x, zero_point)`.
@@ -409,7 +456,13 @@ pub fn conv2d_output_shape(
     let mut shape = [0i64; 4];
     // SAFETY: live handles; shape holds 4 values, the capacity passed.
     check(unsafe {
-        sys::qnt_conv2d_output_shape(x.as_ptr(), w.as_ptr(), desc_ptr(desc), shape.as_mut_ptr(), shape.len())
+        sys::qnt_conv2d_output_shape(
+            x.as_ptr(),
+            w.as_ptr(),
+            desc_ptr(desc),
+            shape.as_mut_ptr(),
+            shape.len(),
+        )
     })?;
     Ok(shape)
 }

@@ -1,6 +1,6 @@
 //! Operator options: an [`OpDesc`], built with [`OpDescBuilder`].
 
-use crate::error::{check, Error, ErrorKind, Result};
+use crate::error::{check, create, out, Result};
 use crate::sys;
 use crate::types::{ActQuant, Layout, OpOption, WeightOnlyMode};
 use std::ptr::{self, NonNull};
@@ -31,17 +31,16 @@ unsafe impl Sync for OpDesc {}
 impl OpDesc {
     /// A descriptor with every option at its default.
     pub fn new() -> Result<OpDesc> {
-        let mut out = ptr::null_mut();
         // SAFETY: a valid out-pointer.
-        check(unsafe { sys::qnt_op_desc_create(&mut out) })?;
-        NonNull::new(out)
-            .map(|raw| OpDesc { raw })
-            .ok_or_else(|| Error::new(ErrorKind::Internal, "the library returned no descriptor"))
+        let raw = create("descriptor", |out| unsafe { sys::qnt_op_desc_create(out) })?;
+        Ok(OpDesc { raw })
     }
 
     /// A builder, which sets its options in [`OpDescBuilder::build`].
     pub fn builder() -> OpDescBuilder {
-        OpDescBuilder { options: Vec::new() }
+        OpDescBuilder {
+            options: Vec::new(),
+        }
     }
 
     /// The raw handle, for the [`sys`](crate::sys) functions; it stays owned by `self`.
@@ -58,9 +57,8 @@ impl OpDesc {
 
     /// One option's value (its default when it was not set).
     pub fn get(&self, key: OpOption) -> Result<i64> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_op_desc_get(self.as_ptr(), key.to_raw(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_op_desc_get(self.as_ptr(), key.to_raw(), v) })?;
         Ok(v)
     }
 }
@@ -93,7 +91,8 @@ impl OpDescBuilder {
 
     /// Convolution strides (>= 1; default 1).
     pub fn stride(self, h: i64, w: i64) -> Self {
-        self.option(OpOption::StrideH, h).option(OpOption::StrideW, w)
+        self.option(OpOption::StrideH, h)
+            .option(OpOption::StrideW, w)
     }
 
     /// Convolution padding (>= 0; default 0); padded positions act as x's zero point.
@@ -106,7 +105,8 @@ impl OpDescBuilder {
 
     /// Convolution dilations (>= 1; default 1).
     pub fn dilation(self, h: i64, w: i64) -> Self {
-        self.option(OpOption::DilationH, h).option(OpOption::DilationW, w)
+        self.option(OpOption::DilationH, h)
+            .option(OpOption::DilationW, w)
     }
 
     /// Convolution groups (>= 1; default 1; groups == C == M is depthwise).

@@ -100,14 +100,24 @@ impl Error {
     /// The error of a failed library call: `status`, with the message the library left for
     /// this thread (`qnt_last_error_message`). Call it right after the failing call.
     pub fn from_status(status: sys::qnt_status) -> Error {
-        Error { kind: ErrorKind::from_status(status), status, message: last_error_message() }
+        Error {
+            kind: ErrorKind::from_status(status),
+            status,
+            message: last_error_message(),
+        }
     }
 
     /// An error raised by this crate before calling the library (a slice of the wrong length,
     /// say), with the status the library would have given.
     pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Error {
-        let status = kind.status().unwrap_or(sys::QNT_ERR_INTERNAL as sys::qnt_status);
-        Error { kind, status, message: message.into() }
+        let status = kind
+            .status()
+            .unwrap_or(sys::QNT_ERR_INTERNAL as sys::qnt_status);
+        Error {
+            kind,
+            status,
+            message: message.into(),
+        }
     }
 
     /// The kind of failure.
@@ -146,6 +156,30 @@ pub(crate) fn check(status: sys::qnt_status) -> Result<()> {
     }
 }
 
+/// Calls `call` with a default-initialized output and returns the output when it succeeds (a
+/// getter of the C API).
+pub(crate) fn out<T: Default>(call: impl FnOnce(*mut T) -> sys::qnt_status) -> Result<T> {
+    let mut value = T::default();
+    check(call(&mut value))?;
+    Ok(value)
+}
+
+/// Calls `call` with a null handle output and returns the handle it created (a constructor of
+/// the C API); a success with no handle is an internal error.
+pub(crate) fn create<T>(
+    what: &str,
+    call: impl FnOnce(*mut *mut T) -> sys::qnt_status,
+) -> Result<std::ptr::NonNull<T>> {
+    let mut raw = std::ptr::null_mut();
+    check(call(&mut raw))?;
+    std::ptr::NonNull::new(raw).ok_or_else(|| {
+        Error::new(
+            ErrorKind::Internal,
+            format!("the library returned no {what}"),
+        )
+    })
+}
+
 /// A static name for a status code (`"QNT_ERR_SHAPE_MISMATCH: shapes disagree"`); unknown
 /// values give `"unknown qnt_status"`.
 ///
@@ -161,7 +195,9 @@ pub fn status_string(status: sys::qnt_status) -> &'static str {
 /// already carries it; this is for callers of the raw [`sys`](crate::sys) functions.
 pub fn last_error_message() -> String {
     // SAFETY: never null; valid until the next failing call on this thread, and copied here.
-    unsafe { CStr::from_ptr(sys::qnt_last_error_message()) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(sys::qnt_last_error_message()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// A `'static` str from one of the library's static strings.

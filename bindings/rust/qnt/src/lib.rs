@@ -67,6 +67,6 @@ pub use qparams::QParams;
 pub use tensor::{DlPack, Element, Tensor};
 pub use types::{
     abi_check, abi_version, build_info, nf4_codebook, version, version_string, ActQuant,
-    CalibMethod, CalibOption, CpuFeature, CpuFeatures, DType, DeviceType, Granularity, Isa,
-    Layout, OpOption, PreparedKind, Scheme, WeightOnlyMode,
+    CalibMethod, CalibOption, CpuFeature, CpuFeatures, DType, DeviceType, Granularity, Isa, Layout,
+    OpOption, PreparedKind, Scheme, WeightOnlyMode,
 };

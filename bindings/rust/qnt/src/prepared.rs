@@ -2,7 +2,7 @@
 
 use crate::context::{ctx_ptr, Context};
 use crate::desc::{desc_ptr, OpDesc};
-use crate::error::{check, Error, ErrorKind, Result};
+use crate::error::{check, create, out, Result};
 use crate::qparams::QParams;
 use crate::sys;
 use crate::tensor::Tensor;
@@ -51,11 +51,8 @@ fn opt_qparams(q: Option<&QParams>) -> *const sys::qnt_qparams {
 }
 
 impl Prepared {
-    fn from_status(status: sys::qnt_status, out: *mut sys::qnt_prepared) -> Result<Prepared> {
-        check(status)?;
-        NonNull::new(out)
-            .map(|raw| Prepared { raw })
-            .ok_or_else(|| Error::new(ErrorKind::Internal, "the library returned no operator"))
+    fn make(call: impl FnOnce(*mut *mut sys::qnt_prepared) -> sys::qnt_status) -> Result<Prepared> {
+        create("operator", call).map(|raw| Prepared { raw })
     }
 
     /// The raw handle, for the [`sys`](crate::sys) functions; it stays owned by `self`.
@@ -71,12 +68,16 @@ impl Prepared {
         bias: Option<&Tensor<'_>>,
         desc: Option<&OpDesc>,
     ) -> Result<Prepared> {
-        let mut out = ptr::null_mut();
         // SAFETY: live handles and a valid out-pointer; the inputs are only read.
-        let s = unsafe {
-            sys::qnt_prepared_create_matmul(ctx_ptr(ctx), b.as_ptr(), opt_tensor(bias), desc_ptr(desc), &mut out)
-        };
-        Prepared::from_status(s, out)
+        Prepared::make(|out| unsafe {
+            sys::qnt_prepared_create_matmul(
+                ctx_ptr(ctx),
+                b.as_ptr(),
+                opt_tensor(bias),
+                desc_ptr(desc),
+                out,
+            )
+        })
     }
 
     /// [`Context::linear_dynamic`] with a constant i8 `w` `[N, K]` and f32 bias; `desc` may set
@@ -87,12 +88,16 @@ impl Prepared {
         bias: Option<&Tensor<'_>>,
         desc: Option<&OpDesc>,
     ) -> Result<Prepared> {
-        let mut out = ptr::null_mut();
         // SAFETY: live handles and a valid out-pointer; the inputs are only read.
-        let s = unsafe {
-            sys::qnt_prepared_create_linear_dynamic(ctx_ptr(ctx), w.as_ptr(), opt_tensor(bias), desc_ptr(desc), &mut out)
-        };
-        Prepared::from_status(s, out)
+        Prepared::make(|out| unsafe {
+            sys::qnt_prepared_create_linear_dynamic(
+                ctx_ptr(ctx),
+                w.as_ptr(),
+                opt_tensor(bias),
+                desc_ptr(desc),
+                out,
+            )
+        })
     }
 
     /// A statically quantized linear layer: `w` i8 or u8 `[N, K]`, the input's per-tensor
@@ -106,9 +111,8 @@ impl Prepared {
         y_qparams: Option<&QParams>,
         desc: Option<&OpDesc>,
     ) -> Result<Prepared> {
-        let mut out = ptr::null_mut();
         // SAFETY: live handles and a valid out-pointer; the inputs are only read.
-        let s = unsafe {
+        Prepared::make(|out| unsafe {
             sys::qnt_prepared_create_linear_static(
                 ctx_ptr(ctx),
                 w.as_ptr(),
@@ -116,10 +120,9 @@ impl Prepared {
                 x_qparams.as_ptr(),
                 opt_qparams(y_qparams),
                 desc_ptr(desc),
-                &mut out,
+                out,
             )
-        };
-        Prepared::from_status(s, out)
+        })
     }
 
     /// [`Context::linear_weight_only`] with a constant `w` and f32 bias; `desc` may choose the
@@ -131,12 +134,16 @@ impl Prepared {
         bias: Option<&Tensor<'_>>,
         desc: Option<&OpDesc>,
     ) -> Result<Prepared> {
-        let mut out = ptr::null_mut();
         // SAFETY: live handles and a valid out-pointer; the inputs are only read.
-        let s = unsafe {
-            sys::qnt_prepared_create_linear_weight_only(ctx_ptr(ctx), w.as_ptr(), opt_tensor(bias), desc_ptr(desc), &mut out)
-        };
-        Prepared::from_status(s, out)
+        Prepared::make(|out| unsafe {
+            sys::qnt_prepared_create_linear_weight_only(
+                ctx_ptr(ctx),
+                w.as_ptr(),
+                opt_tensor(bias),
+                desc_ptr(desc),
+                out,
+            )
+        })
     }
 
     /// [`Context::qconv2d`] with a constant `w` and bias and the geometry, layout and ReLU of
@@ -147,42 +154,45 @@ impl Prepared {
         bias: Option<&Tensor<'_>>,
         desc: Option<&OpDesc>,
     ) -> Result<Prepared> {
-        let mut out = ptr::null_mut();
         // SAFETY: live handles and a valid out-pointer; the inputs are only read.
-        let s = unsafe {
-            sys::qnt_prepared_create_conv2d(ctx_ptr(ctx), w.as_ptr(), opt_tensor(bias), desc_ptr(desc), &mut out)
-        };
-        Prepared::from_status(s, out)
+        Prepared::make(|out| unsafe {
+            sys::qnt_prepared_create_conv2d(
+                ctx_ptr(ctx),
+                w.as_ptr(),
+                opt_tensor(bias),
+                desc_ptr(desc),
+                out,
+            )
+        })
     }
 
     /// Runs the operator on `x`, writing `y` (`y` is untouched on failure). Results never
     /// depend on the context's threads.
     pub fn run(&self, ctx: &Context, x: &Tensor<'_>, y: &mut Tensor<'_>) -> Result<()> {
         // SAFETY: live handles; y is borrowed exclusively.
-        check(unsafe { sys::qnt_prepared_run(ctx_ptr(ctx), self.as_ptr(), x.as_ptr(), y.as_mut_ptr()) })
+        check(unsafe {
+            sys::qnt_prepared_run(ctx_ptr(ctx), self.as_ptr(), x.as_ptr(), y.as_mut_ptr())
+        })
     }
 
     /// Which operator this is.
     pub fn kind(&self) -> Result<PreparedKind> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_prepared_kind_of(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_prepared_kind_of(self.as_ptr(), v) })?;
         PreparedKind::from_library(v)
     }
 
     /// The bytes held for packed weights, bias and precomputed values.
     pub fn packed_size(&self) -> Result<usize> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_prepared_packed_size(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_prepared_packed_size(self.as_ptr(), v) })?;
         Ok(v)
     }
 
     /// The kernel set the operator was prepared for.
     pub fn isa(&self) -> Result<Isa> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_prepared_isa(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_prepared_isa(self.as_ptr(), v) })?;
         Isa::from_library(v)
     }
 }

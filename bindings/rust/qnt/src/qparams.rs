@@ -1,6 +1,6 @@
 //! Quantization parameters: scales and zero points of one dtype and granularity.
 
-use crate::error::{check, Error, ErrorKind, Result};
+use crate::error::{check, create, out, Error, ErrorKind, Result};
 use crate::sys;
 use crate::types::{DType, Granularity, Scheme};
 use std::ptr::{self, NonNull};
@@ -33,10 +33,8 @@ unsafe impl Sync for QParams {}
 
 impl QParams {
     /// Takes ownership of a handle the library returned.
-    pub(crate) fn from_raw(raw: *mut sys::qnt_qparams) -> Result<QParams> {
-        NonNull::new(raw)
-            .map(|raw| QParams { raw })
-            .ok_or_else(|| Error::new(ErrorKind::Internal, "the library returned no qparams"))
+    pub(crate) fn from_handle(raw: NonNull<sys::qnt_qparams>) -> QParams {
+        QParams { raw }
     }
 
     /// The raw handle, for the [`sys`](crate::sys) functions; it stays owned by `self`.
@@ -46,12 +44,11 @@ impl QParams {
 
     /// One scale and zero point for the whole tensor.
     pub fn per_tensor(dtype: DType, scale: f32, zero_point: i32) -> Result<QParams> {
-        let mut out = ptr::null_mut();
         // SAFETY: a valid out-pointer; the values are copied.
-        check(unsafe {
-            sys::qnt_qparams_create_per_tensor(dtype.to_raw(), scale, zero_point, &mut out)
-        })?;
-        QParams::from_raw(out)
+        create("qparams", |out| unsafe {
+            sys::qnt_qparams_create_per_tensor(dtype.to_raw(), scale, zero_point, out)
+        })
+        .map(QParams::from_handle)
     }
 
     /// One scale (and zero point) per index along `axis`; a tensor using them needs
@@ -63,19 +60,18 @@ impl QParams {
         zero_points: Option<&[i32]>,
     ) -> Result<QParams> {
         let zp = zero_points_ptr(scales.len(), zero_points)?;
-        let mut out = ptr::null_mut();
         // SAFETY: scales (and zero points) hold scales.len() values, which are copied.
-        check(unsafe {
+        create("qparams", |out| unsafe {
             sys::qnt_qparams_create_per_axis(
                 dtype.to_raw(),
                 axis,
                 scales.len(),
                 scales.as_ptr(),
                 zp,
-                &mut out,
+                out,
             )
-        })?;
-        QParams::from_raw(out)
+        })
+        .map(QParams::from_handle)
     }
 
     /// Parameters per block of `block_size` elements along `axis`, laid out row-major over
@@ -95,9 +91,8 @@ impl QParams {
         zero_points: Option<&[i32]>,
     ) -> Result<QParams> {
         let zp = zero_points_ptr(scales.len(), zero_points)?;
-        let mut out = ptr::null_mut();
         // SAFETY: scales (and zero points) hold scales.len() values, which are copied.
-        check(unsafe {
+        create("qparams", |out| unsafe {
             sys::qnt_qparams_create_per_block(
                 dtype.to_raw(),
                 axis,
@@ -105,17 +100,16 @@ impl QParams {
                 scales.len(),
                 scales.as_ptr(),
                 zp,
-                &mut out,
+                out,
             )
-        })?;
-        QParams::from_raw(out)
+        })
+        .map(QParams::from_handle)
     }
 
     /// The dtype the parameters are for.
     pub fn dtype(&self) -> Result<DType> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_qparams_dtype(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_qparams_dtype(self.as_ptr(), v) })?;
         DType::from_library(v)
     }
 
@@ -131,16 +125,21 @@ impl QParams {
         match g as u32 {
             sys::QNT_GRANULARITY_PER_TENSOR => Ok(Granularity::PerTensor),
             sys::QNT_GRANULARITY_PER_AXIS => Ok(Granularity::PerAxis { axis }),
-            sys::QNT_GRANULARITY_PER_BLOCK => Ok(Granularity::PerBlock { axis, block_size: block }),
-            _ => Err(Error::new(ErrorKind::Unknown, format!("unknown granularity {g}"))),
+            sys::QNT_GRANULARITY_PER_BLOCK => Ok(Granularity::PerBlock {
+                axis,
+                block_size: block,
+            }),
+            _ => Err(Error::new(
+                ErrorKind::Unknown,
+                format!("unknown granularity {g}"),
+            )),
         }
     }
 
     /// Symmetric when every zero point is the dtype's symmetric one, else affine.
     pub fn scheme(&self) -> Result<Scheme> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_qparams_scheme(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_qparams_scheme(self.as_ptr(), v) })?;
         Scheme::from_library(v)
     }
 

@@ -1,6 +1,6 @@
 //! Tensors: dense, row-major, owned by the library or borrowed from the caller.
 
-use crate::error::{check, Error, ErrorKind, Result};
+use crate::error::{check, create, out, Error, ErrorKind, Result};
 use crate::qparams::QParams;
 use crate::sys;
 use crate::types::{DType, DeviceType};
@@ -35,7 +35,9 @@ fn qparams_ptr(qparams: Option<&QParams>) -> *const sys::qnt_qparams {
 }
 
 fn element_count(shape: &[i64]) -> Option<usize> {
-    shape.iter().try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
+    shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?))
 }
 
 fn check_len<T: Element>(data: &[T], shape: &[i64]) -> Result<()> {
@@ -94,10 +96,11 @@ unsafe impl Send for Tensor<'_> {}
 unsafe impl Sync for Tensor<'_> {}
 
 impl<'a> Tensor<'a> {
-    fn from_raw(raw: *mut sys::qnt_tensor) -> Result<Tensor<'a>> {
-        NonNull::new(raw)
-            .map(|raw| Tensor { raw, _borrow: PhantomData })
-            .ok_or_else(|| Error::new(ErrorKind::Internal, "the library returned no tensor"))
+    pub(crate) fn from_handle(raw: NonNull<sys::qnt_tensor>) -> Tensor<'a> {
+        Tensor {
+            raw,
+            _borrow: PhantomData,
+        }
     }
 
     /// The raw handle, for the [`sys`](crate::sys) functions; it stays owned by `self`.
@@ -126,9 +129,8 @@ impl<'a> Tensor<'a> {
     ) -> Result<Tensor<'a>> {
         check_len(data, shape)?;
         let bytes = std::mem::size_of_val(data);
-        let mut out = ptr::null_mut();
         // SAFETY: data is valid and exclusively borrowed for 'a, which the tensor cannot outlive.
-        check(unsafe {
+        create("tensor", |out| unsafe {
             sys::qnt_tensor_wrap(
                 T::DTYPE.to_raw(),
                 shape.as_ptr(),
@@ -136,10 +138,10 @@ impl<'a> Tensor<'a> {
                 qparams_ptr(qparams),
                 data.as_mut_ptr().cast::<c_void>(),
                 bytes,
-                &mut out,
+                out,
             )
-        })?;
-        Tensor::from_raw(out)
+        })
+        .map(Tensor::from_handle)
     }
 
     /// A tensor of any dtype over the bytes of `data`, borrowed for `'a`; `data.len()` must be
@@ -151,21 +153,21 @@ impl<'a> Tensor<'a> {
         data: &'a mut [u8],
         qparams: Option<&QParams>,
     ) -> Result<Tensor<'a>> {
-        let mut out = ptr::null_mut();
+        let bytes = data.len();
         // SAFETY: data is valid and exclusively borrowed for 'a, which the tensor cannot outlive.
-        check(unsafe {
+        let t = create("tensor", |out| unsafe {
             sys::qnt_tensor_wrap(
                 dtype.to_raw(),
                 shape.as_ptr(),
                 shape.len(),
                 qparams_ptr(qparams),
                 data.as_mut_ptr().cast::<c_void>(),
-                data.len(),
-                &mut out,
+                bytes,
+                out,
             )
-        })?;
-        let t = Tensor::from_raw(out)?;
-        t.expect_byte_size(data.len())?;
+        })
+        .map(Tensor::from_handle)?;
+        t.expect_byte_size(bytes)?;
         Ok(t)
     }
 
@@ -183,17 +185,15 @@ impl<'a> Tensor<'a> {
 
     /// The element dtype.
     pub fn dtype(&self) -> Result<DType> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_tensor_dtype(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_tensor_dtype(self.as_ptr(), v) })?;
         DType::from_library(v)
     }
 
     /// The number of dimensions.
     pub fn rank(&self) -> Result<usize> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_tensor_rank(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_tensor_rank(self.as_ptr(), v) })?;
         Ok(v)
     }
 
@@ -207,30 +207,23 @@ impl<'a> Tensor<'a> {
 
     /// The number of elements.
     pub fn element_count(&self) -> Result<usize> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_tensor_element_count(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_tensor_element_count(self.as_ptr(), v) })?;
         Ok(v)
     }
 
     /// The storage size in bytes, `ceil(elements * bits / 8)`.
     pub fn byte_size(&self) -> Result<usize> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_tensor_byte_size(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_tensor_byte_size(self.as_ptr(), v) })?;
         Ok(v)
     }
 
     /// The tensor's quantization parameters (a new reference), or `None` when it has none.
     pub fn qparams(&self) -> Result<Option<QParams>> {
-        let mut out = ptr::null_mut();
         // SAFETY: a live handle and a valid out-pointer; the reference returned is ours.
-        check(unsafe { sys::qnt_tensor_qparams(self.as_ptr(), &mut out) })?;
-        if out.is_null() {
-            Ok(None)
-        } else {
-            QParams::from_raw(out).map(Some)
-        }
+        let raw = out(|p| unsafe { sys::qnt_tensor_qparams(self.as_ptr(), p) })?;
+        Ok(NonNull::new(raw).map(QParams::from_handle))
     }
 
     /// Where the storage lives: device type and index (every tensor of this release is on the
@@ -245,9 +238,8 @@ impl<'a> Tensor<'a> {
     /// Whether the tensor may not be written (imported from a read-only DLPack tensor); ops
     /// refuse it as an output.
     pub fn is_read_only(&self) -> Result<bool> {
-        let mut v = 0;
         // SAFETY: a live handle and a valid out-pointer.
-        check(unsafe { sys::qnt_tensor_is_read_only(self.as_ptr(), &mut v) })?;
+        let v = out(|v| unsafe { sys::qnt_tensor_is_read_only(self.as_ptr(), v) })?;
         Ok(v != 0)
     }
 
@@ -324,7 +316,10 @@ impl<'a> Tensor<'a> {
     fn host_storage(&self) -> Result<(*mut u8, usize)> {
         let (device, _) = self.device()?;
         if device != DeviceType::Cpu {
-            return Err(Error::new(ErrorKind::Unsupported, "the tensor is not in host memory"));
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "the tensor is not in host memory",
+            ));
         }
         let mut data = ptr::null_mut();
         // SAFETY: qnt_tensor_data only reads the handle (it takes a non-const pointer so that
@@ -347,7 +342,10 @@ impl<'a> Tensor<'a> {
     /// The storage's bytes, borrowed for writing (not for a read-only tensor).
     pub fn as_bytes_mut(&mut self) -> Result<&mut [u8]> {
         if self.is_read_only()? {
-            return Err(Error::new(ErrorKind::InvalidArgument, "the tensor is read-only"));
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "the tensor is read-only",
+            ));
         }
         let (p, n) = self.host_storage()?;
         if n == 0 {
@@ -409,42 +407,39 @@ impl<'a> Tensor<'a> {
     /// Imports a DLPack tensor without copying (`qnt_tensor_from_dlpack`). On failure the
     /// DLPack tensor is released (its deleter called).
     pub fn from_dlpack(dl: DlPack<'a>, qparams: Option<&QParams>) -> Result<Tensor<'a>> {
-        let mut out = ptr::null_mut();
         // SAFETY: dl is a live managed tensor we own; on success qnt takes it over.
-        check(unsafe {
+        let raw = create("tensor", |out| unsafe {
             sys::qnt_tensor_from_dlpack(
                 dl.ptr.as_ptr(),
                 i32::from(dl.versioned),
                 qparams_ptr(qparams),
-                &mut out,
+                out,
             )
         })?;
         std::mem::forget(dl);
-        Tensor::from_raw(out)
+        Ok(Tensor::from_handle(raw))
     }
 }
 
 impl Tensor<'static> {
-    /// Takes ownership of a tensor the library created with storage of its own.
-    pub(crate) fn from_owned_raw(raw: *mut sys::qnt_tensor) -> Result<Tensor<'static>> {
-        Tensor::from_raw(raw)
-    }
-
     /// A zero-filled tensor whose storage the library allocates (`qnt_tensor_create`).
     /// Quantized dtypes take their parameters here (they are needed by quantize and the ops).
-    pub fn zeros(dtype: DType, shape: &[i64], qparams: Option<&QParams>) -> Result<Tensor<'static>> {
-        let mut out = ptr::null_mut();
+    pub fn zeros(
+        dtype: DType,
+        shape: &[i64],
+        qparams: Option<&QParams>,
+    ) -> Result<Tensor<'static>> {
         // SAFETY: shape holds shape.len() values; valid out-pointer.
-        check(unsafe {
+        create("tensor", |out| unsafe {
             sys::qnt_tensor_create(
                 dtype.to_raw(),
                 shape.as_ptr(),
                 shape.len(),
                 qparams_ptr(qparams),
-                &mut out,
+                out,
             )
-        })?;
-        Tensor::from_raw(out)
+        })
+        .map(Tensor::from_handle)
     }
 
     /// A tensor holding a copy of `data` (`qnt_tensor_create_from_data`); `data.len()` must be
@@ -455,7 +450,13 @@ impl Tensor<'static> {
         qparams: Option<&QParams>,
     ) -> Result<Tensor<'static>> {
         check_len(data, shape)?;
-        Tensor::create_from(T::DTYPE, shape, data.as_ptr().cast::<c_void>(), std::mem::size_of_val(data), qparams)
+        Tensor::create_from(
+            T::DTYPE,
+            shape,
+            data.as_ptr().cast::<c_void>(),
+            std::mem::size_of_val(data),
+            qparams,
+        )
     }
 
     /// A tensor of any dtype holding a copy of `data`, exactly its byte size (packed dtypes in
@@ -466,7 +467,13 @@ impl Tensor<'static> {
         data: &[u8],
         qparams: Option<&QParams>,
     ) -> Result<Tensor<'static>> {
-        let t = Tensor::create_from(dtype, shape, data.as_ptr().cast::<c_void>(), data.len(), qparams)?;
+        let t = Tensor::create_from(
+            dtype,
+            shape,
+            data.as_ptr().cast::<c_void>(),
+            data.len(),
+            qparams,
+        )?;
         t.expect_byte_size(data.len())?;
         Ok(t)
     }
@@ -478,9 +485,8 @@ impl Tensor<'static> {
         bytes: usize,
         qparams: Option<&QParams>,
     ) -> Result<Tensor<'static>> {
-        let mut out = ptr::null_mut();
         // SAFETY: data holds `bytes` bytes, which the library copies.
-        check(unsafe {
+        create("tensor", |out| unsafe {
             sys::qnt_tensor_create_from_data(
                 dtype.to_raw(),
                 shape.as_ptr(),
@@ -488,10 +494,10 @@ impl Tensor<'static> {
                 qparams_ptr(qparams),
                 data,
                 bytes,
-                &mut out,
+                out,
             )
-        })?;
-        Tensor::from_raw(out)
+        })
+        .map(Tensor::from_handle)
     }
 
     /// Imports a DLPack tensor from a foreign producer (NumPy, PyTorch, ...) without copying.
@@ -506,9 +512,10 @@ impl Tensor<'static> {
         versioned: bool,
         qparams: Option<&QParams>,
     ) -> Result<Tensor<'static>> {
-        let mut out = ptr::null_mut();
-        check(sys::qnt_tensor_from_dlpack(managed, i32::from(versioned), qparams_ptr(qparams), &mut out))?;
-        Tensor::from_raw(out)
+        create("tensor", |out| {
+            sys::qnt_tensor_from_dlpack(managed, i32::from(versioned), qparams_ptr(qparams), out)
+        })
+        .map(Tensor::from_handle)
     }
 }
 
@@ -520,12 +527,15 @@ impl Drop for Tensor<'_> {
 }
 
 fn export<'a>(t: *mut sys::qnt_tensor, versioned: bool) -> Result<DlPack<'a>> {
-    let mut out = ptr::null_mut();
     // SAFETY: a live handle and a valid out-pointer.
-    check(unsafe { sys::qnt_tensor_to_dlpack(t, i32::from(versioned), &mut out) })?;
-    NonNull::new(out)
-        .map(|ptr| DlPack { ptr, versioned, _borrow: PhantomData })
-        .ok_or_else(|| Error::new(ErrorKind::Internal, "the library returned no DLPack tensor"))
+    let ptr = create("DLPack tensor", |out| unsafe {
+        sys::qnt_tensor_to_dlpack(t, i32::from(versioned), out)
+    })?;
+    Ok(DlPack {
+        ptr,
+        versioned,
+        _borrow: PhantomData,
+    })
 }
 
 // DLPack's structs (dlpack.h, v1.0 and the legacy form), as far as this crate reads them.
@@ -601,7 +611,10 @@ impl<'a> DlPack<'a> {
     /// The data pointer (plus `byte_offset`).
     pub fn data(&self) -> *mut c_void {
         let t = self.tensor();
-        t.data.cast::<u8>().wrapping_add(t.byte_offset as usize).cast::<c_void>()
+        t.data
+            .cast::<u8>()
+            .wrapping_add(t.byte_offset as usize)
+            .cast::<c_void>()
     }
 
     /// Hands the managed tensor over; the caller (or the consumer it passes it to) must call its

@@ -258,7 +258,9 @@ impl CpuFeatures {
 
     /// The features that are there, among those this crate knows.
     pub fn iter(self) -> impl Iterator<Item = CpuFeature> {
-        CpuFeature::ALL.into_iter().filter(move |f| self.contains(*f))
+        CpuFeature::ALL
+            .into_iter()
+            .filter(move |f| self.contains(*f))
     }
 }
 

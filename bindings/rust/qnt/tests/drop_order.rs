@@ -34,10 +34,23 @@ fn handles_dropped_in_every_order() {
         let ctx = Context::new().unwrap();
         let qp = QParams::per_block(DType::I4, 1, 16, &[0.1, 0.2, 0.3, 0.4], None).unwrap();
         let w = Tensor::from_bytes(DType::I4, &[2, 32], &[0x21; 32], Some(&qp)).unwrap();
-        let desc = OpDesc::builder().weight_only_mode(WeightOnlyMode::Int8Act).build().unwrap();
+        let desc = OpDesc::builder()
+            .weight_only_mode(WeightOnlyMode::Int8Act)
+            .build()
+            .unwrap();
         let layer = Prepared::linear_weight_only(&ctx, &w, None, Some(&desc)).unwrap();
-        let mut cal = Calibrator::new(CalibMethod::Entropy, DType::I8, Scheme::Symmetric, Granularity::PerTensor).unwrap();
-        cal.observe(&ctx, &Tensor::from_slice(&[i as f32, -1.0], &[2], None).unwrap()).unwrap();
+        let mut cal = Calibrator::new(
+            CalibMethod::Entropy,
+            DType::I8,
+            Scheme::Symmetric,
+            Granularity::PerTensor,
+        )
+        .unwrap();
+        cal.observe(
+            &ctx,
+            &Tensor::from_slice(&[i as f32, -1.0], &[2], None).unwrap(),
+        )
+        .unwrap();
         let from_tensor = w.qparams().unwrap().unwrap();
         let mut handles: Vec<Option<Box<dyn Any>>> = vec![
             Some(Box::new(ctx)),
@@ -103,7 +116,14 @@ fn dlpack_exports_outlive_their_tensors_and_borrowed_memory_stays_borrowed() {
 fn parameters_and_calibrators_outlive_what_made_them() {
     let ctx = Context::new().unwrap();
     let x = Tensor::from_slice(&[0.5f32, -1.0, 2.0, 0.25], &[2, 2], None).unwrap();
-    let qp = ctx.calibrate_minmax(&x, DType::U8, Scheme::Affine, Granularity::PerAxis { axis: 0 }).unwrap();
+    let qp = ctx
+        .calibrate_minmax(
+            &x,
+            DType::U8,
+            Scheme::Affine,
+            Granularity::PerAxis { axis: 0 },
+        )
+        .unwrap();
     let q = {
         let mut q = Tensor::zeros(DType::U8, &[2, 2], Some(&qp)).unwrap();
         ctx.quantize(&x, &mut q).unwrap();
@@ -116,8 +136,18 @@ fn parameters_and_calibrators_outlive_what_made_them() {
     drop(q);
     assert_eq!(again.scale_count().unwrap(), 2);
     let bytes = {
-        let mut c = Calibrator::new(CalibMethod::MinMax, DType::I8, Scheme::Symmetric, Granularity::PerTensor).unwrap();
-        c.observe(&Context::new().unwrap(), &Tensor::from_slice(&[3.0f32], &[1], None).unwrap()).unwrap();
+        let mut c = Calibrator::new(
+            CalibMethod::MinMax,
+            DType::I8,
+            Scheme::Symmetric,
+            Granularity::PerTensor,
+        )
+        .unwrap();
+        c.observe(
+            &Context::new().unwrap(),
+            &Tensor::from_slice(&[3.0f32], &[1], None).unwrap(),
+        )
+        .unwrap();
         c.serialize().unwrap()
     };
     let mut c = Calibrator::deserialize(&bytes).unwrap();

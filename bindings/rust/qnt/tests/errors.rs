@@ -9,12 +9,16 @@ fn errors_carry_the_library_message() {
     // The same failing call through the C API gives the same status and message.
     let err = QParams::per_tensor(DType::I8, f32::NAN, 0).unwrap_err();
     let mut out = ptr::null_mut();
-    let status = unsafe { sys::qnt_qparams_create_per_tensor(DType::I8.to_raw(), f32::NAN, 0, &mut out) };
+    let status =
+        unsafe { sys::qnt_qparams_create_per_tensor(DType::I8.to_raw(), f32::NAN, 0, &mut out) };
     assert_eq!(err.status(), status);
     assert_eq!(err.kind(), ErrorKind::InvalidQparams);
     assert_eq!(err.message(), qnt::last_error_message());
     assert!(err.message().contains("scale"), "{}", err.message());
-    assert!(err.to_string().starts_with("QNT_ERR_INVALID_QPARAMS"), "{err}");
+    assert!(
+        err.to_string().starts_with("QNT_ERR_INVALID_QPARAMS"),
+        "{err}"
+    );
 
     let ctx = Context::new().unwrap();
     let x = Tensor::zeros(DType::F32, &[2, 3], None).unwrap();
@@ -26,7 +30,10 @@ fn errors_carry_the_library_message() {
 
     // A quantized tensor without parameters.
     let mut bare = Tensor::zeros(DType::I8, &[2, 3], None).unwrap();
-    assert_eq!(ctx.quantize(&x, &mut bare).unwrap_err().kind(), ErrorKind::InvalidQparams);
+    assert_eq!(
+        ctx.quantize(&x, &mut bare).unwrap_err().kind(),
+        ErrorKind::InvalidQparams
+    );
 
     // An option the op does not take is refused, never ignored.
     let desc = OpDesc::builder().stride(2, 2).build().unwrap();
@@ -36,7 +43,10 @@ fn errors_carry_the_library_message() {
     assert!(!err.message().is_empty());
 
     let mut d = OpDesc::new().unwrap();
-    assert_eq!(d.set(OpOption::StrideH, 0).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        d.set(OpOption::StrideH, 0).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
     assert_eq!(d.get(OpOption::StrideH).unwrap(), 1, "unchanged on failure");
 }
 
@@ -46,9 +56,22 @@ fn errors_raised_by_the_crate_say_what_is_wrong() {
     assert_eq!(err.kind(), ErrorKind::ShapeMismatch);
     assert!(err.message().contains("3 elements"), "{}", err.message());
     let t = Tensor::from_slice(&[1i8, 2], &[2], None).unwrap();
-    assert_eq!(t.to_vec::<f32>().unwrap_err().kind(), ErrorKind::DtypeMismatch);
-    assert_eq!(Tensor::from_bytes(DType::I4, &[3], &[0, 0, 0], None).unwrap_err().kind(), ErrorKind::ShapeMismatch);
-    assert_eq!(QParams::per_axis(DType::I8, 0, &[1.0, 1.0], Some(&[0])).unwrap_err().kind(), ErrorKind::ShapeMismatch);
+    assert_eq!(
+        t.to_vec::<f32>().unwrap_err().kind(),
+        ErrorKind::DtypeMismatch
+    );
+    assert_eq!(
+        Tensor::from_bytes(DType::I4, &[3], &[0, 0, 0], None)
+            .unwrap_err()
+            .kind(),
+        ErrorKind::ShapeMismatch
+    );
+    assert_eq!(
+        QParams::per_axis(DType::I8, 0, &[1.0, 1.0], Some(&[0]))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::ShapeMismatch
+    );
 }
 
 #[test]
@@ -71,7 +94,15 @@ fn library_facts() {
     qnt::abi_check().unwrap();
     assert_eq!(qnt::abi_version(), sys::QNT_ABI_VERSION);
     assert_eq!(qnt::version(), sys::QNT_VERSION_NUMBER);
-    assert_eq!(qnt::version_string(), format!("{}.{}.{}", sys::QNT_VERSION_MAJOR, sys::QNT_VERSION_MINOR, sys::QNT_VERSION_PATCH));
+    assert_eq!(
+        qnt::version_string(),
+        format!(
+            "{}.{}.{}",
+            sys::QNT_VERSION_MAJOR,
+            sys::QNT_VERSION_MINOR,
+            sys::QNT_VERSION_PATCH
+        )
+    );
     assert_eq!(DType::Ternary.range().unwrap(), (-1, 1));
     assert_eq!(DType::Binary.bits(), 1);
     let book = qnt::nf4_codebook();
@@ -87,9 +118,17 @@ fn library_facts() {
     // No CUDA device here, or a working one: either way the calls answer.
     let n = ctx.cuda_device_count().unwrap();
     if n == 0 {
-        assert_eq!(ctx.cuda_compute_capability(0).unwrap_err().kind(), ErrorKind::NoDevice);
+        assert_eq!(
+            ctx.cuda_compute_capability(0).unwrap_err().kind(),
+            ErrorKind::NoDevice
+        );
         let mut c2 = Context::new().unwrap();
-        assert_eq!(unsafe { c2.set_cuda_stream(0, ptr::null_mut()) }.unwrap_err().kind(), ErrorKind::NoDevice);
+        assert_eq!(
+            unsafe { c2.set_cuda_stream(0, ptr::null_mut()) }
+                .unwrap_err()
+                .kind(),
+            ErrorKind::NoDevice
+        );
     }
     ctx.synchronize().unwrap();
     let features = ctx.cpu_features().unwrap();

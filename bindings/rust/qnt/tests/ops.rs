@@ -7,8 +7,8 @@ mod common;
 use common::{bits, Lcg};
 use qnt::sys;
 use qnt::{
-    ActQuant, CalibMethod, Calibrator, Context, DType, Granularity, Isa, OpDesc, Prepared,
-    QParams, Scheme, Tensor, WeightOnlyMode,
+    ActQuant, CalibMethod, Calibrator, Context, DType, Granularity, Isa, OpDesc, Prepared, QParams,
+    Scheme, Tensor, WeightOnlyMode,
 };
 use std::ptr;
 
@@ -20,13 +20,32 @@ mod c {
         assert_eq!(s, sys::QNT_OK as i32, "{}", qnt::last_error_message());
     }
 
-    pub fn tensor(dtype: DType, shape: &[i64], qp: Option<&QParams>, data: Option<&[u8]>) -> *mut sys::qnt_tensor {
+    pub fn tensor(
+        dtype: DType,
+        shape: &[i64],
+        qp: Option<&QParams>,
+        data: Option<&[u8]>,
+    ) -> *mut sys::qnt_tensor {
         let mut t = ptr::null_mut();
         let qp = qp.map_or(ptr::null(), QParams::as_ptr);
         unsafe {
             match data {
-                Some(d) => ok(sys::qnt_tensor_create_from_data(dtype.to_raw(), shape.as_ptr(), shape.len(), qp, d.as_ptr().cast(), d.len(), &mut t)),
-                None => ok(sys::qnt_tensor_create(dtype.to_raw(), shape.as_ptr(), shape.len(), qp, &mut t)),
+                Some(d) => ok(sys::qnt_tensor_create_from_data(
+                    dtype.to_raw(),
+                    shape.as_ptr(),
+                    shape.len(),
+                    qp,
+                    d.as_ptr().cast(),
+                    d.len(),
+                    &mut t,
+                )),
+                None => ok(sys::qnt_tensor_create(
+                    dtype.to_raw(),
+                    shape.as_ptr(),
+                    shape.len(),
+                    qp,
+                    &mut t,
+                )),
             }
         }
         t
@@ -43,7 +62,10 @@ mod c {
     }
 
     pub fn f32s(t: *mut sys::qnt_tensor) -> Vec<f32> {
-        bytes(t).chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+        bytes(t)
+            .chunks(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
     }
 
     pub fn destroy(t: *mut sys::qnt_tensor) {
@@ -77,11 +99,27 @@ fn quantize_and_dequantize_match_the_c_api_bit_for_bit() {
         Granularity::PerTensor,
         Granularity::PerAxis { axis: 0 },
         Granularity::PerAxis { axis: -1 },
-        Granularity::PerBlock { axis: 1, block_size: 32 },
-        Granularity::PerBlock { axis: 0, block_size: 5 },
+        Granularity::PerBlock {
+            axis: 1,
+            block_size: 32,
+        },
+        Granularity::PerBlock {
+            axis: 0,
+            block_size: 5,
+        },
     ];
     let mut cases = 0;
-    for dtype in [DType::I8, DType::U8, DType::I16, DType::U16, DType::I4, DType::U4, DType::Nf4, DType::Ternary, DType::Binary] {
+    for dtype in [
+        DType::I8,
+        DType::U8,
+        DType::I16,
+        DType::U16,
+        DType::I4,
+        DType::U4,
+        DType::Nf4,
+        DType::Ternary,
+        DType::Binary,
+    ] {
         for scheme in [Scheme::Symmetric, Scheme::Affine] {
             for g in grans {
                 let qp = match dtype {
@@ -104,8 +142,16 @@ fn quantize_and_dequantize_match_the_c_api_bit_for_bit() {
                     c::ok(sys::qnt_quantize(ptr::null_mut(), cx, cq));
                     c::ok(sys::qnt_dequantize(ptr::null_mut(), cq, cback));
                 }
-                assert_eq!(q.to_bytes().unwrap(), c::bytes(cq), "{dtype:?} {scheme:?} {g:?}");
-                assert_eq!(bits(&back.to_vec::<f32>().unwrap()), bits(&c::f32s(cback)), "{dtype:?} {scheme:?} {g:?}");
+                assert_eq!(
+                    q.to_bytes().unwrap(),
+                    c::bytes(cq),
+                    "{dtype:?} {scheme:?} {g:?}"
+                );
+                assert_eq!(
+                    bits(&back.to_vec::<f32>().unwrap()),
+                    bits(&c::f32s(cback)),
+                    "{dtype:?} {scheme:?} {g:?}"
+                );
                 c::destroy(cq);
                 c::destroy(cback);
                 cases += 1;
@@ -125,7 +171,8 @@ fn quantize_follows_the_header_rule() {
     let (scale, zp) = (0.37f32, 3);
     let qp = QParams::per_tensor(DType::I8, scale, zp).unwrap();
     let mut q = Tensor::zeros(DType::I8, &[4099], Some(&qp)).unwrap();
-    ctx.quantize(&Tensor::from_slice(&x, &[4099], None).unwrap(), &mut q).unwrap();
+    ctx.quantize(&Tensor::from_slice(&x, &[4099], None).unwrap(), &mut q)
+        .unwrap();
     let want: Vec<i8> = x
         .iter()
         .map(|&v| {
@@ -146,7 +193,13 @@ fn every_kernel_cap_gives_the_same_bits() {
     let xt = Tensor::from_slice(&x, &[100, 100], None).unwrap();
     let qp = QParams::per_axis(DType::U4, 0, &vec![0.05; 100], Some(&vec![7; 100])).unwrap();
     let mut results = Vec::new();
-    for isa in [Isa::Reference, Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni, Isa::Native] {
+    for isa in [
+        Isa::Reference,
+        Isa::Avx2,
+        Isa::Avx512,
+        Isa::Avx512Vnni,
+        Isa::Native,
+    ] {
         let mut ctx = Context::new().unwrap();
         ctx.set_max_isa(isa).unwrap();
         let mut q = Tensor::zeros(DType::U4, &[100, 100], Some(&qp)).unwrap();
@@ -156,10 +209,21 @@ fn every_kernel_cap_gives_the_same_bits() {
     assert!(results.windows(2).all(|w| w[0] == w[1]));
 }
 
-fn int4_weights(ctx: &Context, rng: &mut Lcg, n: i64, k: i64, dtype: DType, scheme: Scheme, block: i64) -> Tensor<'static> {
+fn int4_weights(
+    ctx: &Context,
+    rng: &mut Lcg,
+    n: i64,
+    k: i64,
+    dtype: DType,
+    scheme: Scheme,
+    block: i64,
+) -> Tensor<'static> {
     let w = rng.floats((n * k) as usize, 0.1, false);
     let wt = Tensor::from_slice(&w, &[n, k], None).unwrap();
-    let g = Granularity::PerBlock { axis: 1, block_size: block };
+    let g = Granularity::PerBlock {
+        axis: 1,
+        block_size: block,
+    };
     let qp = if dtype == DType::Nf4 {
         ctx.calibrate_codebook(&wt, dtype, g).unwrap()
     } else {
@@ -175,7 +239,11 @@ fn weight_only_linear_matches_the_c_api_bit_for_bit() {
     let ctx = Context::new().unwrap();
     let mut rng = Lcg(5);
     for (m, n, k) in [(1i64, 33i64, 129i64), (4, 64, 256), (9, 31, 127)] {
-        for (dtype, scheme, block) in [(DType::I4, Scheme::Symmetric, 32), (DType::U4, Scheme::Affine, 128), (DType::Nf4, Scheme::Symmetric, 64)] {
+        for (dtype, scheme, block) in [
+            (DType::I4, Scheme::Symmetric, 32),
+            (DType::U4, Scheme::Affine, 128),
+            (DType::Nf4, Scheme::Symmetric, 64),
+        ] {
             let w = int4_weights(&ctx, &mut rng, n, k, dtype, scheme, block);
             let bias = rng.floats(n as usize, 1.0, false);
             let bias_t = Tensor::from_slice(&bias, &[n], None).unwrap();
@@ -184,7 +252,8 @@ fn weight_only_linear_matches_the_c_api_bit_for_bit() {
             let cx = c::tensor(DType::F32, &[m, k], None, Some(&f32_bytes(&x)));
             for mode in [WeightOnlyMode::F32, WeightOnlyMode::Int8Act] {
                 let desc = OpDesc::builder().weight_only_mode(mode).build().unwrap();
-                let layer = Prepared::linear_weight_only(&ctx, &w, Some(&bias_t), Some(&desc)).unwrap();
+                let layer =
+                    Prepared::linear_weight_only(&ctx, &w, Some(&bias_t), Some(&desc)).unwrap();
                 let mut y = Tensor::zeros(DType::F32, &[m, n], None).unwrap();
                 layer.run(&ctx, &xt, &mut y).unwrap();
 
@@ -192,19 +261,37 @@ fn weight_only_linear_matches_the_c_api_bit_for_bit() {
                 unsafe {
                     let mut cd = ptr::null_mut();
                     c::ok(sys::qnt_op_desc_create(&mut cd));
-                    c::ok(sys::qnt_op_desc_set(cd, sys::QNT_OP_WEIGHT_ONLY_MODE as i32, i64::from(mode.to_raw())));
+                    c::ok(sys::qnt_op_desc_set(
+                        cd,
+                        sys::QNT_OP_WEIGHT_ONLY_MODE as i32,
+                        i64::from(mode.to_raw()),
+                    ));
                     let mut op = ptr::null_mut();
-                    c::ok(sys::qnt_prepared_create_linear_weight_only(ctx.as_ptr(), w.as_ptr(), bias_t.as_ptr(), cd, &mut op));
+                    c::ok(sys::qnt_prepared_create_linear_weight_only(
+                        ctx.as_ptr(),
+                        w.as_ptr(),
+                        bias_t.as_ptr(),
+                        cd,
+                        &mut op,
+                    ));
                     c::ok(sys::qnt_prepared_run(ptr::null_mut(), op, cx, cy));
                     sys::qnt_prepared_destroy(op);
                     sys::qnt_op_desc_destroy(cd);
                 }
-                assert_eq!(bits(&y.to_vec::<f32>().unwrap()), bits(&c::f32s(cy)), "{dtype:?} {mode:?} {m}x{n}x{k}");
+                assert_eq!(
+                    bits(&y.to_vec::<f32>().unwrap()),
+                    bits(&c::f32s(cy)),
+                    "{dtype:?} {mode:?} {m}x{n}x{k}"
+                );
                 if mode == WeightOnlyMode::F32 {
                     // The one-shot call is the same operator.
                     let mut y1 = Tensor::zeros(DType::F32, &[m, n], None).unwrap();
-                    ctx.linear_weight_only(&xt, &w, Some(&bias_t), &mut y1).unwrap();
-                    assert_eq!(bits(&y1.to_vec::<f32>().unwrap()), bits(&y.to_vec::<f32>().unwrap()));
+                    ctx.linear_weight_only(&xt, &w, Some(&bias_t), &mut y1)
+                        .unwrap();
+                    assert_eq!(
+                        bits(&y1.to_vec::<f32>().unwrap()),
+                        bits(&y.to_vec::<f32>().unwrap())
+                    );
                 }
                 c::destroy(cy);
             }
@@ -221,20 +308,35 @@ fn dynamic_and_static_linear_and_qmatmul_match_the_c_api() {
     let wf = rng.floats((n * k) as usize, 0.5, false);
     let wq = QParams::per_axis(DType::I8, 0, &vec![0.004; n as usize], None).unwrap();
     let mut w = Tensor::zeros(DType::I8, &[n, k], Some(&wq)).unwrap();
-    ctx.quantize(&Tensor::from_slice(&wf, &[n, k], None).unwrap(), &mut w).unwrap();
+    ctx.quantize(&Tensor::from_slice(&wf, &[n, k], None).unwrap(), &mut w)
+        .unwrap();
     let x = rng.floats((m * k) as usize, 2.0, false);
     let xt = Tensor::from_slice(&x, &[m, k], None).unwrap();
     let cx = c::tensor(DType::F32, &[m, k], None, Some(&f32_bytes(&x)));
 
     // Dynamic linear, per-row activations, fused ReLU: one-shot, prepared and raw C.
-    let desc = OpDesc::builder().act_quant(ActQuant::PerRow).fuse_relu(true).build().unwrap();
+    let desc = OpDesc::builder()
+        .act_quant(ActQuant::PerRow)
+        .fuse_relu(true)
+        .build()
+        .unwrap();
     let mut y = Tensor::zeros(DType::F32, &[m, n], None).unwrap();
-    ctx.linear_dynamic(&xt, &w, None, Some(&desc), &mut y).unwrap();
+    ctx.linear_dynamic(&xt, &w, None, Some(&desc), &mut y)
+        .unwrap();
     let layer = Prepared::linear_dynamic(&ctx, &w, None, Some(&desc)).unwrap();
     let mut y2 = Tensor::zeros(DType::F32, &[m, n], None).unwrap();
     layer.run(&ctx, &xt, &mut y2).unwrap();
     let cy = c::tensor(DType::F32, &[m, n], None, None);
-    unsafe { c::ok(sys::qnt_linear_dynamic(ptr::null_mut(), cx, w.as_ptr(), ptr::null(), desc.as_ptr(), cy)) };
+    unsafe {
+        c::ok(sys::qnt_linear_dynamic(
+            ptr::null_mut(),
+            cx,
+            w.as_ptr(),
+            ptr::null(),
+            desc.as_ptr(),
+            cy,
+        ))
+    };
     let want = bits(&c::f32s(cy));
     assert_eq!(bits(&y.to_vec::<f32>().unwrap()), want);
     assert_eq!(bits(&y2.to_vec::<f32>().unwrap()), want);
@@ -251,7 +353,15 @@ fn dynamic_and_static_linear_and_qmatmul_match_the_c_api() {
     let cys = c::tensor(DType::U8, &[m, n], Some(&yq), None);
     unsafe {
         let mut op = ptr::null_mut();
-        c::ok(sys::qnt_prepared_create_linear_static(ptr::null_mut(), w.as_ptr(), ptr::null(), xq.as_ptr(), yq.as_ptr(), ptr::null(), &mut op));
+        c::ok(sys::qnt_prepared_create_linear_static(
+            ptr::null_mut(),
+            w.as_ptr(),
+            ptr::null(),
+            xq.as_ptr(),
+            yq.as_ptr(),
+            ptr::null(),
+            &mut op,
+        ));
         c::ok(sys::qnt_prepared_run(ptr::null_mut(), op, xu.as_ptr(), cys));
         sys::qnt_prepared_destroy(op);
     }
@@ -260,9 +370,17 @@ fn dynamic_and_static_linear_and_qmatmul_match_the_c_api() {
 
     let wt: Vec<i8> = {
         let wv = w.to_vec::<i8>().unwrap();
-        (0..k).flat_map(|kk| (0..n).map(move |nn| (nn, kk))).map(|(nn, kk)| wv[(nn * k + kk) as usize]).collect()
+        (0..k)
+            .flat_map(|kk| (0..n).map(move |nn| (nn, kk)))
+            .map(|(nn, kk)| wv[(nn * k + kk) as usize])
+            .collect()
     };
-    let b = Tensor::from_slice(&wt, &[k, n], Some(&QParams::per_tensor(DType::I8, 0.004, 0).unwrap())).unwrap();
+    let b = Tensor::from_slice(
+        &wt,
+        &[k, n],
+        Some(&QParams::per_tensor(DType::I8, 0.004, 0).unwrap()),
+    )
+    .unwrap();
     let mut acc = Tensor::zeros(DType::I32, &[m, n], None).unwrap();
     ctx.qmatmul(&xu, &b, None, &mut acc).unwrap();
     let prepared = Prepared::matmul(&ctx, &b, None, None).unwrap();
@@ -272,7 +390,14 @@ fn dynamic_and_static_linear_and_qmatmul_match_the_c_api() {
     let xv = xu.to_vec::<u8>().unwrap();
     let want: Vec<i32> = (0..m)
         .flat_map(|i| (0..n).map(move |j| (i, j)))
-        .map(|(i, j)| (0..k).map(|kk| (i64::from(xv[(i * k + kk) as usize]) - 120) * i64::from(wt[(kk * n + j) as usize])).sum::<i64>() as i32)
+        .map(|(i, j)| {
+            (0..k)
+                .map(|kk| {
+                    (i64::from(xv[(i * k + kk) as usize]) - 120)
+                        * i64::from(wt[(kk * n + j) as usize])
+                })
+                .sum::<i64>() as i32
+        })
         .collect();
     assert_eq!(acc.to_vec::<i32>().unwrap(), want);
     assert_eq!(acc2.to_vec::<i32>().unwrap(), want);
@@ -284,11 +409,24 @@ fn conv_add_relu_requantize_and_dynamic_quantize() {
     let ctx = Context::new().unwrap();
     let mut rng = Lcg(13);
     let xq = QParams::per_tensor(DType::U8, 0.1, 10).unwrap();
-    let xv: Vec<u8> = (0..2 * 3 * 8 * 8).map(|_| (rng.next_u32() % 256) as u8).collect();
+    let xv: Vec<u8> = (0..2 * 3 * 8 * 8)
+        .map(|_| (rng.next_u32() % 256) as u8)
+        .collect();
     let x = Tensor::from_slice(&xv, &[2, 3, 8, 8], Some(&xq)).unwrap();
-    let wv: Vec<i8> = (0..4 * 3 * 3 * 3).map(|_| (rng.next_u32() % 255) as i8).collect();
-    let w = Tensor::from_slice(&wv, &[4, 3, 3, 3], Some(&QParams::per_tensor(DType::I8, 0.02, 0).unwrap())).unwrap();
-    let desc = OpDesc::builder().padding(1, 1, 1, 1).stride(2, 2).build().unwrap();
+    let wv: Vec<i8> = (0..4 * 3 * 3 * 3)
+        .map(|_| (rng.next_u32() % 255) as i8)
+        .collect();
+    let w = Tensor::from_slice(
+        &wv,
+        &[4, 3, 3, 3],
+        Some(&QParams::per_tensor(DType::I8, 0.02, 0).unwrap()),
+    )
+    .unwrap();
+    let desc = OpDesc::builder()
+        .padding(1, 1, 1, 1)
+        .stride(2, 2)
+        .build()
+        .unwrap();
     let shape = qnt::conv2d_output_shape(&x, &w, Some(&desc)).unwrap();
     assert_eq!(shape, [2, 4, 4, 4]);
     let mut y = Tensor::zeros(DType::I32, &shape, None).unwrap();
@@ -303,7 +441,11 @@ fn conv_add_relu_requantize_and_dynamic_quantize() {
         for kh in 0..3i64 {
             for kw in 0..3i64 {
                 let (ih, iw) = (kh - 1, kw - 1);
-                let xval = if ih < 0 || iw < 0 { 10 } else { i64::from(xv[(c * 64 + ih * 8 + iw) as usize]) };
+                let xval = if ih < 0 || iw < 0 {
+                    10
+                } else {
+                    i64::from(xv[(c * 64 + ih * 8 + iw) as usize])
+                };
                 acc += (xval - 10) * i64::from(wv[(c * 9 + kh * 3 + kw) as usize]);
             }
         }
@@ -329,7 +471,9 @@ fn conv_add_relu_requantize_and_dynamic_quantize() {
     // [-1.0, 0.0, 1.0, 24.5] at scale 0.2 and zero point 0: -5 clamps to 0; 24.5 / 0.2 gives 122.
     assert_eq!(re.to_vec::<u8>().unwrap(), vec![0, 0, 5, 122]);
 
-    let d = ctx.dynamic_quantize_linear(&Tensor::from_slice(&[-1.0f32, 0.0, 3.0], &[3], None).unwrap()).unwrap();
+    let d = ctx
+        .dynamic_quantize_linear(&Tensor::from_slice(&[-1.0f32, 0.0, 3.0], &[3], None).unwrap())
+        .unwrap();
     let dq = d.qparams().unwrap().expect("parameters");
     assert_eq!(dq.scales().unwrap(), vec![4.0f32 / 255.0]);
     assert_eq!(dq.zero_points().unwrap(), vec![64]);
@@ -341,27 +485,60 @@ fn calibrators_merge_and_serialize_to_the_one_pass_result() {
     let ctx = Context::new().unwrap();
     let mut rng = Lcg(17);
     let batches: Vec<Vec<f32>> = (0..4).map(|_| rng.floats(3000, 4.0, true)).collect();
-    for method in [CalibMethod::MinMax, CalibMethod::Percentile, CalibMethod::Entropy, CalibMethod::Mse, CalibMethod::Adaptive] {
-        let make = || Calibrator::new(method, DType::I8, Scheme::Affine, Granularity::PerAxis { axis: 1 }).unwrap();
+    for method in [
+        CalibMethod::MinMax,
+        CalibMethod::Percentile,
+        CalibMethod::Entropy,
+        CalibMethod::Mse,
+        CalibMethod::Adaptive,
+    ] {
+        let make = || {
+            Calibrator::new(
+                method,
+                DType::I8,
+                Scheme::Affine,
+                Granularity::PerAxis { axis: 1 },
+            )
+            .unwrap()
+        };
         let mut one = make();
         let (mut left, mut right) = (make(), make());
         for (i, b) in batches.iter().enumerate() {
             let t = Tensor::from_slice(b, &[1000, 3], None).unwrap();
             one.observe(&ctx, &t).unwrap();
-            if i % 2 == 0 { left.observe(&ctx, &t).unwrap() } else { right.observe(&ctx, &t).unwrap() }
+            if i % 2 == 0 {
+                left.observe(&ctx, &t).unwrap()
+            } else {
+                right.observe(&ctx, &t).unwrap()
+            }
         }
         let right = Calibrator::deserialize(&right.serialize().unwrap()).unwrap();
         left.merge(&right).unwrap();
         let (a, b) = (one.compute(&ctx).unwrap(), left.compute(&ctx).unwrap());
-        assert_eq!(bits(&a.scales().unwrap()), bits(&b.scales().unwrap()), "{method:?}");
+        assert_eq!(
+            bits(&a.scales().unwrap()),
+            bits(&b.scales().unwrap()),
+            "{method:?}"
+        );
         assert_eq!(a.zero_points().unwrap(), b.zero_points().unwrap());
         assert_eq!(one.counts().unwrap(), left.counts().unwrap());
         assert_eq!(left.chosen_method().is_ok(), true);
     }
-    let mut damaged = Calibrator::new(CalibMethod::Mse, DType::I8, Scheme::Symmetric, Granularity::PerTensor).unwrap().serialize().unwrap();
+    let mut damaged = Calibrator::new(
+        CalibMethod::Mse,
+        DType::I8,
+        Scheme::Symmetric,
+        Granularity::PerTensor,
+    )
+    .unwrap()
+    .serialize()
+    .unwrap();
     let last = damaged.len() - 1;
     damaged[last] ^= 1;
-    assert_eq!(Calibrator::deserialize(&damaged).unwrap_err().kind(), qnt::ErrorKind::CorruptData);
+    assert_eq!(
+        Calibrator::deserialize(&damaged).unwrap_err().kind(),
+        qnt::ErrorKind::CorruptData
+    );
 }
 
 #[test]
@@ -375,7 +552,13 @@ fn a_prepared_operator_runs_from_many_threads_at_once() {
         .iter()
         .map(|xv| {
             let mut y = Tensor::zeros(DType::F32, &[1, 48], None).unwrap();
-            layer.run(&ctx, &Tensor::from_slice(xv, &[1, 96], None).unwrap(), &mut y).unwrap();
+            layer
+                .run(
+                    &ctx,
+                    &Tensor::from_slice(xv, &[1, 96], None).unwrap(),
+                    &mut y,
+                )
+                .unwrap();
             bits(&y.to_vec::<f32>().unwrap())
         })
         .collect();
@@ -386,7 +569,13 @@ fn a_prepared_operator_runs_from_many_threads_at_once() {
                 let (layer, ctx) = (&layer, &ctx);
                 s.spawn(move || {
                     let mut y = Tensor::zeros(DType::F32, &[1, 48], None).unwrap();
-                    layer.run(ctx, &Tensor::from_slice(xv, &[1, 96], None).unwrap(), &mut y).unwrap();
+                    layer
+                        .run(
+                            ctx,
+                            &Tensor::from_slice(xv, &[1, 96], None).unwrap(),
+                            &mut y,
+                        )
+                        .unwrap();
                     bits(&y.to_vec::<f32>().unwrap())
                 })
             })

@@ -35,7 +35,11 @@ pub fn c_values(name: &str, body: &str) -> HashMap<String, i128> {
         .arg(&src)
         .status()
         .unwrap_or_else(|e| panic!("cannot run the C compiler {cc}: {e}"));
-    assert!(status.success(), "the C compiler failed on {}", src.display());
+    assert!(
+        status.success(),
+        "the C compiler failed on {}",
+        src.display()
+    );
     let out = Command::new(&exe).output().expect("run the C program");
     assert!(out.status.success());
     String::from_utf8(out.stdout)
@@ -51,8 +55,15 @@ pub fn c_values(name: &str, body: &str) -> HashMap<String, i128> {
 /// Every (name, value) of `rust` must be the C compiler's value of that name.
 #[allow(dead_code)]
 pub fn check_constants(rust: &[(&str, i128)]) {
-    assert!(rust.len() > 50, "the constants list looks short: {}", rust.len());
-    let body: String = rust.iter().map(|(name, _)| format!("  P(\"{name}\", {name});\n")).collect();
+    assert!(
+        rust.len() > 50,
+        "the constants list looks short: {}",
+        rust.len()
+    );
+    let body: String = rust
+        .iter()
+        .map(|(name, _)| format!("  P(\"{name}\", {name});\n"))
+        .collect();
     let c = c_values("qnt_sys_constants", &body);
     for (name, value) in rust {
         assert_eq!(c.get(*name), Some(value), "{name}: C and Rust disagree");

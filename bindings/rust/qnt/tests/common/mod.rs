@@ -6,7 +6,10 @@ pub struct Lcg(pub u64);
 
 impl Lcg {
     pub fn next_u32(&mut self) -> u32 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 33) as u32
     }
 
@@ -18,7 +21,18 @@ impl Lcg {
     /// `n` values in [-scale, scale), with NaN, infinities, signed zeros, ties and huge values
     /// sprinkled in when `edges` is set.
     pub fn floats(&mut self, n: usize, scale: f32, edges: bool) -> Vec<f32> {
-        let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 0.0, 0.25, -0.75, 1e30, -1e30, f32::MIN_POSITIVE];
+        let specials = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+            0.0,
+            0.25,
+            -0.75,
+            1e30,
+            -1e30,
+            f32::MIN_POSITIVE,
+        ];
         (0..n)
             .map(|i| {
                 if edges && i % 7 == 3 {
