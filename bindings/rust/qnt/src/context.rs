@@ -57,6 +57,23 @@ pub struct ErrorReport {
     pub count: u64,
 }
 
+/// `qnt_quantize`, `qnt_dequantize`, `qnt_requantize`, `qnt_qrelu`.
+type UnaryFn = unsafe extern "C" fn(
+    *mut sys::qnt_context,
+    *const sys::qnt_tensor,
+    *mut sys::qnt_tensor,
+) -> sys::qnt_status;
+
+/// `qnt_linear_dynamic`, `qnt_qconv2d`.
+type WeightsFn = unsafe extern "C" fn(
+    *mut sys::qnt_context,
+    *const sys::qnt_tensor,
+    *const sys::qnt_tensor,
+    *const sys::qnt_tensor,
+    *const sys::qnt_op_desc,
+    *mut sys::qnt_tensor,
+) -> sys::qnt_status;
+
 pub(crate) fn ctx_ptr(ctx: &Context) -> *mut sys::qnt_context {
     ctx.raw.as_ptr()
 }
@@ -174,22 +191,48 @@ impl Context {
         check(unsafe { sys::qnt_context_synchronize(self.as_ptr()) })
     }
 
+    /// The element-wise ops of the form (ctx, x, y).
+    fn unary(&self, op: UnaryFn, x: &Tensor<'_>, y: &mut Tensor<'_>) -> Result<()> {
+        // SAFETY: live handles; y is borrowed exclusively.
+        check(unsafe { op(self.as_ptr(), x.as_ptr(), y.as_mut_ptr()) })
+    }
+
+    /// The ops of the form (ctx, x, w, bias, desc, y).
+    fn with_weights(
+        &self,
+        op: WeightsFn,
+        x: &Tensor<'_>,
+        w: &Tensor<'_>,
+        bias: Option<&Tensor<'_>>,
+        desc: Option<&OpDesc>,
+        y: &mut Tensor<'_>,
+    ) -> Result<()> {
+        // SAFETY: live handles; y is borrowed exclusively.
+        check(unsafe {
+            op(
+                self.as_ptr(),
+                x.as_ptr(),
+                w.as_ptr(),
+                opt_tensor(bias),
+                desc_ptr(desc),
+                y.as_mut_ptr(),
+            )
+        })
+    }
+
     /// `y = quantize(x)`: `x` f32, `y` quantized with its parameters (ONNX QuantizeLinear).
     pub fn quantize(&self, x: &Tensor<'_>, y: &mut Tensor<'_>) -> Result<()> {
-        // SAFETY: live handles; y is borrowed exclusively.
-        check(unsafe { sys::qnt_quantize(self.as_ptr(), x.as_ptr(), y.as_mut_ptr()) })
+        self.unary(sys::qnt_quantize, x, y)
     }
 
     /// `y = dequantize(q)`: `q` quantized with its parameters, `y` f32.
     pub fn dequantize(&self, q: &Tensor<'_>, y: &mut Tensor<'_>) -> Result<()> {
-        // SAFETY: live handles; y is borrowed exclusively.
-        check(unsafe { sys::qnt_dequantize(self.as_ptr(), q.as_ptr(), y.as_mut_ptr()) })
+        self.unary(sys::qnt_dequantize, q, y)
     }
 
     /// `dst = quantize(dequantize(src))` with each side's own parameters.
     pub fn requantize(&self, src: &Tensor<'_>, dst: &mut Tensor<'_>) -> Result<()> {
-        // SAFETY: live handles; dst is borrowed exclusively.
-        check(unsafe { sys::qnt_requantize(self.as_ptr(), src.as_ptr(), dst.as_mut_ptr()) })
+        self.unary(sys::qnt_requantize, src, dst)
     }
 
     /// Min-max calibration with PyTorch's formulas over the f32 tensor `x`, one group per
@@ -341,17 +384,7 @@ impl Context {
         desc: Option<&OpDesc>,
         y: &mut Tensor<'_>,
     ) -> Result<()> {
-        // SAFETY: live handles; y is borrowed exclusively.
-        check(unsafe {
-            sys::qnt_linear_dynamic(
-                self.as_ptr(),
-                x.as_ptr(),
-                w.as_ptr(),
-                opt_tensor(bias),
-                desc_ptr(desc),
-                y.as_mut_ptr(),
-            )
-        })
+        self.with_weights(sys::qnt_linear_dynamic, x, w, bias, desc, y)
     }
 
     /// Weight-only quantized linear layer, exact f32 mode: `x` f32 `[..., K]`, `w` quantized
@@ -385,17 +418,7 @@ impl Context {
         desc: Option<&OpDesc>,
         y: &mut Tensor<'_>,
     ) -> Result<()> {
-        // SAFETY: live handles; y is borrowed exclusively.
-        check(unsafe {
-            sys::qnt_qconv2d(
-                self.as_ptr(),
-                x.as_ptr(),
-                w.as_ptr(),
-                opt_tensor(bias),
-                desc_ptr(desc),
-                y.as_mut_ptr(),
-            )
-        })
+        self.with_weights(sys::qnt_qconv2d, x, w, bias, desc, y)
     }
 
     /// Quantized addition of two tensors of one shape, each with per-tensor parameters.
@@ -420,8 +443,7 @@ impl Context {
 
     /// Quantized ReLU: `y = max(x, zero_point)`.
     pub fn qrelu(&self, x: &Tensor<'_>, y: &mut Tensor<'_>) -> Result<()> {
-        // SAFETY: live handles; y is borrowed exclusively.
-        check(unsafe { sys::qnt_qrelu(self.as_ptr(), x.as_ptr(), y.as_mut_ptr()) })
+        self.unary(sys::qnt_qrelu, x, y)
     }
 
     /// ReLU with an upper bound (ReLU6 with `upper = 6.0`).

@@ -42,6 +42,15 @@ unsafe impl Send for Prepared {}
 // SAFETY: as above; every method takes `&self` and only reads it.
 unsafe impl Sync for Prepared {}
 
+/// `qnt_prepared_create_{matmul, linear_dynamic, linear_weight_only, conv2d}`.
+type CreateFn = unsafe extern "C" fn(
+    *mut sys::qnt_context,
+    *const sys::qnt_tensor,
+    *const sys::qnt_tensor,
+    *const sys::qnt_op_desc,
+    *mut *mut sys::qnt_prepared,
+) -> sys::qnt_status;
+
 fn opt_tensor(t: Option<&Tensor<'_>>) -> *const sys::qnt_tensor {
     t.map_or(ptr::null(), Tensor::as_ptr)
 }
@@ -53,6 +62,26 @@ fn opt_qparams(q: Option<&QParams>) -> *const sys::qnt_qparams {
 impl Prepared {
     fn make(call: impl FnOnce(*mut *mut sys::qnt_prepared) -> sys::qnt_status) -> Result<Prepared> {
         create("operator", call).map(|raw| Prepared { raw })
+    }
+
+    /// The constructors of the form (ctx, weights, bias, desc, out).
+    fn from_weights(
+        create_fn: CreateFn,
+        ctx: &Context,
+        w: &Tensor<'_>,
+        bias: Option<&Tensor<'_>>,
+        desc: Option<&OpDesc>,
+    ) -> Result<Prepared> {
+        // SAFETY: live handles and a valid out-pointer; the inputs are only read.
+        Prepared::make(|out| unsafe {
+            create_fn(
+                ctx_ptr(ctx),
+                w.as_ptr(),
+                opt_tensor(bias),
+                desc_ptr(desc),
+                out,
+            )
+        })
     }
 
     /// The raw handle, for the [`sys`](crate::sys) functions; it stays owned by `self`.
@@ -68,16 +97,7 @@ impl Prepared {
         bias: Option<&Tensor<'_>>,
         desc: Option<&OpDesc>,
     ) -> Result<Prepared> {
-        // SAFETY: live handles and a valid out-pointer; the inputs are only read.
-        Prepared::make(|out| unsafe {
-            sys::qnt_prepared_create_matmul(
-                ctx_ptr(ctx),
-                b.as_ptr(),
-                opt_tensor(bias),
-                desc_ptr(desc),
-                out,
-            )
-        })
+        Prepared::from_weights(sys::qnt_prepared_create_matmul, ctx, b, bias, desc)
     }
 
     /// [`Context::linear_dynamic`] with a constant i8 `w` `[N, K]` and f32 bias; `desc` may set
@@ -88,16 +108,7 @@ impl Prepared {
         bias: Option<&Tensor<'_>>,
         desc: Option<&OpDesc>,
     ) -> Result<Prepared> {
-        // SAFETY: live handles and a valid out-pointer; the inputs are only read.
-        Prepared::make(|out| unsafe {
-            sys::qnt_prepared_create_linear_dynamic(
-                ctx_ptr(ctx),
-                w.as_ptr(),
-                opt_tensor(bias),
-                desc_ptr(desc),
-                out,
-            )
-        })
+        Prepared::from_weights(sys::qnt_prepared_create_linear_dynamic, ctx, w, bias, desc)
     }
 
     /// A statically quantized linear layer: `w` i8 or u8 `[N, K]`, the input's per-tensor
@@ -134,16 +145,13 @@ impl Prepared {
         bias: Option<&Tensor<'_>>,
         desc: Option<&OpDesc>,
     ) -> Result<Prepared> {
-        // SAFETY: live handles and a valid out-pointer; the inputs are only read.
-        Prepared::make(|out| unsafe {
-            sys::qnt_prepared_create_linear_weight_only(
-                ctx_ptr(ctx),
-                w.as_ptr(),
-                opt_tensor(bias),
-                desc_ptr(desc),
-                out,
-            )
-        })
+        Prepared::from_weights(
+            sys::qnt_prepared_create_linear_weight_only,
+            ctx,
+            w,
+            bias,
+            desc,
+        )
     }
 
     /// [`Context::qconv2d`] with a constant `w` and bias and the geometry, layout and ReLU of
@@ -154,16 +162,7 @@ impl Prepared {
         bias: Option<&Tensor<'_>>,
         desc: Option<&OpDesc>,
     ) -> Result<Prepared> {
-        // SAFETY: live handles and a valid out-pointer; the inputs are only read.
-        Prepared::make(|out| unsafe {
-            sys::qnt_prepared_create_conv2d(
-                ctx_ptr(ctx),
-                w.as_ptr(),
-                opt_tensor(bias),
-                desc_ptr(desc),
-                out,
-            )
-        })
+        Prepared::from_weights(sys::qnt_prepared_create_conv2d, ctx, w, bias, desc)
     }
 
     /// Runs the operator on `x`, writing `y` (`y` is untouched on failure). Results never
