@@ -73,7 +73,7 @@
 /* ------------------------------------------------------------------------------------------- */
 
 #define QNT_VERSION_MAJOR 0
-#define QNT_VERSION_MINOR 5
+#define QNT_VERSION_MINOR 6
 #define QNT_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH, as qnt_version() returns it. */
 #define QNT_VERSION_NUMBER (QNT_VERSION_MAJOR * 10000 + QNT_VERSION_MINOR * 100 + QNT_VERSION_PATCH)
@@ -150,6 +150,13 @@ QNT_API const char *qnt_status_string(qnt_status status);
  * not clear it. The string is owned by the library and valid until the next failing call on
  * this thread. Never NULL. */
 QNT_API const char *qnt_last_error_message(void);
+
+/* The number of handles alive in this process: every context, qparams reference, tensor,
+ * operator descriptor, prepared operator and calibrator created and not yet destroyed (since
+ * 0.6). Bindings and tests read it to check that they free what they create. It counts all
+ * threads' handles at once, so it is exact only while no other thread creates or frees one.
+ * Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_live_handles(uint64_t *out);
 
 /* ------------------------------------------------------------------------------------------- */
 /* Data types                                                                                   */

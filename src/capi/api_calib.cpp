@@ -15,6 +15,7 @@ using qnt::capi::tensor_of;
 struct qnt_calibrator {
   uint32_t magic;
   std::unique_ptr<calib::Calibrator> c;
+  qnt::capi::LiveHandle live{};
 };
 
 namespace {

@@ -134,6 +134,13 @@ const char *qnt_status_string(qnt_status status) {
 
 const char *qnt_last_error_message(void) { return qnt::capi::last_error_message(); }
 
+qnt_status qnt_live_handles(uint64_t *out) {
+  return qnt::capi::guard(__func__, [&] {
+    qnt::capi::require(out, "out");
+    *out = qnt::capi::live_handles();
+  });
+}
+
 int32_t qnt_dtype_bits(qnt_dtype dtype) {
   const DTypeInfo *info = find_dtype(static_cast<int32_t>(dtype));
   return info == nullptr ? 0 : info->bits;

@@ -1,5 +1,6 @@
 #include "capi/boundary.hpp"
 
+#include <atomic>
 #include <string>
 
 namespace qnt::capi {
@@ -90,5 +91,16 @@ qnt_qparams *new_qparams_handle(std::shared_ptr<const QParams> p) {
   auto *h = new qnt_qparams{kQParamsMagic, std::move(p)};
   return h;
 }
+
+namespace {
+std::atomic<uint64_t> g_live_handles{0};
+}  // namespace
+
+LiveHandle::LiveHandle() noexcept { g_live_handles.fetch_add(1, std::memory_order_relaxed); }
+LiveHandle::LiveHandle(const LiveHandle &) noexcept {
+  g_live_handles.fetch_add(1, std::memory_order_relaxed);
+}
+LiveHandle::~LiveHandle() { g_live_handles.fetch_sub(1, std::memory_order_relaxed); }
+uint64_t live_handles() noexcept { return g_live_handles.load(std::memory_order_relaxed); }
 
 }  // namespace qnt::capi

@@ -17,27 +17,45 @@
 #include <optional>
 #include <stdexcept>
 
+namespace qnt::capi {
+// A member of every handle: counts the handles alive in the process (qnt_live_handles), however
+// the handle is made and freed (a destroy call, or a failed create that drops it).
+class LiveHandle {
+ public:
+  LiveHandle() noexcept;
+  LiveHandle(const LiveHandle &) noexcept;
+  LiveHandle &operator=(const LiveHandle &) noexcept { return *this; }
+  ~LiveHandle();
+};
+uint64_t live_handles() noexcept;
+}  // namespace qnt::capi
+
 // A magic number per handle type catches a handle of the wrong type or one already destroyed
 // (as far as freed memory allows) with an error instead of a crash.
 struct qnt_context {
   uint32_t magic;
   qnt::Context ctx;
+  qnt::capi::LiveHandle live{};
 };
 struct qnt_qparams {
   uint32_t magic;
   std::shared_ptr<const qnt::QParams> p;
+  qnt::capi::LiveHandle live{};
 };
 struct qnt_tensor {
   uint32_t magic;
   std::optional<qnt::Tensor> t;
+  qnt::capi::LiveHandle live{};
 };
 struct qnt_op_desc {
   uint32_t magic;
   qnt::ops::OpDesc d;
+  qnt::capi::LiveHandle live{};
 };
 struct qnt_prepared {
   uint32_t magic;
   std::unique_ptr<const qnt::ops::Prepared> p;
+  qnt::capi::LiveHandle live{};
 };
 
 namespace qnt::capi {

@@ -907,3 +907,47 @@ Test(robustness, random_calls_never_crash) {
     qnt_qparams_destroy(qb);
   }
 }
+
+/* qnt_live_handles counts every handle from its creation to its destruction, failed creations
+ * included (they leave nothing alive). Criterion runs each test in a process of its own, so no
+ * other test's handles are counted here. */
+static uint64_t live(void) {
+  uint64_t n = 0;
+  cr_assert_eq(qnt_live_handles(&n), QNT_OK);
+  return n;
+}
+
+Test(live_handles, count_every_handle_until_it_is_destroyed) {
+  const uint64_t base = live();
+  qnt_context *ctx = NULL;
+  qnt_qparams *qp = NULL, *ref = NULL, *bad = NULL;
+  qnt_tensor *w = NULL, *t = NULL;
+  qnt_op_desc *d = NULL;
+  qnt_prepared *op = NULL;
+  qnt_calibrator *c = NULL;
+  const int64_t shape[2] = {2, 4};
+  cr_assert_eq(qnt_context_create(&ctx), QNT_OK);
+  cr_assert_eq(qnt_qparams_create_per_tensor(QNT_DTYPE_I8, 0.5f, 0, &qp), QNT_OK);
+  cr_assert_eq(qnt_tensor_create(QNT_DTYPE_I8, shape, 2, qp, &w), QNT_OK);
+  cr_assert_eq(qnt_tensor_qparams(w, &ref), QNT_OK); /* a new reference is a handle */
+  cr_assert_eq(qnt_op_desc_create(&d), QNT_OK);
+  cr_assert_eq(qnt_prepared_create_linear_dynamic(ctx, w, NULL, NULL, &op), QNT_OK);
+  cr_assert_eq(qnt_calibrator_create(QNT_CALIB_MINMAX, QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC,
+                                     QNT_GRANULARITY_PER_TENSOR, 0, &c),
+               QNT_OK);
+  cr_expect_eq(live(), base + 7);
+  /* failures create nothing */
+  cr_expect_eq(qnt_qparams_create_per_tensor(QNT_DTYPE_I8, -1.0f, 0, &bad), QNT_ERR_INVALID_QPARAMS);
+  cr_expect_eq(qnt_tensor_create(QNT_DTYPE_U8, shape, 2, qp, &t), QNT_ERR_DTYPE_MISMATCH);
+  cr_expect_eq(live(), base + 7);
+  qnt_qparams_destroy(qp); /* the tensor still holds the parameters, but this handle is gone */
+  cr_expect_eq(live(), base + 6);
+  qnt_tensor_destroy(w);
+  qnt_qparams_destroy(ref);
+  qnt_op_desc_destroy(d);
+  qnt_prepared_destroy(op);
+  qnt_calibrator_destroy(c);
+  qnt_context_destroy(ctx);
+  cr_expect_eq(live(), base);
+  cr_expect_eq(qnt_live_handles(NULL), QNT_ERR_NULL_POINTER);
+}

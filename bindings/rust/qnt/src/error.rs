@@ -200,6 +200,23 @@ pub fn last_error_message() -> String {
         .into_owned()
 }
 
+/// The number of library handles alive in this process (`qnt_live_handles`): every context,
+/// parameters reference, tensor, descriptor, prepared operator and calibrator created and not yet
+/// dropped, whichever language made it. Exact only while no other thread creates or drops one.
+///
+/// ```
+/// let before = qnt::live_handles()?;
+/// let ctx = qnt::Context::new()?;
+/// assert_eq!(qnt::live_handles()?, before + 1);
+/// drop(ctx);
+/// assert_eq!(qnt::live_handles()?, before);
+/// # Ok::<(), qnt::Error>(())
+/// ```
+pub fn live_handles() -> Result<u64> {
+    // SAFETY: a valid out-pointer.
+    out(|n| unsafe { sys::qnt_live_handles(n) })
+}
+
 /// A `'static` str from one of the library's static strings.
 ///
 /// # Safety

@@ -61,7 +61,7 @@ mod types;
 pub use calibrator::{CalibCounts, Calibrator};
 pub use context::{conv2d_output_shape, Context, CpuCount, ErrorReport};
 pub use desc::{OpDesc, OpDescBuilder};
-pub use error::{last_error_message, status_string, Error, ErrorKind, Result};
+pub use error::{last_error_message, live_handles, status_string, Error, ErrorKind, Result};
 pub use prepared::Prepared;
 pub use qparams::QParams;
 pub use tensor::{DlPack, Element, Tensor};

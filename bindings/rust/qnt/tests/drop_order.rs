@@ -7,6 +7,14 @@ use qnt::{
     Tensor, WeightOnlyMode,
 };
 use std::any::Any;
+use std::sync::Mutex;
+
+/// The tests of this file count the library's live handles, so they run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Every permutation of 0..n (Heap's algorithm).
 fn permutations(n: usize) -> Vec<Vec<usize>> {
@@ -28,8 +36,10 @@ fn permutations(n: usize) -> Vec<Vec<usize>> {
 
 #[test]
 fn handles_dropped_in_every_order() {
+    let _serial = serial();
     let orders = permutations(6);
     assert_eq!(orders.len(), 720);
+    let base = qnt::live_handles().unwrap();
     for (i, order) in orders.iter().enumerate() {
         let ctx = Context::new().unwrap();
         let qp = QParams::per_block(DType::I4, 1, 16, &[0.1, 0.2, 0.3, 0.4], None).unwrap();
@@ -75,11 +85,18 @@ fn handles_dropped_in_every_order() {
         let mut y = Tensor::zeros(DType::F32, &[1, 2], None).unwrap();
         layer.run(&Context::new().unwrap(), &x, &mut y).unwrap();
         assert!(y.to_vec::<f32>().unwrap().iter().all(|v| v.is_finite()));
+        drop((x, y, layer));
+        assert_eq!(
+            qnt::live_handles().unwrap(),
+            base,
+            "order {order:?} left handles alive"
+        );
     }
 }
 
 #[test]
 fn dlpack_exports_outlive_their_tensors_and_borrowed_memory_stays_borrowed() {
+    let _serial = serial();
     // An owned tensor's export keeps its storage after the tensor is gone.
     let t = Tensor::from_slice(&[1.5f32, -2.0, 3.0], &[3], None).unwrap();
     let exported = t.into_dlpack(false).unwrap();
@@ -114,6 +131,7 @@ fn dlpack_exports_outlive_their_tensors_and_borrowed_memory_stays_borrowed() {
 
 #[test]
 fn parameters_and_calibrators_outlive_what_made_them() {
+    let _serial = serial();
     let ctx = Context::new().unwrap();
     let x = Tensor::from_slice(&[0.5f32, -1.0, 2.0, 0.25], &[2, 2], None).unwrap();
     let qp = ctx
