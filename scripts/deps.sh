@@ -6,6 +6,8 @@
 #        scripts/deps.sh bench   (the tests' packages and oneDNN, the benchmarks' peer)
 #        scripts/deps.sh rust    (bindgen, Debian's pkg-config crate, valgrind, and cargo where
 #                                 there is none)
+#        scripts/deps.sh java    (SWIG, a JDK, Debian's JUnit 5)
+#        scripts/deps.sh csharp  (SWIG, Mono, NUnit)
 #        scripts/deps.sh aarch64 (the aarch64 cross compiler, qemu-user, and the arm64 test
 #                                 frameworks through Debian's multiarch)
 set -eu
@@ -25,6 +27,15 @@ if [ "$what" = rust ]; then
   pkgs="$pkgs bindgen librust-pkg-config-dev valgrind"
   command -v cargo > /dev/null || pkgs="$pkgs cargo rustc"
   command -v rustfmt > /dev/null || pkgs="$pkgs rustfmt"  # regen.sh formats bindgen's output
+fi
+if [ "$what" = java ]; then
+  # the Java binding: SWIG, Debian's JUnit 5 jars, a JDK where there is none
+  pkgs="$pkgs swig junit5 python3"
+  command -v javac > /dev/null || pkgs="$pkgs default-jdk-headless"
+fi
+if [ "$what" = csharp ]; then
+  # the C# binding: SWIG, Mono's compiler and runtime, NUnit
+  pkgs="$pkgs swig mono-devel libnunit-cil-dev nunit-console python3"
 fi
 if [ "$what" = aarch64 ]; then
   # (libcriterion-dev is not co-installable across architectures: the C suite runs on the host)
