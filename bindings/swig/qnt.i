@@ -213,7 +213,19 @@ typedef struct qnt_error_report {
 } qnt_error_report;
 %mutable;
 
-/* Methods whose C helper (struct_method) would take the name of a library function. */
+/* Methods whose C helper (struct_method) would take the name of a library function. C# names
+ * are PascalCase (qnt_csharp.swg renames every other method so). */
+#if defined(SWIGCSHARP)
+%rename(Synchronize) qnt_context::synchronize_;
+%rename(Set) qnt_op_desc::set_;
+%rename(Get) qnt_op_desc::get_;
+%rename(Run) qnt_prepared::run_;
+%rename(Observe) qnt_calibrator::observe_;
+%rename(Compute) qnt_calibrator::compute_;
+%rename(Reset) qnt_calibrator::reset_;
+%rename(Merge) qnt_calibrator::merge_;
+%rename(Deserialize) qnt_calibrator::deserialize_;
+#else
 %rename(synchronize) qnt_context::synchronize_;
 %rename(set) qnt_op_desc::set_;
 %rename(get) qnt_op_desc::get_;
@@ -223,6 +235,7 @@ typedef struct qnt_error_report {
 %rename(reset) qnt_calibrator::reset_;
 %rename(merge) qnt_calibrator::merge_;
 %rename(deserialize) qnt_calibrator::deserialize_;
+#endif
 
 %newobject qnt_context::calibrateMinmax;
 %newobject qnt_context::calibrateMinmaxRange;

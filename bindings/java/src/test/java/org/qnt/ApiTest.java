@@ -80,6 +80,10 @@ class ApiTest {
       assertEquals(0, x.getDeviceId());
       assertTrue(x.getDataAddress() != 0);
     }
+    try (QParams qp = QParams.perTensor(DType.I8, 1.0f, 0)) {
+      org.junit.jupiter.api.Assertions.assertThrows(QntException.ShapeMismatch.class,
+          () -> Tensor.wrap(DType.I8, new long[] {4}, ByteBuffer.allocateDirect(5), qp));
+    }
     try {
       Tensor.wrap(DType.I8, new long[] {4}, ByteBuffer.allocate(4), null);
       throw new AssertionError("a heap buffer was accepted");
