@@ -13,18 +13,9 @@ root=$(pwd)
 scripts/deps.sh rust
 build=${QNT_RUST_BUILD_DIR:-build-rust}
 
-# The library, installed as a user would install it: from the build tree QNT_FROM_BUILD names
-# (scripts/test.sh passes its own), else from a build of its own.
-from=${QNT_FROM_BUILD:-}
-if [ -z "$from" ]; then
-  from=$build/lib
-  cmake -S . -B "$from" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQNT_BUILD_TESTS=OFF \
-    -DQNT_BUILD_EXAMPLES=OFF -DQNT_WITH_CUDA=OFF -DQNT_WERROR=ON > /dev/null
-  cmake --build "$from" -j "$(nproc)" --target qnt qnt_static
-fi
-rm -rf "$build/prefix"
-cmake --install "$from" --prefix "$root/$build/prefix" > /dev/null
-pcdir=$(dirname "$(find "$root/$build/prefix" -name qnt.pc | head -n 1)")
+# The library, installed as a user would install it.
+prefix=$(scripts/install-prefix.sh "$root/$build")
+pcdir=$(dirname "$(find "$prefix" -name qnt.pc | head -n 1)")
 export PKG_CONFIG_PATH="$pcdir"
 export LD_LIBRARY_PATH="$(dirname "$pcdir")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CARGO_TARGET_DIR="$root/$build/target"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds qnt four times and runs every test: once as released (with the CUDA module when nvcc
-# is there, warnings as errors), with the Rust crates (bindings/rust) built and tested against
-# it; once with AddressSanitizer and UndefinedBehaviorSanitizer over the C and C++ suites; once
+# is there, warnings as errors), with the Rust crates and the Java and C# bindings built and
+# tested against it; once with AddressSanitizer and UndefinedBehaviorSanitizer over the C and C++ suites; once
 # with clang and libFuzzer, running each fuzz target for QNT_FUZZ_SECONDS (default 60) from its
 # corpus; and once cross-compiled for aarch64 with the C++ suites run under qemu-user (the NEON
 # kernels against the reference; QNT_SKIP_AARCH64=1 leaves it out).
@@ -15,8 +15,10 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQNT_BUILD_TESTS=ON \
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure
 
-# The Rust crates, against this build installed to a prefix (bindings/rust).
+# The Rust crates, and the Java and C# bindings (SWIG), against this build installed to a prefix.
 QNT_FROM_BUILD=build scripts/test-rust.sh
+QNT_FROM_BUILD=build scripts/test-java.sh
+QNT_FROM_BUILD=build scripts/test-csharp.sh
 
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DQNT_SANITIZE=ON -DQNT_WITH_CUDA=OFF \
   -DQNT_BUILD_TESTS=ON -DQNT_BUILD_EXAMPLES=OFF -DQNT_WERROR=ON
