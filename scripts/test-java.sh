@@ -18,7 +18,7 @@ rm -rf "$gen" "$out/classes" "$out/test-classes" "$out/jar" "$out/reference"
 mkdir -p "$gen/org/qnt" "$out/classes" "$out/test-classes" "$out/jar/org/qnt/native" "$out/reference"
 
 # 1. SWIG's wrapper and proxies; the named constants; the coverage check.
-swig -java -DSWIGWORDSIZE64 -package org.qnt -I"$root/include" -outdir "$gen/org/qnt" \
+swig -java -doxygen -DSWIGWORDSIZE64 -package org.qnt -I"$root/include" -outdir "$gen/org/qnt" \
   -o "$out/qnt_java_wrap.c" bindings/swig/qnt.i
 python3 bindings/swig/gen_constants.py include/qnt/qnt.h java "$gen"
 bindings/swig/check-coverage.sh "$out/qnt_java_wrap.c"

@@ -136,45 +136,45 @@ static int qnt_swig_zero_points_ok(const int32_t *zp, size_t zp_count, size_t co
 /* ---- the library ------------------------------------------------------------------------ */
 
 %inline %{
-/* The release of the library loaded at run time, as MAJOR * 10000 + MINOR * 100 + PATCH. */
+/** The release of the library loaded at run time, as MAJOR * 10000 + MINOR * 100 + PATCH. */
 uint32_t version(void) { return qnt_version(); }
-/* The ABI version of the library loaded at run time. */
+/** The ABI version of the library loaded at run time. */
 uint32_t abiVersion(void) { return qnt_abi_version(); }
-/* Throws unless the loaded library implements the ABI this binding was built for. */
+/** Throws unless the loaded library implements the ABI this binding was built for. */
 void abiCheck(void) { qnt_swig_ok(qnt_abi_check(QNT_ABI_VERSION)); }
-/* "MAJOR.MINOR.PATCH" of the library loaded at run time. */
+/** "MAJOR.MINOR.PATCH" of the library loaded at run time. */
 const char *versionString(void) { return qnt_version_string(); }
-/* How the library was built, one key=value a line, with the kernels chosen on this machine. */
+/** How the library was built, one key=value a line, with the kernels chosen on this machine. */
 const char *buildInfo(void) { return qnt_build_info(); }
-/* A name for a status code ("QNT_ERR_SHAPE_MISMATCH: ..."); "unknown qnt_status" otherwise. */
+/** A name for a status code ("QNT_ERR_SHAPE_MISMATCH: ..."); "unknown qnt_status" otherwise. */
 const char *statusString(int32_t status) { return qnt_status_string(status); }
-/* The message of this thread's last failed library call (exceptions carry it already). */
+/** The message of this thread's last failed library call (exceptions carry it already). */
 const char *lastErrorMessage(void) { return qnt_last_error_message(); }
-/* Bits per element of a dtype (0 for a value that is not one). */
+/** Bits per element of a dtype (0 for a value that is not one). */
 int32_t dtypeBits(int32_t dtype) { return qnt_dtype_bits(dtype); }
-/* The lower-case name of a dtype ("i8", "nf4"; "invalid" for other values). */
+/** The lower-case name of a dtype ("i8", "nf4"; "invalid" for other values). */
 const char *dtypeName(int32_t dtype) { return qnt_dtype_name(dtype); }
-/* The smallest q of an integer dtype (zero points must lie in [min, max]). */
+/** The smallest q of an integer dtype (zero points must lie in [min, max]). */
 int32_t dtypeMin(int32_t dtype) {
   int32_t lo = 0, hi = 0;
   qnt_swig_ok(qnt_dtype_range(dtype, &lo, &hi));
   return lo;
 }
-/* The largest q of an integer dtype. */
+/** The largest q of an integer dtype. */
 int32_t dtypeMax(int32_t dtype) {
   int32_t lo = 0, hi = 0;
   qnt_swig_ok(qnt_dtype_range(dtype, &lo, &hi));
   return hi;
 }
-/* Copies the 16 NF4 codebook values (ascending from -1 to 1) to out, which holds 16. */
+/** Copies the 16 NF4 codebook values (ascending from -1 to 1) to out, which holds 16. */
 void nf4Codebook(float *out, size_t capacity) { qnt_swig_ok(qnt_nf4_codebook(out, capacity)); }
-/* The name of one CpuFeature bit ("avx512vnni"; "invalid" otherwise). */
+/** The name of one CpuFeature bit ("avx512vnni"; "invalid" otherwise). */
 const char *cpuFeatureName(int32_t feature) {
   return qnt_cpu_feature_name((qnt_cpu_feature)feature);
 }
-/* The name of an Isa value ("avx2"; "invalid" otherwise). */
+/** The name of an Isa value ("avx2"; "invalid" otherwise). */
 const char *isaName(int32_t isa) { return qnt_isa_name(isa); }
-/* The library handles alive in this process (every language's): for leak checks. */
+/** The library handles alive in this process (every language's): for leak checks. */
 uint64_t liveHandles(void) {
   uint64_t n = 0;
   qnt_swig_ok(qnt_live_handles(&n));
@@ -192,17 +192,30 @@ uint64_t liveHandles(void) {
 %rename(Calibrator) qnt_calibrator;
 %rename(ErrorReport) qnt_error_report;
 
-/* What SWIG needs to know of the handle types: they are classes; their layout stays opaque. */
+/** What SWIG needs to know of the handle types: they are classes; their layout stays opaque. */
 %nodefaultctor;
+/** The number of threads ops use, a cap on the kernel set, and the machine's features; every
+ * operator runs with one. May be used by several threads at once; its setters must not race
+ * with its use. */
 struct qnt_context {};
+/** Immutable scales and zero points for one dtype and granularity (per tensor, per axis, per
+ * block); safe to share between threads. */
 struct qnt_qparams {};
+/** A dense, row-major tensor: f32 data, or quantized data with its QParams. Owned storage, or
+ * (wrap) memory borrowed from the caller. Several threads may read one at once; an op that
+ * writes it needs it to itself. */
 struct qnt_tensor {};
+/** Operator options (OpOption keys with long values); an op refuses a key it does not take. */
 struct qnt_op_desc {};
+/** An operator with constant weights, validated, copied and packed once; immutable, so it may
+ * run from many threads at once, each with its own output. */
 struct qnt_prepared {};
+/** A streaming calibrator: observes f32 batches and computes QParams; statistics merge and
+ * serialize. One thread at a time: use one per thread and merge them. */
 struct qnt_calibrator {};
 %clearnodefaultctor;
 
-/* The result of Context.errorReport: quantization error of parameters on a tensor. */
+/** The result of Context.errorReport: quantization error of parameters on a tensor. */
 %immutable;
 typedef struct qnt_error_report {
   double mse;
@@ -213,7 +226,7 @@ typedef struct qnt_error_report {
 } qnt_error_report;
 %mutable;
 
-/* Methods whose C helper (struct_method) would take the name of a library function. C# names
+/** Methods whose C helper (struct_method) would take the name of a library function. C# names
  * are PascalCase (qnt_csharp.swg renames every other method so). */
 #if defined(SWIGCSHARP)
 %rename(Synchronize) qnt_context::synchronize_;
@@ -261,34 +274,34 @@ typedef struct qnt_error_report {
 %newobject qnt_calibrator::deserialize_;
 
 %extend qnt_context {
-  /* A context: threads, a kernel cap, and the machine's features. */
+  /** A context: threads, a kernel cap, and the machine's features. */
   qnt_context() {
     qnt_context *c = NULL;
     qnt_swig_ok(qnt_context_create(&c));
     return c;
   }
   ~qnt_context() { qnt_context_destroy($self); }
-  /* The threads ops may use: 1..1024, or 0 for the default. */
+  /** The threads ops may use: 1..1024, or 0 for the default. */
   void setNumThreads(int32_t n) { qnt_swig_ok(qnt_context_set_num_threads($self, n)); }
   int32_t getNumThreads() {
     int32_t n = 0;
     qnt_swig_ok(qnt_context_num_threads($self, &n));
     return n;
   }
-  /* Caps the kernels at an Isa value (Isa.NATIVE removes the cap); results do not change. */
+  /** Caps the kernels at an Isa value (Isa.NATIVE removes the cap); results do not change. */
   void setMaxIsa(int32_t isa) { qnt_swig_ok(qnt_context_set_max_isa($self, isa)); }
   int32_t getIsa() {
     qnt_isa isa = 0;
     qnt_swig_ok(qnt_context_isa($self, &isa));
     return isa;
   }
-  /* The kernels chosen, one "family.dtype.run=set" line each. */
+  /** The kernels chosen, one "family.dtype.run=set" line each. */
   const char *getKernels() {
     const char *s = NULL;
     qnt_swig_ok(qnt_context_kernels($self, &s));
     return s; /* NULL on failure: no string is made while the exception is pending */
   }
-  /* The CPU features as CpuFeature bits. */
+  /** The CPU features as CpuFeature bits. */
   uint64_t getCpuFeatures() {
     uint64_t f = 0;
     qnt_swig_ok(qnt_context_cpu_features($self, &f));
@@ -304,7 +317,7 @@ typedef struct qnt_error_report {
     qnt_swig_ok(qnt_context_cpu_count($self, &logical, &physical));
     return physical;
   }
-  /* The size in bytes of the level 1, 2 or 3 cache (0 where unknown). */
+  /** The size in bytes of the level 1, 2 or 3 cache (0 where unknown). */
   uint64_t getCacheSize(int32_t level) {
     size_t bytes = 0;
     qnt_swig_ok(qnt_context_cache_size($self, level, &bytes));
@@ -325,22 +338,22 @@ typedef struct qnt_error_report {
     qnt_swig_ok(qnt_context_cuda_compute_capability($self, device, &major, &minor));
     return minor;
   }
-  /* EXPERIMENTAL, as in the header: binds the context to a CUDA device and a cudaStream_t
+  /** EXPERIMENTAL, as in the header: binds the context to a CUDA device and a cudaStream_t
    * given as an address (0 for the default stream), which must outlive its use. */
   void setCudaStream(int32_t device, int64_t stream) {
     qnt_swig_ok(qnt_context_set_cuda_stream($self, device, (void *)(intptr_t)stream));
   }
   void synchronize_() { qnt_swig_ok(qnt_context_synchronize($self)); }
 
-  /* y = quantize(x) (ONNX QuantizeLinear): x f32, y quantized with its parameters. */
+  /** y = quantize(x) (ONNX QuantizeLinear): x f32, y quantized with its parameters. */
   void quantize(const qnt_tensor *x, qnt_tensor *y) { qnt_swig_ok(qnt_quantize($self, x, y)); }
-  /* y = dequantize(q): q quantized with its parameters, y f32. */
+  /** y = dequantize(q): q quantized with its parameters, y f32. */
   void dequantize(const qnt_tensor *q, qnt_tensor *y) { qnt_swig_ok(qnt_dequantize($self, q, y)); }
-  /* dst = quantize(dequantize(src)), each side with its own parameters. */
+  /** dst = quantize(dequantize(src)), each side with its own parameters. */
   void requantize(const qnt_tensor *src, qnt_tensor *dst) {
     qnt_swig_ok(qnt_requantize($self, src, dst));
   }
-  /* Min-max calibration (PyTorch's formulas) of an f32 tensor; a Granularity value, with the
+  /** Min-max calibration (PyTorch's formulas) of an f32 tensor; a Granularity value, with the
    * axis (per-axis, per-block) and the block size (per-block). */
   qnt_qparams *calibrateMinmax(const qnt_tensor *x, int32_t dtype, int32_t scheme,
                                int32_t granularity, int64_t axis, int64_t blockSize) {
@@ -348,7 +361,7 @@ typedef struct qnt_error_report {
     qnt_swig_ok(qnt_calibrate_minmax($self, x, dtype, scheme, granularity, axis, blockSize, &qp));
     return qp;
   }
-  /* As calibrateMinmax, with PyTorch's quant_min / quant_max. */
+  /** As calibrateMinmax, with PyTorch's quant_min / quant_max. */
   qnt_qparams *calibrateMinmaxRange(const qnt_tensor *x, int32_t dtype, int32_t scheme,
                                     int32_t granularity, int64_t axis, int64_t blockSize,
                                     int32_t quantMin, int32_t quantMax) {
@@ -357,14 +370,14 @@ typedef struct qnt_error_report {
                                            quantMin, quantMax, &qp));
     return qp;
   }
-  /* Scales of the codebook dtypes (NF4 absmax, binary mean |x|, ternary absmean). */
+  /** Scales of the codebook dtypes (NF4 absmax, binary mean |x|, ternary absmean). */
   qnt_qparams *calibrateCodebook(const qnt_tensor *x, int32_t dtype, int32_t granularity,
                                  int64_t axis, int64_t blockSize) {
     qnt_qparams *qp = NULL;
     qnt_swig_ok(qnt_calibrate_codebook($self, x, dtype, granularity, axis, blockSize, &qp));
     return qp;
   }
-  /* How well qp represents x: quantized and dequantized back. */
+  /** How well qp represents x: quantized and dequantized back. */
   qnt_error_report *errorReport(const qnt_tensor *x, const qnt_qparams *qp) {
     qnt_error_report *r = (qnt_error_report *)calloc(1, sizeof *r);
     if (r == NULL) {
@@ -377,42 +390,42 @@ typedef struct qnt_error_report {
     }
     return r;
   }
-  /* Quantized matrix product (ONNX MatMulInteger / QLinearMatMul); bias may be null. */
+  /** Quantized matrix product (ONNX MatMulInteger / QLinearMatMul); bias may be null. */
   void qmatmul(const qnt_tensor *a, const qnt_tensor *b, const qnt_tensor *bias, qnt_tensor *y) {
     qnt_swig_ok(qnt_qmatmul($self, a, b, bias, y));
   }
-  /* ONNX DynamicQuantizeLinear: a new u8 tensor with parameters computed from x. */
+  /** ONNX DynamicQuantizeLinear: a new u8 tensor with parameters computed from x. */
   qnt_tensor *dynamicQuantizeLinear(const qnt_tensor *x) {
     qnt_tensor *y = NULL;
     qnt_swig_ok(qnt_dynamic_quantize_linear($self, x, &y));
     return y;
   }
-  /* Dynamically quantized linear layer; bias and desc may be null. */
+  /** Dynamically quantized linear layer; bias and desc may be null. */
   void linearDynamic(const qnt_tensor *x, const qnt_tensor *w, const qnt_tensor *bias,
                      const qnt_op_desc *desc, qnt_tensor *y) {
     qnt_swig_ok(qnt_linear_dynamic($self, x, w, bias, desc, y));
   }
-  /* Weight-only quantized linear layer (exact f32 mode); bias may be null. */
+  /** Weight-only quantized linear layer (exact f32 mode); bias may be null. */
   void linearWeightOnly(const qnt_tensor *x, const qnt_tensor *w, const qnt_tensor *bias,
                         qnt_tensor *y) {
     qnt_swig_ok(qnt_linear_weight_only($self, x, w, bias, y));
   }
-  /* Quantized 2-D convolution; bias and desc may be null. */
+  /** Quantized 2-D convolution; bias and desc may be null. */
   void qconv2d(const qnt_tensor *x, const qnt_tensor *w, const qnt_tensor *bias,
                const qnt_op_desc *desc, qnt_tensor *y) {
     qnt_swig_ok(qnt_qconv2d($self, x, w, bias, desc, y));
   }
-  /* Quantized addition; desc may be null. */
+  /** Quantized addition; desc may be null. */
   void qadd(const qnt_tensor *a, const qnt_tensor *b, const qnt_op_desc *desc, qnt_tensor *y) {
     qnt_swig_ok(qnt_qadd($self, a, b, desc, y));
   }
   void qrelu(const qnt_tensor *x, qnt_tensor *y) { qnt_swig_ok(qnt_qrelu($self, x, y)); }
-  /* ReLU with an upper bound (ReLU6: upper = 6). */
+  /** ReLU with an upper bound (ReLU6: upper = 6). */
   void qreluClamp(const qnt_tensor *x, float upper, qnt_tensor *y) {
     qnt_swig_ok(qnt_qrelu_clamp($self, x, upper, y));
   }
 
-  /* Prepared operators: weights validated, copied and packed once. bias and desc may be null. */
+  /** Prepared operators: weights validated, copied and packed once. bias and desc may be null. */
   qnt_prepared *prepareMatmul(const qnt_tensor *b, const qnt_tensor *bias,
                               const qnt_op_desc *desc) {
     qnt_prepared *op = NULL;
@@ -425,7 +438,7 @@ typedef struct qnt_error_report {
     qnt_swig_ok(qnt_prepared_create_linear_dynamic($self, w, bias, desc, &op));
     return op;
   }
-  /* yQParams null: f32 output. */
+  /** yQParams null: f32 output. */
   qnt_prepared *prepareLinearStatic(const qnt_tensor *w, const qnt_tensor *bias,
                                     const qnt_qparams *xQParams, const qnt_qparams *yQParams,
                                     const qnt_op_desc *desc) {
@@ -434,7 +447,7 @@ typedef struct qnt_error_report {
         qnt_prepared_create_linear_static($self, w, bias, xQParams, yQParams, desc, &op));
     return op;
   }
-  /* desc may choose the WeightOnlyMode (OpOption.WEIGHT_ONLY_MODE). */
+  /** desc may choose the WeightOnlyMode (OpOption.WEIGHT_ONLY_MODE). */
   qnt_prepared *prepareLinearWeightOnly(const qnt_tensor *w, const qnt_tensor *bias,
                                         const qnt_op_desc *desc) {
     qnt_prepared *op = NULL;
@@ -451,13 +464,13 @@ typedef struct qnt_error_report {
 
 %extend qnt_qparams {
   ~qnt_qparams() { qnt_qparams_destroy($self); }
-  /* One scale and zero point for the whole tensor. */
+  /** One scale and zero point for the whole tensor. */
   static qnt_qparams *perTensor(int32_t dtype, float scale, int32_t zeroPoint) {
     qnt_qparams *qp = NULL;
     qnt_swig_ok(qnt_qparams_create_per_tensor(dtype, scale, zeroPoint, &qp));
     return qp;
   }
-  /* One scale (and zero point; null: the symmetric ones) per index along axis. */
+  /** One scale (and zero point; null: the symmetric ones) per index along axis. */
   static qnt_qparams *perAxis(int32_t dtype, int64_t axis, const float *data, size_t count,
                               const int32_t *zp, size_t zpCount) {
     qnt_qparams *qp = NULL;
@@ -465,7 +478,7 @@ typedef struct qnt_error_report {
     qnt_swig_ok(qnt_qparams_create_per_axis(dtype, axis, count, data, zp, &qp));
     return qp;
   }
-  /* Parameters per block of blockSize elements along axis (see the header for the layout). */
+  /** Parameters per block of blockSize elements along axis (see the header for the layout). */
   static qnt_qparams *perBlock(int32_t dtype, int64_t axis, int64_t blockSize, const float *data,
                                size_t count, const int32_t *zp, size_t zpCount) {
     qnt_qparams *qp = NULL;
@@ -512,29 +525,29 @@ typedef struct qnt_error_report {
 }
 
 %extend qnt_tensor {
-  /* A zero-filled tensor of a dtype and shape; qp (may be null) for quantized dtypes. */
+  /** A zero-filled tensor of a dtype and shape; qp (may be null) for quantized dtypes. */
   qnt_tensor(int32_t dtype, const int64_t *shape, size_t rank, const qnt_qparams *qp) {
     qnt_tensor *t = NULL;
     qnt_swig_ok(qnt_tensor_create(dtype, shape, rank, qp, &t));
     return t;
   }
   ~qnt_tensor() { qnt_tensor_destroy($self); }
-  /* An f32 tensor holding a copy of data (exactly the shape's element count). */
+  /** An f32 tensor holding a copy of data (exactly the shape's element count). */
   static qnt_tensor *fromFloats(const float *data, size_t count, const int64_t *shape, size_t rank) {
     return qnt_swig_tensor_from(QNT_DTYPE_F32, data, count, sizeof(float), shape, rank, NULL);
   }
-  /* A tensor of any dtype holding a copy of its storage bytes (i8, u8, or the packed layout of
+  /** A tensor of any dtype holding a copy of its storage bytes (i8, u8, or the packed layout of
    * the sub-byte dtypes): exactly the tensor's byte size. */
   static qnt_tensor *fromBytes(int32_t dtype, const int8_t *data, size_t count,
                                const int64_t *shape, size_t rank, const qnt_qparams *qp) {
     return qnt_swig_tensor_from(dtype, data, count, 1, shape, rank, qp);
   }
-  /* An i16 or u16 tensor holding a copy of data. */
+  /** An i16 or u16 tensor holding a copy of data. */
   static qnt_tensor *fromShorts(int32_t dtype, const int16_t *data, size_t count,
                                 const int64_t *shape, size_t rank, const qnt_qparams *qp) {
     return qnt_swig_tensor_from(dtype, data, count, sizeof(int16_t), shape, rank, qp);
   }
-  /* An i32 tensor holding a copy of data. */
+  /** An i32 tensor holding a copy of data. */
   static qnt_tensor *fromInts(int32_t dtype, const int32_t *data, size_t count,
                               const int64_t *shape, size_t rank, const qnt_qparams *qp) {
     return qnt_swig_tensor_from(dtype, data, count, sizeof(int32_t), shape, rank, qp);
@@ -562,13 +575,13 @@ typedef struct qnt_error_report {
     qnt_swig_ok(qnt_tensor_byte_size($self, &v));
     return v;
   }
-  /* A new reference to the tensor's parameters, or null when it has none. */
+  /** A new reference to the tensor's parameters, or null when it has none. */
   qnt_qparams *getQParams() {
     qnt_qparams *qp = NULL;
     qnt_swig_ok(qnt_tensor_qparams($self, &qp));
     return qp;
   }
-  /* The DeviceType of the storage (every tensor of this release: DeviceType.CPU). */
+  /** The DeviceType of the storage (every tensor of this release: DeviceType.CPU). */
   int32_t getDeviceType() {
     qnt_device_type type = 0;
     int32_t id = 0;
@@ -586,13 +599,13 @@ typedef struct qnt_error_report {
     qnt_swig_ok(qnt_tensor_is_read_only($self, &v));
     return v != 0;
   }
-  /* The storage's address (valid while the tensor lives), for interop. */
+  /** The storage's address (valid while the tensor lives), for interop. */
   int64_t getDataAddress() {
     void *p = NULL;
     qnt_swig_ok(qnt_tensor_data($self, &p));
     return (int64_t)(intptr_t)p;
   }
-  /* Typed copies of the storage: exactly the element count (bytes: the byte size). */
+  /** Typed copies of the storage: exactly the element count (bytes: the byte size). */
   void copyToFloats(float *out, size_t capacity) {
     qnt_swig_copy_to($self, out, capacity, sizeof(float), "copyToFloats");
   }
@@ -617,14 +630,14 @@ typedef struct qnt_error_report {
   void copyFromInts(const int32_t *data, size_t count) {
     qnt_swig_copy_from($self, data, count, sizeof(int32_t), "copyFromInts");
   }
-  /* Exports the tensor as a DLPack DLManagedTensor (versioned 0) or DLManagedTensorVersioned
+  /** Exports the tensor as a DLPack DLManagedTensor (versioned 0) or DLManagedTensorVersioned
    * (1), returned as an address; its consumer calls its deleter. */
   int64_t toDlpack(int32_t versioned) {
     void *m = NULL;
     qnt_swig_ok(qnt_tensor_to_dlpack($self, versioned, &m));
     return (int64_t)(intptr_t)m;
   }
-  /* Imports a DLPack tensor given by address; on success qnt owns it (see the header). */
+  /** Imports a DLPack tensor given by address; on success qnt owns it (see the header). */
   static qnt_tensor *fromDlpack(int64_t managed, int32_t versioned, const qnt_qparams *qp) {
     qnt_tensor *t = NULL;
     qnt_swig_ok(qnt_tensor_from_dlpack((void *)(intptr_t)managed, versioned, qp, &t));
@@ -633,14 +646,14 @@ typedef struct qnt_error_report {
 }
 
 %extend qnt_op_desc {
-  /* Operator options, every one at its default. */
+  /** Operator options, every one at its default. */
   qnt_op_desc() {
     qnt_op_desc *d = NULL;
     qnt_swig_ok(qnt_op_desc_create(&d));
     return d;
   }
   ~qnt_op_desc() { qnt_op_desc_destroy($self); }
-  /* Sets an OpOption key; a key or value out of range throws and leaves the descriptor as it was. */
+  /** Sets an OpOption key; a key or value out of range throws and leaves the descriptor as it was. */
   void set_(int32_t key, int64_t value) { qnt_swig_ok(qnt_op_desc_set($self, key, value)); }
   int64_t get_(int32_t key) {
     int64_t v = 0;
@@ -651,7 +664,7 @@ typedef struct qnt_error_report {
 
 %extend qnt_prepared {
   ~qnt_prepared() { qnt_prepared_destroy($self); }
-  /* Runs the operator on x, writing y (untouched on failure); from many threads at once too. */
+  /** Runs the operator on x, writing y (untouched on failure); from many threads at once too. */
   void run_(qnt_context *ctx, const qnt_tensor *x, qnt_tensor *y) {
     qnt_swig_ok(qnt_prepared_run(ctx, $self, x, y));
   }
@@ -673,7 +686,7 @@ typedef struct qnt_error_report {
 }
 
 %extend qnt_calibrator {
-  /* A streaming calibrator: a CalibMethod, an integer dtype, a Scheme, per tensor or per axis. */
+  /** A streaming calibrator: a CalibMethod, an integer dtype, a Scheme, per tensor or per axis. */
   qnt_calibrator(int32_t method, int32_t dtype, int32_t scheme, int32_t granularity, int64_t axis) {
     qnt_calibrator *c = NULL;
     qnt_swig_ok(qnt_calibrator_create(method, dtype, scheme, granularity, axis, &c));
@@ -718,7 +731,7 @@ typedef struct qnt_error_report {
     qnt_swig_ok(qnt_calibrator_serialize($self, NULL, 0, &size));
     return size;
   }
-  /* Writes the serialized calibrator to out, exactly serializedSize() bytes. */
+  /** Writes the serialized calibrator to out, exactly serializedSize() bytes. */
   void serializeTo(int8_t *out, size_t capacity) {
     size_t size = 0;
     qnt_swig_ok(qnt_calibrator_serialize($self, out, capacity, &size));
@@ -731,7 +744,7 @@ typedef struct qnt_error_report {
 }
 
 %inline %{
-/* The output shape of Context.qconv2d for these x, w and options (desc may be null), written
+/** The output shape of Context.qconv2d for these x, w and options (desc may be null), written
  * to out, which holds 4. */
 void conv2dOutputShape(const qnt_tensor *x, const qnt_tensor *w, const qnt_op_desc *desc,
                        int64_t *out, size_t capacity) {
