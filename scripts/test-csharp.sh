@@ -15,7 +15,8 @@ bin="$out/bin"
 rm -rf "$gen" "$bin" "$out/reference"
 mkdir -p "$gen" "$bin" "$out/reference"
 
-swig -csharp -DSWIGWORDSIZE64 -namespace Qnt -dllimport qnt_csharp -I"$root/include" \
+python3 bindings/swig/gen_csdoc.py bindings/swig/qnt.i bindings/swig/qnt_csharp.swg "$gen/qnt_csdoc.i"
+swig -csharp -DSWIGWORDSIZE64 -namespace Qnt -dllimport qnt_csharp -I"$gen" -I"$root/include" \
   -outdir "$gen" -o "$out/qnt_csharp_wrap.c" bindings/swig/qnt.i
 python3 bindings/swig/gen_constants.py include/qnt/qnt.h csharp "$gen/Constants.cs"
 bindings/swig/check-coverage.sh "$out/qnt_csharp_wrap.c"
