@@ -11,6 +11,8 @@
 #include <omp.h>
 #include <qnt/qnt.h>
 
+#include "bench_common.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,32 +27,12 @@ namespace {
 
 bool g_quick = false;
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using qnt_bench::check;
+using qnt_bench::now;
 
-// The best time of f over repeats filling about `budget` seconds (at least 3 runs).
-double best_time(const std::function<void()> &f, double budget = 0.4) {
-  if (g_quick) budget = 0.08;
-  f();
-  double best = 1e30, spent = 0;
-  int runs = 0;
-  while (runs < 3 || (spent < budget && runs < 1000)) {
-    const double t0 = now();
-    f();
-    const double dt = now() - t0;
-    best = std::min(best, dt);
-    spent += dt;
-    ++runs;
-  }
-  return best;
-}
-
-void check(qnt_status s, const char *what) {
-  if (s != QNT_OK) {
-    std::fprintf(stderr, "%s: %s\n", what, qnt_last_error_message());
-    std::exit(1);
-  }
+// The best time of f over repeats filling about 0.4 s (0.08 s with --quick).
+double best_time(const std::function<void()> &f) {
+  return qnt_bench::best_time(f, g_quick ? 0.08 : 0.4, 3, 1000);
 }
 
 // The peak of the exact multiply instruction, GOPS (2 ops per multiply-add) on `threads`, from

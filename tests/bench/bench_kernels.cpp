@@ -8,6 +8,8 @@
 // times (same run) and prints the table.
 #include <qnt/qnt.h>
 
+#include "bench_common.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -29,9 +31,8 @@
 
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using qnt_bench::check;
+using qnt_bench::now;
 
 // The best of `reps` runs (after one warm-up).
 double best_of(int reps, const std::function<void()> &f) {
@@ -45,12 +46,6 @@ double best_of(int reps, const std::function<void()> &f) {
   return best;
 }
 
-void check(qnt_status s, const char *what) {
-  if (s != QNT_OK) {
-    std::fprintf(stderr, "%s: %s\n", what, qnt_last_error_message());
-    std::exit(1);
-  }
-}
 
 double g_read_bw = 0;  // this thread count's streaming read bandwidth
 

@@ -14,6 +14,8 @@
 #include <omp.h>
 #include <qnt/qnt.h>
 
+#include "bench_common.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -31,31 +33,12 @@ namespace {
 
 bool g_quick = false;
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using qnt_bench::check;
+using qnt_bench::now;
 
+// The best time of f over repeats filling about `budget` s (a fifth of it with --quick).
 double best_time(const std::function<void()> &f, double budget = 0.5) {
-  if (g_quick) budget = 0.1;
-  f();
-  double best = 1e30, spent = 0;
-  int runs = 0;
-  while (runs < 5 || (spent < budget && runs < 2000)) {
-    const double t0 = now();
-    f();
-    const double dt = now() - t0;
-    best = std::min(best, dt);
-    spent += dt;
-    ++runs;
-  }
-  return best;
-}
-
-void check(qnt_status s, const char *what) {
-  if (s != QNT_OK) {
-    std::fprintf(stderr, "%s: %s\n", what, qnt_last_error_message());
-    std::exit(1);
-  }
+  return qnt_bench::best_time(f, g_quick ? budget / 5 : budget, 5, 2000);
 }
 
 // The DRAM read bandwidth: each thread sums its part of 256 MiB as four interleaved sequential

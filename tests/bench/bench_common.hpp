@@ -1,0 +1,44 @@
+// Helpers shared by the benchmark programs: a clock, the best time over repeats, a status check.
+#pragma once
+
+#include <qnt/qnt.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+
+namespace qnt_bench {
+
+// Seconds on a steady clock.
+inline double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The best time of f (after one warm-up run) over repeats that fill about `budget` seconds, at
+// least min_runs and at most max_runs of them.
+inline double best_time(const std::function<void()> &f, double budget, int min_runs, int max_runs) {
+  f();
+  double best = 1e30, spent = 0;
+  int runs = 0;
+  while (runs < min_runs || (spent < budget && runs < max_runs)) {
+    const double t0 = now();
+    f();
+    const double dt = now() - t0;
+    best = std::min(best, dt);
+    spent += dt;
+    ++runs;
+  }
+  return best;
+}
+
+// Exits with the library's message when a call fails (a benchmark has nothing to recover).
+inline void check(qnt_status s, const char *what) {
+  if (s != QNT_OK) {
+    std::fprintf(stderr, "%s: %s\n", what, qnt_last_error_message());
+    std::exit(1);
+  }
+}
+
+}  // namespace qnt_bench
