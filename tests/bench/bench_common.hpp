@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <vector>
 
 namespace qnt_bench {
 
@@ -39,6 +40,26 @@ inline void check(qnt_status s, const char *what) {
     std::fprintf(stderr, "%s: %s\n", what, qnt_last_error_message());
     std::exit(1);
   }
+}
+
+// A tensor handle destroyed with its holder.
+struct Tensor {
+  qnt_tensor *t = nullptr;
+  Tensor() = default;
+  Tensor(const Tensor &) = delete;
+  Tensor &operator=(const Tensor &) = delete;
+  ~Tensor() { qnt_tensor_destroy(t); }
+};
+
+// A new tensor: a copy of `bytes` bytes of data, or zero-filled when data is null.
+inline qnt_tensor *make(qnt_dtype d, std::vector<int64_t> shape, const qnt_qparams *qp,
+                        const void *data = nullptr, size_t bytes = 0) {
+  qnt_tensor *t = nullptr;
+  if (data != nullptr)
+    check(qnt_tensor_create_from_data(d, shape.data(), shape.size(), qp, data, bytes, &t), "tensor");
+  else
+    check(qnt_tensor_create(d, shape.data(), shape.size(), qp, &t), "tensor");
+  return t;
 }
 
 }  // namespace qnt_bench

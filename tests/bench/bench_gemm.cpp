@@ -28,6 +28,8 @@ namespace {
 bool g_quick = false;
 
 using qnt_bench::check;
+using qnt_bench::make;
+using qnt_bench::Tensor;
 using qnt_bench::now;
 
 // The best time of f over repeats filling about 0.4 s (0.08 s with --quick).
@@ -124,21 +126,6 @@ std::vector<uint8_t> random_bytes(size_t n, unsigned seed) {
   std::vector<uint8_t> v(n);
   for (auto &x : v) x = static_cast<uint8_t>(rng());
   return v;
-}
-
-struct Tensor {
-  qnt_tensor *t = nullptr;
-  ~Tensor() { qnt_tensor_destroy(t); }
-};
-
-qnt_tensor *make(qnt_dtype d, std::vector<int64_t> shape, const qnt_qparams *qp,
-                 const void *data = nullptr, size_t bytes = 0) {
-  qnt_tensor *t = nullptr;
-  if (data != nullptr)
-    check(qnt_tensor_create_from_data(d, shape.data(), shape.size(), qp, data, bytes, &t), "tensor");
-  else
-    check(qnt_tensor_create(d, shape.data(), shape.size(), qp, &t), "tensor");
-  return t;
 }
 
 void row(const std::string &work, int threads, double qs, const char *peer, double ps, double ops,

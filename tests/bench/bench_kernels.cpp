@@ -32,6 +32,7 @@
 namespace {
 
 using qnt_bench::check;
+using qnt_bench::Tensor;
 using qnt_bench::now;
 
 // The best of `reps` runs (after one warm-up).
@@ -143,11 +144,6 @@ __attribute__((noinline)) void plain_quantize(const float *x, int8_t *q, size_t 
 #endif
   scalar_tail(x, q, i, n, c, Divide);
 }
-
-struct Tensor {
-  qnt_tensor *t = nullptr;
-  ~Tensor() { qnt_tensor_destroy(t); }
-};
 
 size_t bytes_of(qnt_dtype d, size_t n) {
   switch (d) {

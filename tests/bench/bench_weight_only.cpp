@@ -34,6 +34,8 @@ namespace {
 bool g_quick = false;
 
 using qnt_bench::check;
+using qnt_bench::make;
+using T = qnt_bench::Tensor;
 using qnt_bench::now;
 
 // The best time of f over repeats filling about `budget` s (a fifth of it with --quick).
@@ -133,21 +135,6 @@ double fma_peak(bool zmm, int threads) {
     best = std::max(best, 10.0 * (zmm ? 32 : 16) * static_cast<double>(iters) * threads / dt / 1e9);
   }
   return best;
-}
-
-struct T {
-  qnt_tensor *t = nullptr;
-  ~T() { qnt_tensor_destroy(t); }
-};
-
-qnt_tensor *make(qnt_dtype d, std::vector<int64_t> shape, const qnt_qparams *qp,
-                 const void *data = nullptr, size_t bytes = 0) {
-  qnt_tensor *t = nullptr;
-  if (data != nullptr)
-    check(qnt_tensor_create_from_data(d, shape.data(), shape.size(), qp, data, bytes, &t), "tensor");
-  else
-    check(qnt_tensor_create(d, shape.data(), shape.size(), qp, &t), "tensor");
-  return t;
 }
 
 std::vector<float> normal(size_t n, float sd, unsigned seed) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 namespace qnt_test {
@@ -60,6 +61,16 @@ inline std::vector<qnt_isa> runnable_isas(std::initializer_list<qnt_isa> isas) {
     qnt_context_destroy(c);
   }
   return out;
+}
+
+// The kernels an uncapped context chooses ("family.dtype.run=set" lines); "" if it fails.
+inline std::string chosen_kernels() {
+  qnt_context *c = nullptr;
+  if (qnt_context_create(&c) != QNT_OK) return "";
+  const char *k = nullptr;
+  std::string s = qnt_context_kernels(c, &k) == QNT_OK ? k : "";
+  qnt_context_destroy(c);
+  return s;
 }
 
 inline void make_f32(T &out, const std::vector<int64_t> &shape, const std::vector<float> &v) {

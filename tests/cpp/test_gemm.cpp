@@ -142,12 +142,7 @@ void compare_all(const std::string &what, qnt_tensor *y, F &&f) {
 
 TEST(Gemm, FastSetsExist) {
   // On x86-64 with AVX2, or aarch64, the fast GEMM must be there, or every test below is vacuous.
-  qnt_context *c = nullptr;
-  ASSERT_EQ(qnt_context_create(&c), QNT_OK);
-  const char *k = nullptr;
-  ASSERT_EQ(qnt_context_kernels(c, &k), QNT_OK);
-  const std::string s = k;
-  qnt_context_destroy(c);
+  const std::string s = qnt_test::chosen_kernels();
   EXPECT_NE(s.find("gemm.u8s8s32="), std::string::npos) << s;
   if (!fast_isas().empty()) {
     EXPECT_EQ(s.find("gemm.u8s8s32=ref"), std::string::npos) << s;

@@ -9,46 +9,15 @@
 #include <cstdint>
 #include <cstring>
 
+#include "emu512.hpp"
+
 namespace emu {
-struct V {
-  uint8_t b[64];
-};
 inline int16_t i16(const V &v, int i) {
   int16_t x;
   std::memcpy(&x, v.b + 2 * i, 2);
   return x;
 }
 inline void put16(V &v, int i, int16_t x) { std::memcpy(v.b + 2 * i, &x, 2); }
-inline uint32_t u32(const V &v, int i) {
-  uint32_t x;
-  std::memcpy(&x, v.b + 4 * i, 4);
-  return x;
-}
-inline void put32(V &v, int i, uint32_t x) { std::memcpy(v.b + 4 * i, &x, 4); }
-inline V setzero() { return V{}; }
-inline V loadu(const void *p) {
-  V v;
-  std::memcpy(v.b, p, 64);
-  return v;
-}
-inline void storeu(void *p, V v) { std::memcpy(p, v.b, 64); }
-inline V set1(int32_t x) {
-  V v;
-  for (int i = 0; i < 16; ++i) put32(v, i, static_cast<uint32_t>(x));
-  return v;
-}
-// VPDPBUSD: per lane, four u8 (a) x s8 (b) products added to src, wrapping.
-inline V dpbusd(V src, V a, V b) {
-  V r;
-  for (int i = 0; i < 16; ++i) {
-    uint32_t s = u32(src, i);
-    for (int j = 0; j < 4; ++j)
-      s += static_cast<uint32_t>(static_cast<int32_t>(a.b[4 * i + j]) *
-                                 static_cast<int32_t>(static_cast<int8_t>(b.b[4 * i + j])));
-    put32(r, i, s);
-  }
-  return r;
-}
 inline V srai16(V v, int n) {
   for (int i = 0; i < 32; ++i) put16(v, i, static_cast<int16_t>(i16(v, i) >> n));
   return v;
@@ -77,13 +46,13 @@ inline V add32(V a, V b) {
 #undef __m512i  // some are macros when not optimizing
 #define __m512i emu::V
 #undef _mm512_setzero_si512
-#define _mm512_setzero_si512 emu::setzero
+#define _mm512_setzero_si512 emu::zero
 #undef _mm512_loadu_si512
 #define _mm512_loadu_si512 emu::loadu
 #undef _mm512_storeu_si512
 #define _mm512_storeu_si512 emu::storeu
 #undef _mm512_set1_epi32
-#define _mm512_set1_epi32 emu::set1
+#define _mm512_set1_epi32 emu::set1_epi32
 #undef _mm512_dpbusd_epi32
 #define _mm512_dpbusd_epi32 emu::dpbusd
 #undef _mm512_srai_epi16

@@ -11,10 +11,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "emu512.hpp"
+
 namespace emu {
-struct V {
-  uint8_t b[64];
-};
 using Mask = uint16_t;
 inline float f32(const V &v, int i) {
   float x;
@@ -22,25 +21,12 @@ inline float f32(const V &v, int i) {
   return x;
 }
 inline void putf(V &v, int i, float x) { std::memcpy(v.b + 4 * i, &x, 4); }
-inline uint32_t u32(const V &v, int i) {
-  uint32_t x;
-  std::memcpy(&x, v.b + 4 * i, 4);
-  return x;
-}
-inline void put32(V &v, int i, uint32_t x) { std::memcpy(v.b + 4 * i, &x, 4); }
 inline uint16_t u16(const V &v, int i) {
   uint16_t x;
   std::memcpy(&x, v.b + 2 * i, 2);
   return x;
 }
 inline void put16(V &v, int i, uint16_t x) { std::memcpy(v.b + 2 * i, &x, 2); }
-inline V zero() { return V{}; }
-inline V loadu(const void *p) {
-  V v;
-  std::memcpy(v.b, p, 64);
-  return v;
-}
-inline void storeu_ps(float *p, V v) { std::memcpy(p, v.b, 64); }
 // Masked-off lanes are neither read nor written (the real instruction does not fault there).
 inline V maskz_loadu_ps(Mask k, const float *p) {
   V v{};
@@ -51,11 +37,6 @@ inline V maskz_loadu_ps(Mask k, const float *p) {
 inline V set1_ps(float x) {
   V v;
   for (int i = 0; i < 16; ++i) putf(v, i, x);
-  return v;
-}
-inline V set1_epi32(int32_t x) {
-  V v;
-  for (int i = 0; i < 16; ++i) put32(v, i, static_cast<uint32_t>(x));
   return v;
 }
 inline V set1_epi8(char x) {
@@ -152,18 +133,6 @@ inline V mask_set1_epi32(V src, Mask k, int32_t x) {
     if (k & (1u << i)) put32(src, i, static_cast<uint32_t>(x));
   return src;
 }
-// VPDPBUSD: per lane, four u8 (a) x s8 (b) products added to src, wrapping.
-inline V dpbusd(V src, V a, V b) {
-  V r;
-  for (int i = 0; i < 16; ++i) {
-    uint32_t s = u32(src, i);
-    for (int j = 0; j < 4; ++j)
-      s += static_cast<uint32_t>(static_cast<int32_t>(a.b[4 * i + j]) *
-                                 static_cast<int32_t>(static_cast<int8_t>(b.b[4 * i + j])));
-    put32(r, i, s);
-  }
-  return r;
-}
 }  // namespace emu
 
 // Some of these are macros when not optimizing.
@@ -182,7 +151,7 @@ inline V dpbusd(V src, V a, V b) {
 #undef _mm512_loadu_si512
 #define _mm512_loadu_si512 emu::loadu
 #undef _mm512_storeu_ps
-#define _mm512_storeu_ps emu::storeu_ps
+#define _mm512_storeu_ps emu::storeu
 #undef _mm512_maskz_loadu_ps
 #define _mm512_maskz_loadu_ps emu::maskz_loadu_ps
 #undef _mm512_set1_ps
