@@ -73,7 +73,7 @@
 /* ------------------------------------------------------------------------------------------- */
 
 #define QNT_VERSION_MAJOR 0
-#define QNT_VERSION_MINOR 6
+#define QNT_VERSION_MINOR 7
 #define QNT_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH, as qnt_version() returns it. */
 #define QNT_VERSION_NUMBER (QNT_VERSION_MAJOR * 10000 + QNT_VERSION_MINOR * 100 + QNT_VERSION_PATCH)
@@ -179,6 +179,13 @@ QNT_API qnt_status qnt_live_handles(uint64_t *out);
  *    follows the general integer rule with range [-1, 1] and zero point 0 (BitNet b1.58:
  *    q = clamp(round(x / scale), -1, 1)). The pattern 0b10 is never written and reads as -2.
  *    qnt_calibrate_codebook sets scale = max(mean |x|, 1e-5) of each group (BitNet's absmean).
+ *  QNT_DTYPE_F16, QNT_DTYPE_BF16 (since 0.7): 16-bit floats for activations. They are not
+ *    quantized dtypes (no qparams). Where an op takes them (qnt_quantize's x, qnt_dequantize's
+ *    y, the weight-only linear layer's x and y), a 16-bit input is widened to float32 exactly
+ *    and the op computes exactly as with a float32 input; a 16-bit output is the float32 result
+ *    rounded to nearest, ties to even (overflow gives +-inf, a NaN gives the quiet NaN of its
+ *    sign: 0x7E00 / 0xFE00 for f16, 0x7FC0 / 0xFFC0 for bf16). Other ops refuse them
+ *    (QNT_ERR_DTYPE_MISMATCH). DLPack: f16 {kDLFloat, 16}, bf16 {kDLBfloat, 16}.
  */
 typedef int32_t qnt_dtype;
 enum {
@@ -192,7 +199,9 @@ enum {
   QNT_DTYPE_U4 = 8,      /* [0, 15], two per byte, element 0 in the low nibble */
   QNT_DTYPE_NF4 = 9,     /* 4-bit NormalFloat code, two per byte, element 0 in the low nibble */
   QNT_DTYPE_BINARY = 10, /* 1 bit, eight per byte, element 0 in bit 0 */
-  QNT_DTYPE_TERNARY = 11 /* 2 bits, four per byte, element 0 in bits 0-1 */
+  QNT_DTYPE_TERNARY = 11, /* 2 bits, four per byte, element 0 in bits 0-1 */
+  QNT_DTYPE_F16 = 12,     /* IEEE 754 binary16 (since 0.7) */
+  QNT_DTYPE_BF16 = 13     /* bfloat16: the top 16 bits of a float32 (since 0.7) */
 };
 
 /* Bits per element of dtype (32, 8, 4, 2, 1, ...); 0 for a value that is not a qnt_dtype. */
@@ -327,15 +336,29 @@ QNT_API qnt_status qnt_context_cuda_device_count(const qnt_context *ctx, int32_t
 QNT_API qnt_status qnt_context_cuda_compute_capability(const qnt_context *ctx, int32_t device,
                                                        int32_t *major_out, int32_t *minor_out);
 
-/* EXPERIMENTAL (until the CUDA operators exist). Binds the context to CUDA device `device` and
- * `stream` (a cudaStream_t; NULL is the device's default stream), which the caller owns and
- * keeps alive while the context uses it. Errors: QNT_ERR_NULL_POINTER (ctx),
- * QNT_ERR_NO_DEVICE (no such device, or no CUDA module or driver). */
+/* Binds the context to CUDA device `device` and `stream` (a cudaStream_t; NULL is the
+ * device's legacy default stream), which the caller owns and keeps alive while the context uses
+ * it. How device work runs (since 0.7):
+ *  - an op whose tensors are all on one CUDA device runs there. With a context bound to that
+ *    device, its work is queued on the bound stream and the call returns without waiting: the
+ *    outputs are ready once the stream reaches that point (qnt_context_synchronize, or an event
+ *    the caller records), and the inputs must stay unchanged until then. With a NULL context or
+ *    an unbound one, the op runs on the device's legacy default stream and waits for its work
+ *    before returning, so every error is the call's own;
+ *  - an op given a context bound to another device than its tensors' refuses them
+ *    (QNT_ERR_INVALID_ARGUMENT); so does an op whose tensors are on different devices;
+ *  - errors found before the work is queued (checks, launch failures, QNT_ERR_OUT_OF_MEMORY)
+ *    are returned by the call, with its outputs untouched. An error the device raises while
+ *    running queued work is kept in the context and returned by qnt_context_synchronize.
+ * Errors: QNT_ERR_NULL_POINTER (ctx), QNT_ERR_NO_DEVICE (no such device, or no CUDA module or
+ * driver). */
 QNT_API qnt_status qnt_context_set_cuda_stream(qnt_context *ctx, int32_t device, void *stream);
 
 /* Waits for the device work submitted through ctx and returns the first asynchronous error it
- * raised (then clears it); QNT_OK when there is none. A context that never ran device work
- * returns QNT_OK at once. Errors: QNT_ERR_NULL_POINTER. */
+ * raised (then clears it); QNT_OK when there is none. A context that is not bound to a CUDA
+ * stream returns QNT_OK at once. An error of the device is QNT_ERR_INTERNAL (a fault in a
+ * kernel) or QNT_ERR_NO_DEVICE (the device was lost), with CUDA's own message.
+ * Errors: QNT_ERR_NULL_POINTER. */
 QNT_API qnt_status qnt_context_synchronize(qnt_context *ctx);
 
 /* ------------------------------------------------------------------------------------------- */
@@ -465,7 +488,46 @@ QNT_API qnt_status qnt_tensor_wrap(qnt_dtype dtype, const int64_t *shape, size_t
                                    const qnt_qparams *qparams, void *data, size_t data_bytes,
                                    qnt_tensor **out);
 
-/* Frees t (and, if it owns it, its storage; borrowed memory is left alone). NULL is allowed. */
+/* Device tensors (since 0.7). A tensor lives on the CPU or on one CUDA device; every op runs
+ * where its tensors are (see qnt_context_set_cuda_stream). Device storage is reached only
+ * through qnt: qnt_tensor_data gives the device pointer, and qnt_tensor_copy,
+ * qnt_tensor_copy_to and qnt_tensor_copy_from move bytes in and out.
+ * Besides the shared rules above, both constructors take device_type QNT_DEVICE_CPU (device
+ * must be 0; the same as qnt_tensor_create / qnt_tensor_wrap) or QNT_DEVICE_CUDA, and return
+ * QNT_ERR_INVALID_ARGUMENT for another device type or a negative device, and
+ * QNT_ERR_NO_DEVICE when the CUDA device does not exist (no module, no driver, no GPU). */
+
+/* A zero-filled tensor on the device, allocated by qnt (cudaMalloc on that device; 256-byte
+ * aligned). The allocation and the fill are finished when the call returns.
+ * Also QNT_ERR_OUT_OF_MEMORY (device memory). */
+QNT_API qnt_status qnt_tensor_create_on_device(qnt_dtype dtype, const int64_t *shape, size_t rank,
+                                               const qnt_qparams *qparams,
+                                               qnt_device_type device_type, int32_t device,
+                                               qnt_tensor **out);
+
+/* A tensor over the caller's device memory (for example a cudaMalloc'ed buffer or a framework's
+ * tensor), borrowed as qnt_tensor_wrap borrows host memory: data must be device memory of that
+ * device (QNT_ERR_INVALID_ARGUMENT otherwise, as CUDA's pointer attributes tell), aligned to
+ * the element size, and stay valid, holding data_bytes >= the byte size, until the tensor is
+ * destroyed. Also QNT_ERR_BUFFER_TOO_SMALL. */
+QNT_API qnt_status qnt_tensor_wrap_device(qnt_dtype dtype, const int64_t *shape, size_t rank,
+                                          const qnt_qparams *qparams, qnt_device_type device_type,
+                                          int32_t device, void *data, size_t data_bytes,
+                                          qnt_tensor **out);
+
+/* Copies src's bytes into dst: host to device, device to host, device to device (also between
+ * two devices) or host to host. Both must have the same dtype (QNT_ERR_DTYPE_MISMATCH) and
+ * shape (QNT_ERR_SHAPE_MISMATCH); qparams are not copied. dst must be writable and must not
+ * overlap src (QNT_ERR_INVALID_ARGUMENT). ctx may be NULL. A copy that touches a device is
+ * ordered on ctx's stream when ctx is bound to that device (a device-to-device copy is then
+ * asynchronous, like an op; one from or to host memory waits before returning, so the host
+ * buffer may be reused at once), otherwise on the legacy default stream, waiting before it
+ * returns. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH,
+ * QNT_ERR_INVALID_ARGUMENT, QNT_ERR_NO_DEVICE, QNT_ERR_INTERNAL (CUDA's message). */
+QNT_API qnt_status qnt_tensor_copy(qnt_context *ctx, const qnt_tensor *src, qnt_tensor *dst);
+
+/* Frees t (and, if it owns it, its storage; borrowed memory is left alone). NULL is allowed.
+ * Device storage is freed with cudaFree, which waits for the device's work. */
 QNT_API void qnt_tensor_destroy(qnt_tensor *t);
 
 /* Getters. Each returns QNT_ERR_NULL_POINTER when t or an output is NULL. */
@@ -484,8 +546,8 @@ QNT_API qnt_status qnt_tensor_qparams(const qnt_tensor *t, qnt_qparams **out);
  * caller's pointer). May be NULL for a tensor of 0 bytes. */
 QNT_API qnt_status qnt_tensor_data(qnt_tensor *t, void **out);
 
-/* Where the tensor's storage lives: device type and device index (0 for the CPU). Every tensor
- * this release creates is on the CPU. Errors: QNT_ERR_NULL_POINTER. */
+/* Where the tensor's storage lives: device type and device index (0 for the CPU).
+ * Errors: QNT_ERR_NULL_POINTER. */
 QNT_API qnt_status qnt_tensor_device(const qnt_tensor *t, qnt_device_type *type_out,
                                      int32_t *id_out);
 
@@ -493,12 +555,16 @@ QNT_API qnt_status qnt_tensor_device(const qnt_tensor *t, qnt_device_type *type_
  * refuse it as an output (QNT_ERR_INVALID_ARGUMENT). Errors: QNT_ERR_NULL_POINTER. */
 QNT_API qnt_status qnt_tensor_is_read_only(const qnt_tensor *t, int32_t *out);
 
-/* Copies the tensor's byte size bytes of storage to dst, which holds dst_bytes.
- * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_BUFFER_TOO_SMALL (dst_bytes < byte size). */
+/* Copies the tensor's byte size bytes of storage to dst (host memory), which holds dst_bytes.
+ * For a device tensor this is a device-to-host copy on the legacy default stream, finished when
+ * the call returns (it does not wait for work on other streams: synchronize first).
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_BUFFER_TOO_SMALL (dst_bytes < byte size),
+ * QNT_ERR_INTERNAL (a CUDA error, with its message). */
 QNT_API qnt_status qnt_tensor_copy_to(const qnt_tensor *t, void *dst, size_t dst_bytes);
 
 /* Refills the tensor's storage (owned or wrapped) with the first byte-size bytes of src, which
- * holds src_bytes; for garbage-collected callers that cannot lend memory. Packed dtypes: the
+ * holds src_bytes (host memory; for a device tensor a host-to-device copy, as
+ * qnt_tensor_copy_to); for garbage-collected callers that cannot lend memory. Packed dtypes: the
  * unused bits of the last byte are written as 0. src must not overlap the storage.
  * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_BUFFER_TOO_SMALL (src_bytes < byte size),
  * QNT_ERR_INVALID_ARGUMENT (read-only tensor, or src overlaps it); t is untouched then. */
@@ -511,7 +577,8 @@ QNT_API qnt_status qnt_tensor_copy_from(qnt_tensor *t, const void *src, size_t s
  *  - DLManagedTensorVersioned (DLPack >= 1.0), major version 1.
  * dtypes map to DLPack as: f32 {kDLFloat, 32}, i32 {kDLInt, 32}, i8 {kDLInt, 8}, u8 {kDLUInt, 8},
  * i16 {kDLInt, 16}, u16 {kDLUInt, 16}, and the packed sub-byte integers i4 {kDLInt, 4},
- * u4 {kDLUInt, 4}, ternary {kDLInt, 2}, all with one lane; packed sub-byte data follows qnt's
+ * u4 {kDLUInt, 4}, ternary {kDLInt, 2}, f16 {kDLFloat, 16}, bf16 {kDLBfloat, 16}, all with
+ * one lane; packed sub-byte data follows qnt's
  * packing (element 0 in the lowest bits). NF4 and binary have no DLPack type (their values are
  * codebook entries, not integers) and are refused with QNT_ERR_UNSUPPORTED. Quantization
  * parameters do not travel: attach them on import.
@@ -519,7 +586,8 @@ QNT_API qnt_status qnt_tensor_copy_from(qnt_tensor *t, const void *src, size_t s
 
 /* Imports a DLPack tensor without copying. `managed` is a DLManagedTensor * (versioned == 0) or
  * a DLManagedTensorVersioned * (versioned == 1). The tensor must be on the CPU (kDLCPU or
- * kDLCUDAHost), compact and row-major (strides NULL, or the row-major strides; strides of
+ * kDLCUDAHost, which import as CPU tensors) or on a CUDA device (kDLCUDA, since 0.7: a device
+ * tensor; QNT_ERR_NO_DEVICE when that device is not usable), compact and row-major (strides NULL, or the row-major strides; strides of
  * dimensions of size 1 are ignored), of a dtype above, with data aligned to its element size.
  * qparams as for qnt_tensor_create. On success qnt owns `managed`: it calls its deleter exactly
  * once, when the returned tensor is destroyed and no other handle (a qnt_tensor_to_dlpack
@@ -534,7 +602,8 @@ QNT_API qnt_status qnt_tensor_from_dlpack(void *managed, int32_t versioned,
 
 /* Exports t as a new DLManagedTensor (versioned == 0) or DLManagedTensorVersioned (versioned ==
  * 1, version 1.0, flags 0, or READ_ONLY for a read-only tensor), without copying. Its shape is
- * t's; strides are NULL (legacy) or the row-major strides (versioned); byte_offset is 0. The
+ * t's; strides are NULL (legacy) or the row-major strides (versioned); byte_offset is 0; the
+ * device is t's (kDLCPU, or kDLCUDA and its index). The
  * consumer calls its deleter once when done. The export keeps qnt's storage alive after t is
  * destroyed; for a wrapped tensor (qnt_tensor_wrap) it points at the caller's memory, which
  * must then outlive the export. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT
@@ -557,16 +626,19 @@ QNT_API qnt_status qnt_tensor_to_dlpack(const qnt_tensor *t, int32_t versioned, 
  *    output is untouched.
  */
 
-/* y = quantize(x): x is f32; y is any quantized dtype, with qparams. Unused bits of y's last
- * byte (sub-byte dtypes) are written as 0. */
+/* y = quantize(x): x is f32 (or, since 0.7, f16 or bf16, widened exactly); y is any quantized
+ * dtype, with qparams. Unused bits of y's last byte (sub-byte dtypes) are written as 0.
+ * On a CUDA device (since 0.7): every dtype and granularity, with the same bits as the CPU. */
 QNT_API qnt_status qnt_quantize(qnt_context *ctx, const qnt_tensor *x, qnt_tensor *y);
 
-/* y = dequantize(q): q is any quantized dtype, with qparams; y is f32. */
+/* y = dequantize(q): q is any quantized dtype, with qparams; y is f32 (or, since 0.7, f16 or
+ * bf16: the float32 value rounded to nearest even). On a CUDA device as qnt_quantize. */
 QNT_API qnt_status qnt_dequantize(qnt_context *ctx, const qnt_tensor *q, qnt_tensor *y);
 
 /* dst = quantize(dequantize(src)), element by element, with src's qparams on the way in and
  * dst's on the way out (the ONNX DequantizeLinear -> QuantizeLinear pair, float32 between).
- * Changes scales, zero points, granularity and dtype in one pass. */
+ * Changes scales, zero points, granularity and dtype in one pass. On a CUDA device as
+ * qnt_quantize. */
 QNT_API qnt_status qnt_requantize(qnt_context *ctx, const qnt_tensor *src, qnt_tensor *dst);
 
 /* ------------------------------------------------------------------------------------------- */
@@ -655,7 +727,12 @@ QNT_API qnt_status qnt_calibrate_codebook(qnt_context *ctx, const qnt_tensor *x,
  *    QNT_ERR_INVALID_ARGUMENT, QNT_ERR_UNSUPPORTED (with what is unsupported),
  *    QNT_ERR_OUT_OF_MEMORY.
  *  - An empty output (a zero dimension) is success with nothing computed or allocated; K = 0
- *    gives acc = 0 (and then the bias) for every output.
+ *    gives acc = 0 (and then the bias) for every output. *  - On a CUDA device (since 0.7; see qnt_context_set_cuda_stream), with the same bits as on
+ *    the CPU: qnt_qmatmul with a 2-D b (a batched b is QNT_ERR_UNSUPPORTED there), the
+ *    weight-only linear layer (one-shot in its f32 mode; prepared in both modes), and the
+ *    prepared matmul, static linear and weight-only layers when they were prepared with a
+ *    context bound to that device. The other operators refuse device tensors
+ *    (QNT_ERR_UNSUPPORTED, naming the op).
  */
 
 /* Options of an operator, as enum keys with int64 values (the zstd ZSTD_CCtx_setParameter
@@ -771,11 +848,12 @@ QNT_API qnt_status qnt_linear_dynamic(qnt_context *ctx, const qnt_tensor *x, con
                                       qnt_tensor *y);
 
 /* Weight-only quantized linear layer (the LLM decode path: GPTQ/AWQ/QLoRA-style weights):
- *  x: f32 [..., K];
+ *  x: f32 [..., K] (or, since 0.7, f16 or bf16: W4A16, widened exactly to float32);
  *  w: [N, K] of any quantized dtype other than i32 (typically i4 or u4 with per-block qparams
  *     along axis 1, block 32, 64 or 128, affine zero points for u4; or NF4), with qparams;
  *  bias: NULL or f32 [N];
- *  y: f32 [..., N]: y[m, n] = dot(x[m, :], dequantize(w[n, :])) + bias[n], each weight
+ *  y: f32 [..., N], or x's dtype (rounded to nearest even from the float32 result):
+ *     y[m, n] = dot(x[m, :], dequantize(w[n, :])) + bias[n], each weight
  *     dequantized by the dequantize rule to float32, the dot in the fixed order given above
  *     (QNT_WEIGHT_ONLY_F32 mode). A NaN in x[m, :] makes every y[m, n] NaN; an infinity gives
  *     +-inf or NaN as float32 arithmetic does (inf * 0 = NaN, inf - inf = NaN).
@@ -921,11 +999,17 @@ QNT_API qnt_status qnt_prepared_create_linear_static(qnt_context *ctx, const qnt
                                                      const qnt_op_desc *desc,
                                                      qnt_prepared **out);
 
+/* Prepared operators and devices (since 0.7): an operator prepared with a context bound to a
+ * CUDA device (qnt_context_set_cuda_stream) also copies its weights to that device, in the
+ * layout of its CUDA kernels, before the create call returns; it then runs on the CPU and on
+ * that device. One prepared otherwise runs on the CPU only and refuses device tensors
+ * (QNT_ERR_INVALID_ARGUMENT). The device copy counts in qnt_prepared_packed_size. */
+
 /* qnt_linear_weight_only with constant w and bias; desc may set QNT_OP_WEIGHT_ONLY_MODE (since
  * 0.5; QNT_ERR_UNSUPPORTED for a weight dtype or granularity the mode does not take). The
  * weights are repacked for the kernels: 4-bit codes interleaved in groups of 128 elements, panels
  * of output features contiguous, with their scales and zero points beside them. Run with x
- * (f32 [..., K]) and y (f32 [..., N]). */
+ * ([..., K]) and y ([..., N]) of the dtypes qnt_linear_weight_only takes. */
 QNT_API qnt_status qnt_prepared_create_linear_weight_only(qnt_context *ctx, const qnt_tensor *w,
                                                           const qnt_tensor *bias,
                                                           const qnt_op_desc *desc,

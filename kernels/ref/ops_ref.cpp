@@ -1,6 +1,7 @@
 #include "kernels/ref/ops_ref.hpp"
 
 #include "kernels/ref/quantize_ref.hpp"
+#include "kernels/common/scalar.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +9,7 @@
 
 namespace qnt::ref {
 
-int32_t wrap_add(int32_t a, int32_t b) noexcept {
-  return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
-}
+int32_t wrap_add(int32_t a, int32_t b) noexcept { return rules::wrap_add(a, b); }
 
 void qgemm(int64_t M, int64_t N, int64_t K, const Int8Matrix &a, const int32_t *za,
            const Int8Matrix &b, const int32_t *zb, int32_t *c, int64_t ldc) {
@@ -62,18 +61,15 @@ void qgemm_packed(int64_t rows, const Int8Matrix &act, const int32_t *zact, int6
 }
 
 float requant_multiplier(float sa, float sb, float sy) noexcept {
-  const float product = sa * sb;
-  return product / sy;
+  return rules::requant_multiplier(sa, sb, sy);
 }
 
 int32_t requantize(int32_t acc, float multiplier, int32_t zy, int32_t qmin, int32_t qmax) noexcept {
-  const float v = static_cast<float>(acc) * multiplier;
-  return round_and_saturate(v, zy, qmin, qmax);
+  return rules::requantize(acc, multiplier, zy, qmin, qmax);
 }
 
 float acc_to_float(int32_t acc, float scale, float bias) noexcept {
-  const float v = static_cast<float>(acc) * scale;
-  return v + bias;
+  return rules::acc_to_float(acc, scale, bias);
 }
 
 float dot(const float *x, const float *w, int64_t K) noexcept {

@@ -1,40 +1,26 @@
 #include "kernels/ref/quantize_ref.hpp"
 
+#include "kernels/common/scalar.hpp"
+
 #include <cmath>
 #include <cstring>
 
 namespace qnt::ref {
 
-float round_half_to_even(float v) noexcept {
-  // floor() and the subtraction below are exact for every float (|v| >= 2^23 is already an
-  // integer, and v - floor(v) is then 0), so no rounding mode is involved.
-  // copysign keeps the sign of a zero result (-0.4 -> -0.0), as rint does.
-  const float f = std::floor(v);
-  const float frac = v - f;
-  float r = f;
-  if (frac > 0.5f || (frac == 0.5f && std::fmod(f, 2.0f) != 0.0f)) r = f + 1.0f;
-  return std::copysign(r, v);
-}
+// The rules themselves live in kernels/common/scalar.hpp, shared with the CUDA kernels.
+float round_half_to_even(float v) noexcept { return rules::round_half_to_even(v); }
 
 int32_t round_and_saturate(float v, int32_t zero_point, int32_t qmin, int32_t qmax) noexcept {
-  if (std::isnan(v)) return zero_point;
-  const float r = round_half_to_even(v);  // +-inf stay infinite and saturate below
-  // r + zero_point in double is exact whenever the sum lies near the int32 range; far outside
-  // it only the clamp matters, so the sum's rounding there cannot change q.
-  const double sum = static_cast<double>(r) + static_cast<double>(zero_point);
-  if (sum <= static_cast<double>(qmin)) return qmin;
-  if (sum >= static_cast<double>(qmax)) return qmax;
-  return static_cast<int32_t>(sum);
+  return rules::round_and_saturate(v, zero_point, qmin, qmax);
 }
 
 int32_t quantize_integer(float x, float scale, int32_t zero_point, int32_t qmin,
                          int32_t qmax) noexcept {
-  return round_and_saturate(x / scale, zero_point, qmin, qmax);  // NaN x gives a NaN quotient
+  return rules::quantize_integer(x, scale, zero_point, qmin, qmax);
 }
 
 float dequantize_integer(int32_t q, float scale, int32_t zero_point) noexcept {
-  const int64_t d = static_cast<int64_t>(q) - static_cast<int64_t>(zero_point);
-  return static_cast<float>(d) * scale;
+  return rules::dequantize_integer(q, scale, zero_point);
 }
 
 // bitsandbytes (csrc/kernels.cu, dDequantizeNF4): the normal-quantile code values.
@@ -67,12 +53,7 @@ const float kNF4Thresholds[15] = {
 };
 
 uint8_t quantize_nf4(float x, float scale) noexcept {
-  if (std::isnan(x)) return 7;  // the code of 0.0
-  const float inv = 1.0f / scale;
-  const float n = x * inv;
-  uint8_t code = 0;
-  for (float t : kNF4Thresholds) code = static_cast<uint8_t>(code + (n > t ? 1 : 0));
-  return code;
+  return rules::quantize_nf4(x, scale, kNF4Thresholds);
 }
 
 float dequantize_nf4(uint8_t code, float scale) noexcept { return kNF4Codebook[code & 15] * scale; }

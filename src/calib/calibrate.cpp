@@ -17,7 +17,7 @@ namespace qnt::calib {
 namespace {
 
 const float *float_data(const Tensor &x) {
-  if (x.info().rule != Rule::Float)
+  if (x.dtype() != QNT_DTYPE_F32)
     fail(QNT_ERR_DTYPE_MISMATCH, "x must be f32, not ", x.info().name);
   return reinterpret_cast<const float *>(x.data());
 }

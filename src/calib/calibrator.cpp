@@ -211,7 +211,7 @@ static void add_count(uint64_t &a, uint64_t b) {
 
 void Calibrator::observe(const Context &ctx, const Tensor &x) {
   const kern::KernelSet &ks = ctx.kernels();
-  if (x.info().rule != Rule::Float)
+  if (x.dtype() != QNT_DTYPE_F32)
     fail(QNT_ERR_DTYPE_MISMATCH, "x must be f32, not ", x.info().name);
   // The batch as [outer, channels, inner].
   int64_t outer = 1, chans = 1, inner = static_cast<int64_t>(x.element_count());

@@ -10,7 +10,7 @@
 namespace qnt::calib {
 
 void error_report(const Tensor &x, const QParams &qp, qnt_error_report &out) {
-  if (x.info().rule != Rule::Float)
+  if (x.dtype() != QNT_DTYPE_F32)
     fail(QNT_ERR_DTYPE_MISMATCH, "x must be f32, not ", x.info().name);
   const GroupLayout l = qp.layout_for(x.shape(), x.rank());
   const DTypeInfo &info = qp.info();

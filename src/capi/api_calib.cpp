@@ -11,6 +11,7 @@ using namespace qnt;
 using qnt::capi::guard;
 using qnt::capi::require;
 using qnt::capi::tensor_of;
+using qnt::capi::host_tensor_of;
 
 struct qnt_calibrator {
   uint32_t magic;
@@ -64,7 +65,7 @@ qnt_status qnt_calibrator_set_option(qnt_calibrator *c, qnt_calib_option option,
 qnt_status qnt_calibrator_observe(qnt_context *ctx, qnt_calibrator *c, const qnt_tensor *x) {
   return guard(__func__, [&] {
     const Context &context = capi::context_of(ctx);
-    calibrator_of(c, "c").observe(context, tensor_of(x, "x"));
+    calibrator_of(c, "c").observe(context, host_tensor_of(x, "x", __func__));
   });
 }
 
@@ -133,7 +134,7 @@ qnt_status qnt_error_report_compute(qnt_context *ctx, const qnt_tensor *x, const
                                     qnt_error_report *report, size_t report_size) {
   return guard(__func__, [&] {
     (void)capi::context_of(ctx);
-    const Tensor &t = tensor_of(x, "x");
+    const Tensor &t = host_tensor_of(x, "x", __func__);
     const auto &p = capi::qparams_of(qp, "qp");
     require(report, "report");
     if (report_size < sizeof(double))

@@ -1,5 +1,6 @@
 // Entry points: version, status, dtypes, context.
 #include "capi/boundary.hpp"
+#include "core/device.hpp"
 #include "hw/machine.hpp"
 #include "kernels/registry.hpp"
 #include "kernels/ref/quantize_ref.hpp"
@@ -351,9 +352,12 @@ qnt_status qnt_context_set_cuda_stream(qnt_context *ctx, int32_t device, void *s
 }
 
 qnt_status qnt_context_synchronize(qnt_context *ctx) {
-  // No operator submits device work in this release, so there is never anything to wait for
-  // nor an asynchronous error to report; the CUDA operators will synchronize ctx's stream here.
-  return guard(__func__, [&] { (void)qnt::capi::context_of(ctx, "ctx"); });
+  return guard(__func__, [&] {
+    const Context &c = qnt::capi::context_of(ctx, "ctx");
+    if (c.cuda_device < 0) return;  // never bound: no device work was queued through it
+    const qnt_cuda_module &m = cuda_for(c.cuda_device);
+    cuda_check(m, m.synchronize(c.cuda_device, c.cuda_stream), "the context's device work");
+  });
 }
 
 }  // extern "C"

@@ -12,6 +12,8 @@ using qnt::capi::optional_tensor;
 using qnt::capi::prepared_of;
 using qnt::capi::require;
 using qnt::capi::tensor_of;
+using qnt::capi::host_tensor_of;
+using qnt::capi::optional_host_tensor;
 
 namespace {
 
@@ -60,7 +62,7 @@ qnt_status qnt_qmatmul(qnt_context *ctx, const qnt_tensor *a, const qnt_tensor *
 
 qnt_status qnt_dynamic_quantize_linear(qnt_context *ctx, const qnt_tensor *x, qnt_tensor **y_out) {
   return guard(__func__, [&] {
-    const Tensor &t = tensor_of(x, "x");
+    const Tensor &t = host_tensor_of(x, "x", __func__);
     require(y_out, "y_out");
     auto y = ops::dynamic_quantize_linear(capi::context_of(ctx), t);
     *y_out = capi::new_tensor_handle(std::move(y));
@@ -70,8 +72,8 @@ qnt_status qnt_dynamic_quantize_linear(qnt_context *ctx, const qnt_tensor *x, qn
 qnt_status qnt_linear_dynamic(qnt_context *ctx, const qnt_tensor *x, const qnt_tensor *w,
                               const qnt_tensor *bias, const qnt_op_desc *desc, qnt_tensor *y) {
   return guard(__func__, [&] {
-    ops::linear_dynamic(capi::context_of(ctx), tensor_of(x, "x"), tensor_of(w, "w"),
-                        optional_tensor(bias, "bias"), desc_of(desc, "desc"), tensor_of(y, "y"));
+    ops::linear_dynamic(capi::context_of(ctx), host_tensor_of(x, "x", __func__), host_tensor_of(w, "w", __func__),
+                        optional_host_tensor(bias, "bias", __func__), desc_of(desc, "desc"), host_tensor_of(y, "y", __func__));
   });
 }
 
@@ -99,8 +101,8 @@ qnt_status qnt_conv2d_output_shape(const qnt_tensor *x, const qnt_tensor *w,
 qnt_status qnt_qconv2d(qnt_context *ctx, const qnt_tensor *x, const qnt_tensor *w,
                        const qnt_tensor *bias, const qnt_op_desc *desc, qnt_tensor *y) {
   return guard(__func__, [&] {
-    ops::qconv2d(capi::context_of(ctx), desc_of(desc, "desc"), tensor_of(x, "x"), tensor_of(w, "w"),
-                 optional_tensor(bias, "bias"), tensor_of(y, "y"));
+    ops::qconv2d(capi::context_of(ctx), desc_of(desc, "desc"), host_tensor_of(x, "x", __func__), host_tensor_of(w, "w", __func__),
+                 optional_host_tensor(bias, "bias", __func__), host_tensor_of(y, "y", __func__));
   });
 }
 
@@ -109,28 +111,28 @@ qnt_status qnt_qadd(qnt_context *ctx, const qnt_tensor *a, const qnt_tensor *b,
   return guard(__func__, [&] {
     const ops::OpDesc &d = desc_of(desc, "desc");
     d.require_only(ops::OpDesc::bit(QNT_OP_FUSE_RELU), "qnt_qadd");
-    ops::qadd(capi::context_of(ctx), tensor_of(a, "a"), tensor_of(b, "b"),
-              d.get(QNT_OP_FUSE_RELU) != 0, tensor_of(y, "y"));
+    ops::qadd(capi::context_of(ctx), host_tensor_of(a, "a", __func__), host_tensor_of(b, "b", __func__),
+              d.get(QNT_OP_FUSE_RELU) != 0, host_tensor_of(y, "y", __func__));
   });
 }
 
 qnt_status qnt_qrelu(qnt_context *ctx, const qnt_tensor *x, qnt_tensor *y) {
   return guard(__func__, [&] {
-    ops::qrelu(capi::context_of(ctx), tensor_of(x, "x"), nullptr, tensor_of(y, "y"));
+    ops::qrelu(capi::context_of(ctx), host_tensor_of(x, "x", __func__), nullptr, host_tensor_of(y, "y", __func__));
   });
 }
 
 qnt_status qnt_qrelu_clamp(qnt_context *ctx, const qnt_tensor *x, float upper, qnt_tensor *y) {
   return guard(__func__, [&] {
-    ops::qrelu(capi::context_of(ctx), tensor_of(x, "x"), &upper, tensor_of(y, "y"));
+    ops::qrelu(capi::context_of(ctx), host_tensor_of(x, "x", __func__), &upper, host_tensor_of(y, "y", __func__));
   });
 }
 
 qnt_status qnt_prepared_create_matmul(qnt_context *ctx, const qnt_tensor *b, const qnt_tensor *bias,
                                       const qnt_op_desc *desc, qnt_prepared **out) {
   return guard(__func__, [&] {
-    const Tensor &tb = tensor_of(b, "b");
-    const Tensor *tbias = optional_tensor(bias, "bias");
+    const Tensor &tb = host_tensor_of(b, "b", __func__);
+    const Tensor *tbias = optional_host_tensor(bias, "bias", __func__);
     const ops::OpDesc &d = desc_of(desc, "desc");
     require(out, "out");
     *out = new_prepared(ops::prepare_matmul(capi::context_of(ctx), tb, tbias, d));
@@ -141,8 +143,8 @@ qnt_status qnt_prepared_create_linear_dynamic(qnt_context *ctx, const qnt_tensor
                                               const qnt_tensor *bias, const qnt_op_desc *desc,
                                               qnt_prepared **out) {
   return guard(__func__, [&] {
-    const Tensor &tw = tensor_of(w, "w");
-    const Tensor *tbias = optional_tensor(bias, "bias");
+    const Tensor &tw = host_tensor_of(w, "w", __func__);
+    const Tensor *tbias = optional_host_tensor(bias, "bias", __func__);
     const ops::OpDesc &d = desc_of(desc, "desc");
     require(out, "out");
     *out = new_prepared(ops::prepare_linear_dynamic(capi::context_of(ctx), tw, tbias, d));
@@ -154,8 +156,8 @@ qnt_status qnt_prepared_create_linear_static(qnt_context *ctx, const qnt_tensor 
                                              const qnt_qparams *y_qparams, const qnt_op_desc *desc,
                                              qnt_prepared **out) {
   return guard(__func__, [&] {
-    const Tensor &tw = tensor_of(w, "w");
-    const Tensor *tbias = optional_tensor(bias, "bias");
+    const Tensor &tw = host_tensor_of(w, "w", __func__);
+    const Tensor *tbias = optional_host_tensor(bias, "bias", __func__);
     const auto &xq = capi::qparams_of(x_qparams, "x_qparams");
     std::shared_ptr<const QParams> yq;
     if (y_qparams != nullptr) yq = capi::qparams_of(y_qparams, "y_qparams");
@@ -169,8 +171,8 @@ qnt_status qnt_prepared_create_linear_weight_only(qnt_context *ctx, const qnt_te
                                                   const qnt_tensor *bias, const qnt_op_desc *desc,
                                                   qnt_prepared **out) {
   return guard(__func__, [&] {
-    const Tensor &tw = tensor_of(w, "w");
-    const Tensor *tbias = optional_tensor(bias, "bias");
+    const Tensor &tw = host_tensor_of(w, "w", __func__);
+    const Tensor *tbias = optional_host_tensor(bias, "bias", __func__);
     const ops::OpDesc &d = desc_of(desc, "desc");
     require(out, "out");
     *out = new_prepared(ops::prepare_linear_weight_only(capi::context_of(ctx), tw, tbias, d));
@@ -180,8 +182,8 @@ qnt_status qnt_prepared_create_linear_weight_only(qnt_context *ctx, const qnt_te
 qnt_status qnt_prepared_create_conv2d(qnt_context *ctx, const qnt_tensor *w, const qnt_tensor *bias,
                                       const qnt_op_desc *desc, qnt_prepared **out) {
   return guard(__func__, [&] {
-    const Tensor &tw = tensor_of(w, "w");
-    const Tensor *tbias = optional_tensor(bias, "bias");
+    const Tensor &tw = host_tensor_of(w, "w", __func__);
+    const Tensor *tbias = optional_host_tensor(bias, "bias", __func__);
     const ops::OpDesc &d = desc_of(desc, "desc");
     require(out, "out");
     *out = new_prepared(ops::prepare_conv2d(capi::context_of(ctx), tw, tbias, d));
@@ -197,7 +199,15 @@ void qnt_prepared_destroy(qnt_prepared *op) {
 qnt_status qnt_prepared_run(qnt_context *ctx, const qnt_prepared *op, const qnt_tensor *x,
                             qnt_tensor *y) {
   return guard(__func__, [&] {
-    prepared_of(op, "op").run(capi::context_of(ctx), tensor_of(x, "x"), tensor_of(y, "y"));
+    const ops::Prepared &p = prepared_of(op, "op");
+    // The dynamic linear layer and the convolution have no device kernels.
+    const bool host_only =
+        p.kind() == QNT_PREPARED_LINEAR_DYNAMIC || p.kind() == QNT_PREPARED_CONV2D;
+    if (host_only)
+      p.run(capi::context_of(ctx), host_tensor_of(x, "x", __func__),
+            host_tensor_of(y, "y", __func__));
+    else
+      p.run(capi::context_of(ctx), tensor_of(x, "x"), tensor_of(y, "y"));
   });
 }
 

@@ -13,23 +13,101 @@ using qnt::capi::guard;
 using qnt::capi::qparams_of;
 using qnt::capi::require;
 using qnt::capi::tensor_of;
+using qnt::capi::host_tensor_of;
 
 namespace {
 
 qnt_tensor *make_tensor(qnt_dtype dtype, const int64_t *shape, size_t rank,
                         const qnt_qparams *qparams, Tensor::Storage storage, void *data,
-                        size_t data_bytes) {
+                        size_t data_bytes, Place place = {}) {
   std::shared_ptr<const QParams> qp;
   if (qparams != nullptr) qp = qparams_of(qparams, "qparams");
   auto h = std::make_unique<qnt_tensor>();
-  h->t.emplace(dtype, shape, rank, std::move(qp), storage, data, data_bytes);
+  h->t.emplace(dtype, shape, rank, std::move(qp), storage, data, data_bytes, nullptr, false,
+               place);
   h->magic = qnt::capi::kTensorMagic;
   return h.release();
+}
+
+// The mask of the used bits of a packed tensor's last byte (0xFF when every bit is used).
+uint8_t last_byte_mask(const Tensor &t) {
+  const int bits = t.info().bits;
+  if (bits >= 8) return 0xFF;
+  const size_t used = (t.element_count() * static_cast<size_t>(bits)) % 8;
+  return used == 0 ? uint8_t{0xFF} : static_cast<uint8_t>((1u << used) - 1u);
+}
+
+// A host <-> device copy of a whole device tensor's bytes (t's byte size, from src to dst) on
+// the legacy default stream, finished on return.
+void device_host_copy(const Tensor &t, void *dst, const void *src) {
+  const qnt_cuda_module &m = cuda_for(t.place().id);
+  cuda_check(m, m.copy(t.place().id, nullptr, dst, src, t.byte_size(), 1), "cudaMemcpy");
 }
 
 }  // namespace
 
 extern "C" {
+
+qnt_status qnt_tensor_create_on_device(qnt_dtype dtype, const int64_t *shape, size_t rank,
+                                       const qnt_qparams *qparams, qnt_device_type device_type,
+                                       int32_t device, qnt_tensor **out) {
+  return guard(__func__, [&] {
+    require(out, "out");
+    const Place where = checked_place(device_type, device);
+    *out = make_tensor(dtype, shape, rank, qparams, Tensor::Storage::Zeroed, nullptr, 0, where);
+  });
+}
+
+qnt_status qnt_tensor_wrap_device(qnt_dtype dtype, const int64_t *shape, size_t rank,
+                                  const qnt_qparams *qparams, qnt_device_type device_type,
+                                  int32_t device, void *data, size_t data_bytes,
+                                  qnt_tensor **out) {
+  return guard(__func__, [&] {
+    require(out, "out");
+    const Place where = checked_place(device_type, device);
+    if (!where.is_cpu() && data != nullptr) {
+      const qnt_cuda_module &m = cuda_for(device);
+      int32_t holder = -1;
+      cuda_check(m, m.pointer_device(data, &holder), "cudaPointerGetAttributes");
+      if (holder != device)
+        fail(QNT_ERR_INVALID_ARGUMENT, "data is not device memory of cuda:", device,
+             holder < 0 ? " (it is host or unregistered memory)" : "");
+    }
+    *out = make_tensor(dtype, shape, rank, qparams, Tensor::Storage::Borrow, data, data_bytes,
+                       where);
+  });
+}
+
+qnt_status qnt_tensor_copy(qnt_context *ctx, const qnt_tensor *src, qnt_tensor *dst) {
+  return guard(__func__, [&] {
+    const Context &c = qnt::capi::context_of(static_cast<const qnt_context *>(ctx));
+    const Tensor &s = tensor_of(src, "src");
+    Tensor &d = tensor_of(dst, "dst");
+    if (s.dtype() != d.dtype())
+      fail(QNT_ERR_DTYPE_MISMATCH, "src is ", s.info().name, " but dst is ", d.info().name);
+    ops::require_same_shape(s, "src", d, "dst");
+    ops::require_writable(d, "dst");
+    if (&s == &d) fail(QNT_ERR_INVALID_ARGUMENT, "src and dst are the same tensor");
+    if (s.place() == d.place()) ops::require_disjoint(d, s, "dst", "src");
+    if (s.byte_size() == 0) return;
+    if (s.on_cpu() && d.on_cpu()) {
+      std::memcpy(d.data(), s.data(), s.byte_size());
+      return;
+    }
+    // The device that runs the copy: dst's, or src's for a copy to the host.
+    const Place &where = d.on_cpu() ? s.place() : d.place();
+    const qnt_cuda_module &m = cuda_for(where.id);
+    if (!s.on_cpu()) (void)cuda_for(s.place().id);
+    void *stream = nullptr;
+    bool wait = true;
+    if (c.cuda_device == where.id) {
+      stream = c.cuda_stream;
+      wait = s.on_cpu() || d.on_cpu();  // the host buffer is reusable on return
+    }
+    cuda_check(m, m.copy(where.id, stream, d.data(), s.data(), s.byte_size(), wait ? 1 : 0),
+               "cudaMemcpyAsync");
+  });
+}
 
 qnt_status qnt_qparams_create_per_tensor(qnt_dtype dtype, float scale, int32_t zero_point,
                                          qnt_qparams **out) {
@@ -229,11 +307,11 @@ qnt_status qnt_tensor_data(qnt_tensor *t, void **out) {
 
 qnt_status qnt_tensor_device(const qnt_tensor *t, qnt_device_type *type_out, int32_t *id_out) {
   return guard(__func__, [&] {
-    (void)tensor_of(t, "t");
     require(type_out, "type_out");
     require(id_out, "id_out");
-    *type_out = QNT_DEVICE_CPU;  // this release makes host tensors only
-    *id_out = 0;
+    const Tensor &x = tensor_of(t, "t");
+    *type_out = x.place().type;
+    *id_out = x.place().id;
   });
 }
 
@@ -257,6 +335,17 @@ qnt_status qnt_tensor_copy_from(qnt_tensor *t, const void *src, size_t src_bytes
     const auto s = reinterpret_cast<uintptr_t>(src), d = reinterpret_cast<uintptr_t>(x.data());
     if (s < d + x.byte_size() && d < s + x.byte_size())
       fail(QNT_ERR_INVALID_ARGUMENT, "src overlaps the tensor's storage");
+    if (!x.on_cpu()) {
+      device_host_copy(x, x.data(), src);
+      const uint8_t mask = last_byte_mask(x);
+      if (mask != 0xFF) {  // the unused bits of the last byte are written as 0
+        const auto last = static_cast<uint8_t>(static_cast<const uint8_t *>(src)[x.byte_size() - 1] & mask);
+        const qnt_cuda_module &m = cuda_for(x.place().id);
+        cuda_check(m, m.copy(x.place().id, nullptr, x.data() + x.byte_size() - 1, &last, 1, 1),
+                   "cudaMemcpy");
+      }
+      return;
+    }
     std::memcpy(x.data(), src, x.byte_size());
     ops::clear_tail_bits(x);
   });
@@ -299,6 +388,7 @@ qnt_status qnt_tensor_copy_to(const qnt_tensor *t, void *dst, size_t dst_bytes) 
     if (dst_bytes < x.byte_size())
       fail(QNT_ERR_BUFFER_TOO_SMALL, "dst holds ", dst_bytes, " bytes, the tensor has ",
            x.byte_size());
+    if (!x.on_cpu()) return device_host_copy(x, dst, x.data());
     std::memcpy(dst, x.data(), x.byte_size());
   });
 }
@@ -326,7 +416,7 @@ qnt_status qnt_calibrate_minmax(qnt_context *ctx, const qnt_tensor *x, qnt_dtype
                                 int64_t block_size, qnt_qparams **out) {
   return guard(__func__, [&] {
     const Context &c = qnt::capi::context_of(ctx);
-    const Tensor &t = tensor_of(x, "x");
+    const Tensor &t = host_tensor_of(x, "x", __func__);
     require(out, "out");
     auto p = calib::minmax(c, t, dtype, scheme, granularity, axis, block_size, std::nullopt);
     *out = qnt::capi::new_qparams_handle(std::move(p));
@@ -339,7 +429,7 @@ qnt_status qnt_calibrate_minmax_range(qnt_context *ctx, const qnt_tensor *x, qnt
                                       qnt_qparams **out) {
   return guard(__func__, [&] {
     const Context &c = qnt::capi::context_of(ctx);
-    const Tensor &t = tensor_of(x, "x");
+    const Tensor &t = host_tensor_of(x, "x", __func__);
     require(out, "out");
     auto p = calib::minmax(c, t, dtype, scheme, granularity, axis, block_size,
                            std::make_pair(quant_min, quant_max));
@@ -352,7 +442,7 @@ qnt_status qnt_calibrate_codebook(qnt_context *ctx, const qnt_tensor *x, qnt_dty
                                   qnt_qparams **out) {
   return guard(__func__, [&] {
     (void)qnt::capi::context_of(ctx);
-    const Tensor &t = tensor_of(x, "x");
+    const Tensor &t = host_tensor_of(x, "x", __func__);
     require(out, "out");
     auto p = calib::codebook(capi::context_of(ctx), t, dtype, granularity, axis, block_size);
     *out = qnt::capi::new_qparams_handle(std::move(p));

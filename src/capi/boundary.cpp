@@ -58,6 +58,22 @@ Tensor &tensor_of(qnt_tensor *t, const char *name) {
   return const_cast<Tensor &>(tensor_of(static_cast<const qnt_tensor *>(t), name));
 }
 
+const Tensor &host_tensor_of(const qnt_tensor *t, const char *name, const char *fn) {
+  const Tensor &x = tensor_of(t, name);
+  if (!x.on_cpu())
+    fail(QNT_ERR_UNSUPPORTED, fn, " runs on the CPU only, and ", name, " is on ",
+         place_name(x.place()), " (copy it to the host with qnt_tensor_copy)");
+  return x;
+}
+
+Tensor &host_tensor_of(qnt_tensor *t, const char *name, const char *fn) {
+  return const_cast<Tensor &>(host_tensor_of(static_cast<const qnt_tensor *>(t), name, fn));
+}
+
+const Tensor *optional_host_tensor(const qnt_tensor *t, const char *name, const char *fn) {
+  return t == nullptr ? nullptr : &host_tensor_of(t, name, fn);
+}
+
 const ops::OpDesc &desc_of(const qnt_op_desc *d, const char *name) {
   if (d == nullptr) return ops::default_desc();
   if (d->magic != kDescMagic) fail(QNT_ERR_INVALID_ARGUMENT, name, " is not a live qnt_op_desc");

@@ -105,6 +105,11 @@ Context &context_of(qnt_context *ctx, const char *name);
 const std::shared_ptr<const QParams> &qparams_of(const qnt_qparams *qp, const char *name);
 const Tensor &tensor_of(const qnt_tensor *t, const char *name);
 Tensor &tensor_of(qnt_tensor *t, const char *name);
+// As tensor_of, for the entry points that run on the CPU only: QNT_ERR_UNSUPPORTED (naming the
+// function) for a device tensor. NULL stays NULL in the optional form.
+const Tensor &host_tensor_of(const qnt_tensor *t, const char *name, const char *fn);
+Tensor &host_tensor_of(qnt_tensor *t, const char *name, const char *fn);
+const Tensor *optional_host_tensor(const qnt_tensor *t, const char *name, const char *fn);
 
 // NULL gives the defaults (every option unset).
 const ops::OpDesc &desc_of(const qnt_op_desc *d, const char *name);

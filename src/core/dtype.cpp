@@ -25,6 +25,8 @@ constexpr DTypeInfo kTable[] = {
     {QNT_DTYPE_NF4, "nf4", 4, Rule::NF4, false, 0, 15, true},
     {QNT_DTYPE_BINARY, "binary", 1, Rule::Binary, false, 0, 1, true},
     {QNT_DTYPE_TERNARY, "ternary", 2, Rule::Integer, true, -1, 1, true},
+    {QNT_DTYPE_F16, "f16", 16, Rule::Float, true, 0, 0, false},
+    {QNT_DTYPE_BF16, "bf16", 16, Rule::Float, true, 0, 0, false},
 };
 constexpr int32_t kCount = static_cast<int32_t>(sizeof(kTable) / sizeof(kTable[0]));
 

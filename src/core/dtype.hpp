@@ -10,7 +10,7 @@ namespace qnt {
 
 // Which rule maps floats to q for a dtype.
 enum class Rule {
-  Float,    // f32: not a quantized type
+  Float,    // f32, f16, bf16: not quantized types
   Integer,  // the ONNX rule, q = saturate(round(x / s) + zp)
   NF4,      // nearest NF4 code of x / absmax
   Binary,   // sign

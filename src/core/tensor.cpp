@@ -48,8 +48,8 @@ size_t checked_byte_size(const DTypeInfo &info, size_t n) {
 
 Tensor::Tensor(qnt_dtype dtype, const int64_t *shape, size_t rank,
                std::shared_ptr<const QParams> qparams, Storage storage, void *data,
-               size_t data_bytes, std::shared_ptr<void> keeper, bool read_only)
-    : info_(&dtype_info(dtype)), read_only_(read_only) {
+               size_t data_bytes, std::shared_ptr<void> keeper, bool read_only, Place place)
+    : info_(&dtype_info(dtype)), read_only_(read_only), place_(place) {
   count_ = checked_element_count(shape, rank);
   bytes_ = checked_byte_size(*info_, count_);
   if (rank > 0) shape_.assign(shape, shape + rank);
@@ -73,6 +73,15 @@ Tensor::Tensor(qnt_dtype dtype, const int64_t *shape, size_t rank,
       fail(QNT_ERR_INVALID_ARGUMENT, "data is not aligned to ", align, " bytes for ", info_->name);
     data_ = static_cast<uint8_t *>(data);
     if (storage == Storage::Adopt) keeper_ = std::move(keeper);
+    return;
+  }
+  if (!place_.is_cpu()) {
+    if (storage != Storage::Zeroed)
+      fail(QNT_ERR_INTERNAL, "a device tensor is made by Zeroed, Borrow or Adopt only");
+    if (bytes_ > 0) {
+      keeper_ = device_alloc(place_.id, bytes_);
+      data_ = static_cast<uint8_t *>(keeper_.get());
+    }
     return;
   }
   if (storage == Storage::Copy) {

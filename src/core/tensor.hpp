@@ -2,6 +2,7 @@
 // (64-byte aligned) or borrowed from the caller.
 #pragma once
 
+#include "core/device.hpp"
 #include "core/dtype.hpp"
 #include "core/qparams.hpp"
 
@@ -25,13 +26,14 @@ size_t checked_byte_size(const DTypeInfo &info, size_t n);
 class Tensor {
  public:
   // Zeroed and Copy allocate; Borrow uses the caller's memory; Adopt uses memory kept alive by
-  // `keeper` (a DLPack import: its deleter runs when the last reference goes).
+  // `keeper` (a DLPack import: its deleter runs when the last reference goes). Borrow and Adopt
+  // take memory on `place`; Zeroed allocates there; Copy is host memory only.
   enum class Storage { Zeroed, Copy, Borrow, Adopt };
 
   // Validates everything named at qnt_tensor_create and friends in qnt.h.
   Tensor(qnt_dtype dtype, const int64_t *shape, size_t rank, std::shared_ptr<const QParams> qparams,
          Storage storage, void *data, size_t data_bytes, std::shared_ptr<void> keeper = {},
-         bool read_only = false);
+         bool read_only = false, Place place = {});
 
   qnt_dtype dtype() const noexcept { return info_->id; }
   const DTypeInfo &info() const noexcept { return *info_; }
@@ -44,6 +46,8 @@ class Tensor {
   uint8_t *data() noexcept { return data_; }
   const uint8_t *data() const noexcept { return data_; }
   bool read_only() const noexcept { return read_only_; }
+  const Place &place() const noexcept { return place_; }
+  bool on_cpu() const noexcept { return place_.is_cpu(); }
   // What keeps the storage alive (null for borrowed memory); an export holds a copy.
   const std::shared_ptr<void> &keeper() const noexcept { return keeper_; }
   // For Adopt storage, once the tensor is valid: what keeps the memory alive from now on.
@@ -58,6 +62,7 @@ class Tensor {
   std::shared_ptr<void> keeper_;
   uint8_t *data_ = nullptr;
   bool read_only_ = false;
+  Place place_;
 };
 
 }  // namespace qnt

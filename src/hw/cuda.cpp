@@ -1,6 +1,7 @@
 // Finds the optional CUDA module (libqnt_cuda.so, built from kernels/cuda/) at run time, so that
 // the core library loads and works on machines without a GPU, a driver or the CUDA runtime.
 #include "hw/machine.hpp"
+#include "hw/cuda_module.h"
 
 #include <cstdlib>
 #include <string>
@@ -14,11 +15,8 @@ namespace qnt::hw {
 namespace {
 
 #if defined(QNT_HW_DLOPEN)
-// The module's entry points (see kernels/cuda/module.cu); each returns 0 on success.
 using AbiFn = int (*)();
-using CountFn = int (*)(int *);
-using CapabilityFn = int (*)(int, int *, int *);
-constexpr int kModuleAbi = 1;
+using TableFn = const qnt_cuda_module *(*)();
 
 void *open_module() {
   // 1. An explicit path, for tests and unusual installs.
@@ -39,25 +37,45 @@ void *open_module() {
 
 }  // namespace
 
-std::vector<CudaDevice> detect_cuda_devices() {
+namespace {
+
+struct Module {
+  const qnt_cuda_module *table = nullptr;
   std::vector<CudaDevice> devices;
+};
+
+Module load() {
+  Module m;
 #if defined(QNT_HW_DLOPEN)
   // The module stays loaded for the life of the process: its runtime keeps state.
   void *h = open_module();
-  if (h == nullptr) return devices;
+  if (h == nullptr) return m;
   const auto abi = reinterpret_cast<AbiFn>(dlsym(h, "qnt_cuda_module_abi"));
-  const auto count = reinterpret_cast<CountFn>(dlsym(h, "qnt_cuda_module_device_count"));
-  const auto cap = reinterpret_cast<CapabilityFn>(dlsym(h, "qnt_cuda_module_compute_capability"));
-  if (abi == nullptr || count == nullptr || cap == nullptr || abi() != kModuleAbi) return devices;
-  int n = 0;
-  if (count(&n) != 0 || n <= 0) return devices;
-  for (int d = 0; d < n; ++d) {
-    int major = 0, minor = 0;
-    if (cap(d, &major, &minor) != 0) break;
-    devices.push_back(CudaDevice{major, minor});
+  const auto table = reinterpret_cast<TableFn>(dlsym(h, "qnt_cuda_module_table"));
+  if (abi == nullptr || table == nullptr || abi() != QNT_CUDA_MODULE_ABI) return m;
+  const qnt_cuda_module *t = table();
+  if (t == nullptr || t->size < sizeof(qnt_cuda_module)) return m;
+  int32_t n = 0;
+  if (t->device_count(&n) != 0 || n <= 0) return m;
+  for (int32_t d = 0; d < n; ++d) {
+    int32_t major = 0, minor = 0;
+    if (t->compute_capability(d, &major, &minor) != 0) break;
+    m.devices.push_back(CudaDevice{major, minor});
   }
+  if (!m.devices.empty()) m.table = t;
 #endif
-  return devices;
+  return m;
 }
+
+const Module &module() {
+  static const Module m = load();
+  return m;
+}
+
+}  // namespace
+
+std::vector<CudaDevice> detect_cuda_devices() { return module().devices; }
+
+const qnt_cuda_module *cuda_module() { return module().table; }
 
 }  // namespace qnt::hw

@@ -2,6 +2,8 @@
 // Detected once per process; the result is immutable afterwards.
 #pragma once
 
+#include "hw/cuda_module.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -26,6 +28,10 @@ const MachineInfo &machine();
 // The CUDA devices, found on first use (thread-safe): the only place that looks for the CUDA
 // module, so that CPU-only work never searches for it.
 const std::vector<CudaDevice> &cuda_devices();
+
+// The CUDA module's entry points once cuda_devices() found a device; null otherwise (no
+// module, no driver, no device). Finds the devices on first use, as cuda_devices() does.
+const qnt_cuda_module *cuda_module();
 
 // Parts of the detection, exposed for the tests.
 uint64_t detect_cpu_features();

@@ -39,6 +39,12 @@ bool to_dl(qnt_dtype d, DLDataType &out) {
     case QNT_DTYPE_TERNARY:
       out = {kDLInt, 2, 1};
       return true;
+    case QNT_DTYPE_F16:
+      out = {kDLFloat, 16, 1};
+      return true;
+    case QNT_DTYPE_BF16:
+      out = {kDLBfloat, 16, 1};
+      return true;
     default:
       return false;
   }
@@ -49,7 +55,8 @@ qnt_dtype from_dl(const DLDataType &t) {
     fail(QNT_ERR_UNSUPPORTED, "DLPack vector types (lanes = ", t.lanes, ") are not supported");
   static const qnt_dtype all[] = {QNT_DTYPE_F32, QNT_DTYPE_I32, QNT_DTYPE_I8,
                                   QNT_DTYPE_U8,  QNT_DTYPE_I16, QNT_DTYPE_U16,
-                                  QNT_DTYPE_I4,  QNT_DTYPE_U4,  QNT_DTYPE_TERNARY};
+                                  QNT_DTYPE_I4,  QNT_DTYPE_U4,  QNT_DTYPE_TERNARY,
+                                  QNT_DTYPE_F16, QNT_DTYPE_BF16};
   for (qnt_dtype d : all) {
     DLDataType m{};
     to_dl(d, m);
@@ -111,9 +118,13 @@ std::unique_ptr<Tensor> import(void *managed, bool versioned,
   } else {
     t = &static_cast<DLManagedTensor *>(managed)->dl_tensor;
   }
-  if (t->device.device_type != kDLCPU && t->device.device_type != kDLCUDAHost)
+  Place place;
+  if (t->device.device_type == kDLCUDA) {
+    place = checked_place(QNT_DEVICE_CUDA, t->device.device_id);
+  } else if (t->device.device_type != kDLCPU && t->device.device_type != kDLCUDAHost) {
     fail(QNT_ERR_UNSUPPORTED, "DLPack device type ", t->device.device_type,
-         " is not host memory; this release imports CPU tensors only");
+         " is not host memory (kDLCPU, kDLCUDAHost) or a CUDA device (kDLCUDA)");
+  }
   const qnt_dtype dtype = from_dl(t->dtype);
   if (t->ndim < 0 || t->ndim > QNT_MAX_RANK)
     fail(QNT_ERR_INVALID_ARGUMENT, "ndim = ", t->ndim, " is outside [0, ", QNT_MAX_RANK, "]");
@@ -148,7 +159,8 @@ std::unique_ptr<Tensor> import(void *managed, bool versioned,
   uint8_t *data = t->data == nullptr ? nullptr : static_cast<uint8_t *>(t->data) + t->byte_offset;
   // Validate and build first: until the tensor exists, `managed` stays the caller's.
   auto tensor = std::make_unique<Tensor>(dtype, t->shape, rank, std::move(qparams),
-                                         Tensor::Storage::Adopt, data, bytes, nullptr, read_only);
+                                         Tensor::Storage::Adopt, data, bytes, nullptr, read_only,
+                                         place);
   // The deleter runs when the last user of the memory (this tensor, or an export of it) goes.
   // make_shared allocates before it constructs, so if it throws no deleter has run.
   tensor->set_keeper(std::make_shared<Owner>(managed, versioned));
@@ -167,7 +179,7 @@ void *export_tensor(const Tensor &t, bool versioned) {
   for (size_t i = t.rank(); i-- > 1;) ex->strides[i - 1] = ex->strides[i] * t.dims()[i];
   DLTensor dl{};
   dl.data = const_cast<uint8_t *>(t.data());
-  dl.device = {kDLCPU, 0};
+  dl.device = t.on_cpu() ? DLDevice{kDLCPU, 0} : DLDevice{kDLCUDA, t.place().id};
   dl.ndim = static_cast<int32_t>(t.rank());
   dl.dtype = dt;
   dl.shape = ex->shape.empty() ? nullptr : ex->shape.data();

@@ -15,7 +15,7 @@
 namespace qnt::dlpack {
 
 enum : int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3 };
-enum : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2 };
+enum : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4 };
 constexpr uint32_t kMajorVersion = 1;
 constexpr uint32_t kMinorVersion = 0;
 constexpr uint64_t kFlagReadOnly = uint64_t{1} << 0;

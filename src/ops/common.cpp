@@ -34,7 +34,7 @@ void require_int8(const Tensor &t, const char *role) {
 }
 
 void require_float(const Tensor &t, const char *role) {
-  if (t.info().rule != Rule::Float)
+  if (t.dtype() != QNT_DTYPE_F32)
     fail(QNT_ERR_DTYPE_MISMATCH, role, " must be f32, not ", t.info().name);
 }
 

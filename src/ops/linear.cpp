@@ -5,6 +5,7 @@
 #include "kernels/ref/ops_ref.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 #include "ops/common.hpp"
+#include "ops/device_ops.hpp"
 #include "ops/epilogue.hpp"
 #include "ops/gemm.hpp"
 #include "ops/packed.hpp"
@@ -162,6 +163,16 @@ auto row_major(const Epilogue &epi, uint8_t *y, int64_t N) {
   };
 }
 
+// A prepared operator run with device tensors: it must have been prepared for that device.
+void require_prepared_for(const Place &where, int32_t device) {
+  if (device == where.id) return;
+  fail(QNT_ERR_INVALID_ARGUMENT, "the tensors are on ", place_name(where),
+       " but the operator was prepared for ",
+       device < 0 ? std::string("the CPU only (prepare it with a context bound to the device: "
+                                "qnt_context_set_cuda_stream)")
+                  : place_name(Place{QNT_DEVICE_CUDA, device}));
+}
+
 class PreparedMatmul final : public Prepared {
  public:
   PreparedMatmul(const Context &ctx, const Tensor &b, const Tensor *bias)
@@ -201,20 +212,39 @@ class PreparedMatmul final : public Prepared {
   }
 
   size_t packed_size() const noexcept override {
-    size_t n = w_.bytes() + bias_.bytes();
+    size_t n = w_.bytes() + bias_.bytes() + dev_.bytes;
     for (const GemmB &f : fast_) n += f.bytes();
     return n;
   }
 
+  // For a matmul prepared with a context bound to a CUDA device: b, its zero points and the
+  // bias there too (a 2-D b only).
+  void copy_to_device(const Tensor &b, int32_t device) {
+    if (b.rank() != 2)
+      fail(QNT_ERR_UNSUPPORTED, "a batched b ", shape_string(b.dims()),
+           " cannot be prepared for a CUDA device; give b two dimensions");
+    const int64_t K = dims_[0], N = dims_[1];
+    const ChannelParams pb = channel_params(b, "b", 1, N, true, false);
+    dev_ = DeviceGemmB::upload(device, b.data(), b.byte_size(), K, N, N, 1, b.info().is_signed,
+                               pb.zero_points, bias_);
+  }
+
   void run(const Context &ctx, const Tensor &a, Tensor &y) const override {
     const MatmulRun r = check_matmul_run(a, dims_, bq_, bias_, y);
+    const Place where = op_place({{&a, "a"}, {&y, "y"}});
     if (y.element_count() == 0) return;
     const int64_t M = r.M, K = w_.K, N = dims_.back();
     const bool scales = r.mode != OutputMode::Int32;
     const float sa = scales ? a.qparams()->scales()[0] : 0.0f;
     const int32_t za = a.qparams() ? a.qparams()->zero_points()[0] : 0;
     const Epilogue epi = make_epilogue(r.mode, y.qparams().get(), bias_, sa,
-                                       scales ? w_.scales : std::vector<float>(), false, kernel_);
+                                       scales ? w_.scales : std::vector<float>(), false,
+                                       where.is_cpu() ? kernel_ : nullptr);
+    if (!where.is_cpu()) {
+      require_prepared_for(where, dev_.device);
+      const auto rows = static_cast<int64_t>(y.element_count()) / std::max<int64_t>(N, 1);
+      return device_gemm(ctx, where, a.data(), a.info().is_signed, za, rows, dev_, epi, y);
+    }
     const std::vector<int64_t> a_index = broadcast_index(r.a_batch, r.batch);
     const std::vector<int64_t> b_index = broadcast_index(r.b_batch, r.batch);
     const bool a_signed = a.info().is_signed;
@@ -252,6 +282,7 @@ class PreparedMatmul final : public Prepared {
   Bias bias_;
   PackedWeights w_;  // the reference path's weights (fast path: K, scales only)
   std::vector<GemmB> fast_;  // the fast path's, one per batch of b
+  DeviceGemmB dev_;          // device < 0: not prepared for a device
 };
 
 // --- the linear layers ------------------------------------------------------------------------
@@ -420,7 +451,16 @@ class PreparedLinearStatic final : public Prepared {
   }
 
   size_t packed_size() const noexcept override {
-    return w_.bytes() + bias_.bytes() + epi_.bytes();
+    return w_.bytes() + bias_.bytes() + epi_.bytes() + dev_.bytes;
+  }
+
+  // For a layer prepared with a context bound to a CUDA device: w [N, K] (b(k, n) = w[n][k]),
+  // its zero points and the bias there too.
+  void copy_to_device(const Tensor &w, int32_t device) {
+    const int64_t N = w.dims()[0], K = w.dims()[1];
+    const ChannelParams pw = channel_params(w, "w", 0, N, true, true);
+    dev_ = DeviceGemmB::upload(device, w.data(), w.byte_size(), K, N, 1, K, w.info().is_signed,
+                               pw.zero_points, bias_);
   }
 
   void run(const Context &ctx, const Tensor &x, Tensor &y) const override {
@@ -444,7 +484,14 @@ class PreparedLinearStatic final : public Prepared {
     }
     const int64_t K = w_.ref.K, N = w_.ref.channels;
     const int64_t R = linear_io(x, K, N, y);
+    const Place where = op_place({{&x, "x"}, {&y, "y"}});
     if (y.element_count() == 0) return;
+    if (!where.is_cpu()) {
+      require_prepared_for(where, dev_.device);
+      Epilogue epi = epi_;
+      epi.vector = nullptr;
+      return device_gemm(ctx, where, x.data(), x.info().is_signed, zx_, R, dev_, epi, y);
+    }
     const bool x_signed = x.info().is_signed;
     if (w_.kernel != nullptr) {
       const GemmPlan plan(*w_.kernel, w_.fast, R, ctx.threads());
@@ -473,6 +520,7 @@ class PreparedLinearStatic final : public Prepared {
   LinearWeights w_;
   Bias bias_;
   Epilogue epi_;
+  DeviceGemmB dev_;  // device < 0: not prepared for a device
 };
 
 constexpr uint32_t kDynamicKeys = OpDesc::bit(QNT_OP_ACT_QUANT) | OpDesc::bit(QNT_OP_REDUCE_RANGE) |
@@ -491,7 +539,9 @@ std::unique_ptr<Prepared> prepare_matmul(const Context &ctx, const Tensor &b, co
                                          const OpDesc &desc) {
   desc.require_only(0, "a prepared matmul");
   check_matmul_b(b, bias);
-  return std::make_unique<PreparedMatmul>(ctx, b, bias);
+  auto p = std::make_unique<PreparedMatmul>(ctx, b, bias);
+  if (ctx.cuda_device >= 0) p->copy_to_device(b, ctx.cuda_device);
+  return p;
 }
 
 std::unique_ptr<Prepared> prepare_linear_dynamic(const Context &ctx, const Tensor &w,
@@ -511,9 +561,55 @@ std::unique_ptr<Prepared> prepare_linear_static(const Context &ctx, const Tensor
   check_channel_qparams(w.qparams(), w.rank(), "w", 0, true, true);
   require_per_tensor_int8(x_qp, "x_qparams");
   if (y_qp) require_per_tensor_int8(*y_qp, "y_qparams");
-  return std::make_unique<PreparedLinearStatic>(ctx, w, bias, x_qp, y_qp,
-                                                desc.get(QNT_OP_FUSE_RELU) != 0);
+  auto p = std::make_unique<PreparedLinearStatic>(ctx, w, bias, x_qp, y_qp,
+                                                  desc.get(QNT_OP_FUSE_RELU) != 0);
+  if (ctx.cuda_device >= 0) p->copy_to_device(w, ctx.cuda_device);
+  return p;
 }
+
+namespace {
+
+// qnt_qmatmul on device tensors: b, its bias and a read where they are; b's zero points and the
+// multipliers travel with the launch.
+void device_qmatmul(const Context &ctx, const Place &where, const Tensor &a, const Tensor &b,
+                    const Tensor *bias, Tensor &y) {
+  if (b.rank() != 2)
+    fail(QNT_ERR_UNSUPPORTED, "qnt_qmatmul on a CUDA device takes a 2-D b, not ",
+         shape_string(b.dims()));
+  const int64_t K = b.dims()[0], N = b.dims()[1];
+  const ChannelParams pb = channel_params(b, "b", 1, N, true, false);
+  // The bias's kind decides the epilogue; its values stay on the device.
+  Bias kind(nullptr);
+  if (bias != nullptr) {
+    kind.present = true;
+    kind.dtype = bias->dtype();
+    if (kind.dtype == QNT_DTYPE_I32)
+      kind.i32.assign(static_cast<size_t>(N), 0);
+    else
+      kind.f32.assign(static_cast<size_t>(N), 0.0f);
+  }
+  const OutputMode mode = output_mode(y);
+  const bool scales = mode != OutputMode::Int32;
+  const float sa = scales ? a.qparams()->scales()[0] : 0.0f;
+  const int32_t za = a.qparams() ? a.qparams()->zero_points()[0] : 0;
+  const Epilogue epi = make_epilogue(mode, y.qparams().get(), kind, sa,
+                                     scales ? pb.scales : std::vector<float>(), false, nullptr);
+  DeviceGemmB d;
+  d.device = where.id;
+  d.keep_zb = device_upload(where.id, pb.zero_points.data(), 4 * pb.zero_points.size());
+  d.b = b.data();
+  d.K = K;
+  d.N = N;
+  d.ks = N;
+  d.ns = 1;
+  d.is_signed = b.info().is_signed;
+  d.zb = static_cast<const int32_t *>(d.keep_zb.get());
+  d.bias = bias != nullptr ? bias->data() : nullptr;
+  const auto rows = static_cast<int64_t>(y.element_count()) / std::max<int64_t>(N, 1);
+  device_gemm(ctx, where, a.data(), a.info().is_signed, za, rows, d, epi, y);
+}
+
+}  // namespace
 
 void qmatmul(const Context &ctx, const Tensor &a, const Tensor &b, const Tensor *bias, Tensor &y) {
   check_matmul_b(b, bias);
@@ -523,7 +619,9 @@ void qmatmul(const Context &ctx, const Tensor &a, const Tensor &b, const Tensor 
   (void)check_matmul_run(a, b.dims(), b.qparams(), kind, y);
   require_disjoint(y, b, "y", "b");
   if (bias != nullptr) require_disjoint(y, *bias, "y", "bias");
+  const Place where = op_place({{&a, "a"}, {&b, "b"}, {bias, "bias"}, {&y, "y"}});
   if (y.element_count() == 0) return;
+  if (!where.is_cpu()) return device_qmatmul(ctx, where, a, b, bias, y);
   PreparedMatmul(ctx, b, bias).run(ctx, a, y);
 }
 

@@ -5,6 +5,7 @@
 #include "kernels/ref/quantize_ref.hpp"
 #include "kernels/registry.hpp"
 #include "ops/common.hpp"
+#include "ops/device_ops.hpp"
 #include "ops/parallel.hpp"
 #include "ops/runs.hpp"
 
@@ -56,31 +57,72 @@ void dequantize_range(const kern::KernelSet &ks, const ref::QuantSpec &spec,
 }
 
 void quantize(const Context &ctx, const Tensor &x, Tensor &y) {
-  require_float(x, "x");
+  require_activation(x, "x");
   const ref::QuantSpec spec = quantized_spec(y, "y");
   require_same_shape(x, "x", y, "y");
   require_writable(y, "y");
   require_disjoint(y, x, "y", "x");
+  const Place where = op_place({{&x, "x"}, {&y, "y"}});
+  if (!where.is_cpu()) {
+    if (x.element_count() > 0) device_convert(ctx, where, QNT_CUDA_QUANTIZE, x, y, nullptr, &spec);
+    return;
+  }
   kern::Format f = format_of(spec, y.dtype());
   f.stream = streaming(x.byte_size() + y.byte_size());
   const kern::KernelSet &ks = ctx.kernels();
-  const auto *in = reinterpret_cast<const float *>(x.data());
   uint8_t *out = y.data();
-  parallel_for(ctx.threads(), x.element_count(), kGrain,
-               [&](size_t b, size_t e) { quantize_range(ks, spec, f, in + b, out, b, e); });
+  if (x.dtype() != QNT_DTYPE_F32) {
+    // 16-bit floats: widened exactly, a piece at a time (a multiple of 64, in L1).
+    const qnt_dtype xd = x.dtype();
+    const uint8_t *in = x.data();
+    parallel_for(ctx.threads(), x.element_count(), kGrain, [&](size_t b, size_t e) {
+      constexpr size_t kPiece = 2048;
+      alignas(64) float buf[kPiece];
+      for (size_t piece = b; piece < e; piece += kPiece) {
+        const size_t end = piece + kPiece < e ? piece + kPiece : e;
+        widen_floats(xd, in + 2 * piece, buf, end - piece);
+        quantize_range(ks, spec, f, buf, out, piece, end);
+      }
+    });
+  } else {
+    const auto *in = reinterpret_cast<const float *>(x.data());
+    parallel_for(ctx.threads(), x.element_count(), kGrain,
+                 [&](size_t b, size_t e) { quantize_range(ks, spec, f, in + b, out, b, e); });
+  }
   clear_tail_bits(y);
 }
 
 void dequantize(const Context &ctx, const Tensor &q, Tensor &y) {
   const ref::QuantSpec spec = quantized_spec(q, "q");
-  require_float(y, "y");
+  require_activation(y, "y");
   require_same_shape(q, "q", y, "y");
   require_writable(y, "y");
   require_disjoint(y, q, "y", "q");
+  const Place where = op_place({{&q, "q"}, {&y, "y"}});
+  if (!where.is_cpu()) {
+    if (q.element_count() > 0)
+      device_convert(ctx, where, QNT_CUDA_DEQUANTIZE, q, y, &spec, nullptr);
+    return;
+  }
   kern::Format f = format_of(spec, q.dtype());
   f.stream = streaming(q.byte_size() + y.byte_size());
   const kern::KernelSet &ks = ctx.kernels();
   const uint8_t *in = q.data();
+  if (y.dtype() != QNT_DTYPE_F32) {
+    // 16-bit floats: the float32 values rounded to nearest even, a piece at a time.
+    const qnt_dtype yd = y.dtype();
+    uint8_t *out = y.data();
+    parallel_for(ctx.threads(), q.element_count(), kGrain, [&](size_t b, size_t e) {
+      constexpr size_t kPiece = 2048;
+      alignas(64) float buf[kPiece];
+      for (size_t piece = b; piece < e; piece += kPiece) {
+        const size_t end = piece + kPiece < e ? piece + kPiece : e;
+        dequantize_range(ks, spec, f, in, buf, piece, end);
+        narrow_floats(yd, buf, out + 2 * piece, end - piece);
+      }
+    });
+    return;
+  }
   auto *out = reinterpret_cast<float *>(y.data());
   parallel_for(ctx.threads(), q.element_count(), kGrain,
                [&](size_t b, size_t e) { dequantize_range(ks, spec, f, in, out + b, b, e); });
@@ -92,6 +134,12 @@ void requantize(const Context &ctx, const Tensor &src, Tensor &dst) {
   require_same_shape(src, "src", dst, "dst");
   require_writable(dst, "dst");
   require_disjoint(dst, src, "dst", "src");
+  const Place where = op_place({{&src, "src"}, {&dst, "dst"}});
+  if (!where.is_cpu()) {
+    if (src.element_count() > 0)
+      device_convert(ctx, where, QNT_CUDA_REQUANTIZE, src, dst, &from, &to);
+    return;
+  }
   const kern::Format ff = format_of(from, src.dtype());
   const kern::Format tf = format_of(to, dst.dtype());
   const kern::KernelSet &ks = ctx.kernels();

@@ -16,6 +16,7 @@
 #include "kernels/registry.hpp"
 #include "kernels/wo/wo.hpp"
 #include "ops/common.hpp"
+#include "ops/device_ops.hpp"
 #include "ops/gemm.hpp"
 #include "ops/packed.hpp"
 #include "ops/parallel.hpp"
@@ -118,6 +119,14 @@ bool int8_units(const RowBlocks &rb, int64_t K, kern::WoPanelArgs &a) {
   return true;
 }
 
+// x f32, f16 or bf16; y f32 or x's dtype.
+void check_wo_dtypes(const Tensor &x, const Tensor &y) {
+  require_activation(x, "x");
+  if (y.dtype() != QNT_DTYPE_F32 && y.dtype() != x.dtype())
+    fail(QNT_ERR_DTYPE_MISMATCH, "y must be f32 or x's dtype (", x.info().name, "), not ",
+         y.info().name);
+}
+
 class PreparedWeightOnly final : public Prepared {
  public:
   PreparedWeightOnly(const Context &ctx, const Tensor &w, const Tensor *bias, int64_t mode,
@@ -167,19 +176,51 @@ class PreparedWeightOnly final : public Prepared {
     }
   }
 
+  // For a layer prepared with a context bound to a CUDA device: the weights' own layout there.
+  void copy_to_device(const Tensor &w, int32_t device) {
+    dev_ = upload_weight_only(device, w, quantized_spec(w, "w"),
+                              bias_.present ? bias_.f32.data() : nullptr, mode_, act_block_,
+                              act_blocks_);
+  }
+
   size_t packed_size() const noexcept override {
     return pw_.bytes + (w_ ? w_->byte_size() + 8 * w_->qparams()->count() : 0) +
-           bias_.bytes();
+           bias_.bytes() + dev_.bytes;
   }
 
   void run(const Context &ctx, const Tensor &x, Tensor &y) const override {
-    require_float(x, "x");
-    require_float(y, "y");
+    check_wo_dtypes(x, y);
     const int64_t R = linear_io(x, K_, N_, y);
+    const Place where = op_place({{&x, "x"}, {&y, "y"}});
     if (y.element_count() == 0) return;
-    const auto *xs = reinterpret_cast<const float *>(x.data());
-    auto *out = reinterpret_cast<float *>(y.data());
-    const auto rows = static_cast<size_t>(R);
+    if (!where.is_cpu()) {
+      if (dev_.device != where.id)
+        fail(QNT_ERR_INVALID_ARGUMENT, "x and y are on ", place_name(where),
+             " but the layer was prepared for ",
+             dev_.device < 0 ? std::string("the CPU only (prepare it with a context bound to the "
+                                           "device: qnt_context_set_cuda_stream)")
+                             : place_name(Place{QNT_DEVICE_CUDA, dev_.device}));
+      return device_weight_only(ctx, where, dev_, mode_, R, K_, N_, x, y);
+    }
+    // 16-bit activations: widened exactly to float32, and the result rounded back.
+    std::vector<float> xbuf, ybuf;
+    const float *xs = reinterpret_cast<const float *>(x.data());
+    float *out = reinterpret_cast<float *>(y.data());
+    if (x.dtype() != QNT_DTYPE_F32) {
+      xbuf.resize(x.element_count());
+      widen_floats(x.dtype(), x.data(), xbuf.data(), xbuf.size());
+      xs = xbuf.data();
+    }
+    if (y.dtype() != QNT_DTYPE_F32) {
+      ybuf.resize(y.element_count());
+      out = ybuf.data();
+    }
+    compute(ctx, xs, static_cast<size_t>(R), out);
+    if (!ybuf.empty()) narrow_floats(y.dtype(), ybuf.data(), y.data(), ybuf.size());
+  }
+
+ private:
+  void compute(const Context &ctx, const float *xs, size_t rows, float *out) const {
     switch (path_) {
       case Path::PackedF32:
         if (rows >= kDequantRows) return run_f32_batch(ctx, xs, rows, out);
@@ -198,7 +239,6 @@ class PreparedWeightOnly final : public Prepared {
     }
   }
 
- private:
   enum class Path { Reference, ReferenceInt8, DequantizeDot, PackedF32, PackedInt8 };
 
   float bias_at(size_t n) const noexcept { return bias_.f32[n]; }
@@ -518,6 +558,7 @@ class PreparedWeightOnly final : public Prepared {
   std::unique_ptr<Tensor> w_;  // the user's layout, for the unpacked paths
   ref::QuantSpec spec_;
   Bias bias_;
+  DeviceWo dev_;  // device < 0: not prepared for a device
 };
 
 void check_weight_only(const Tensor &w, const Tensor *bias) {
@@ -533,15 +574,40 @@ std::unique_ptr<Prepared> prepare_linear_weight_only(const Context &ctx, const T
                                                      const Tensor *bias, const OpDesc &desc) {
   desc.require_only(OpDesc::bit(QNT_OP_WEIGHT_ONLY_MODE), "the weight-only linear layer");
   check_weight_only(w, bias);
-  return std::make_unique<PreparedWeightOnly>(ctx, w, bias, desc.get(QNT_OP_WEIGHT_ONLY_MODE),
-                                              ctx.kernels().wo);
+  auto p = std::make_unique<PreparedWeightOnly>(ctx, w, bias, desc.get(QNT_OP_WEIGHT_ONLY_MODE),
+                                                ctx.kernels().wo);
+  if (ctx.cuda_device >= 0) p->copy_to_device(w, ctx.cuda_device);
+  return p;
 }
 
 void linear_weight_only(const Context &ctx, const Tensor &x, const Tensor &w, const Tensor *bias,
                         Tensor &y) {
   check_weight_only(w, bias);
-  check_linear_io(x, w, bias, y);
+  check_wo_dtypes(x, y);
+  const int64_t R = linear_io(x, w.dims()[1], w.dims()[0], y);
+  require_disjoint(y, w, "y", "w");
+  if (bias != nullptr) require_disjoint(y, *bias, "y", "bias");
+  const Place where = op_place({{&x, "x"}, {&w, "w"}, {bias, "bias"}, {&y, "y"}});
   if (y.element_count() == 0) return;
+  if (!where.is_cpu()) {
+    // The tensors' own device memory; only the parameters travel (a prepared layer keeps them).
+    const ref::QuantSpec spec = quantized_spec(w, "w");
+    const size_t groups = spec.layout.groups;
+    std::vector<uint8_t> params(8 * groups);
+    std::memcpy(params.data(), spec.scales, 4 * groups);
+    std::memcpy(params.data() + 4 * groups, spec.zero_points, 4 * groups);
+    DeviceWo d;
+    d.device = where.id;
+    d.keep_params = device_upload(where.id, params.data(), params.size());
+    d.w = w.data();
+    d.spec = spec;
+    d.spec.scales = static_cast<const float *>(d.keep_params.get());
+    d.spec.zero_points = reinterpret_cast<const int32_t *>(
+        static_cast<const uint8_t *>(d.keep_params.get()) + 4 * groups);
+    d.bias = bias != nullptr ? reinterpret_cast<const float *>(bias->data()) : nullptr;
+    return device_weight_only(ctx, where, d, QNT_WEIGHT_ONLY_F32, R, w.dims()[1], w.dims()[0], x,
+                              y);
+  }
   PreparedWeightOnly(ctx, w, bias, QNT_WEIGHT_ONLY_F32, ctx.kernels().wo).run(ctx, x, y);
 }
 

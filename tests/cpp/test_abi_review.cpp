@@ -416,10 +416,10 @@ TEST(DLPack, RefusalsLeaveOwnershipWithTheCaller) {
   p.legacy.dl_tensor.strides[1] = 2;  // not compact
   EXPECT_EQ(qnt_tensor_from_dlpack(&p.legacy, 0, nullptr, &t), QNT_ERR_INVALID_ARGUMENT);
   p.legacy.dl_tensor.strides[1] = 1;
-  p.legacy.dl_tensor.device.device_type = qnt::dlpack::kDLCUDA;
+  p.legacy.dl_tensor.device.device_type = 4;  // kDLOpenCL
   EXPECT_EQ(qnt_tensor_from_dlpack(&p.legacy, 0, nullptr, &t), QNT_ERR_UNSUPPORTED);
   p.legacy.dl_tensor.device.device_type = qnt::dlpack::kDLCPU;
-  p.legacy.dl_tensor.dtype = {qnt::dlpack::kDLFloat, 16, 1};
+  p.legacy.dl_tensor.dtype = {qnt::dlpack::kDLFloat, 64, 1};
   EXPECT_EQ(qnt_tensor_from_dlpack(&p.legacy, 0, nullptr, &t), QNT_ERR_UNSUPPORTED);
   p.legacy.dl_tensor.dtype = {qnt::dlpack::kDLFloat, 32, 4};
   EXPECT_EQ(qnt_tensor_from_dlpack(&p.legacy, 0, nullptr, &t), QNT_ERR_UNSUPPORTED);

@@ -1,0 +1,165 @@
+// The scalar rules of qnt, written once for the host compiler and for nvcc: the reference
+// kernels (kernels/ref) call them on the CPU and the CUDA kernels (kernels/cuda) on the device,
+// so both sides compute each result with the same expression. Only IEEE-exact operations are
+// used (+, -, *, / and fmaf, all rounded to nearest even; nvcc builds with --fmad=false and
+// without fast-math, so nothing is contracted or approximated), and integer bit manipulation.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__CUDACC__)
+#define QNT_HD __host__ __device__ __forceinline__
+#else
+#include <math.h>
+#define QNT_HD inline
+#endif
+
+namespace qnt::rules {
+
+QNT_HD uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+
+QNT_HD float bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+
+QNT_HD bool is_nan(float v) { return v != v; }
+
+QNT_HD bool is_finite(float v) { return (float_bits(v) & 0x7F800000u) != 0x7F800000u; }
+
+// --- 16-bit floats ------------------------------------------------------------------------
+
+// binary16 -> float32, exact.
+QNT_HD float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu;
+  const uint32_t mant = h & 0x3FFu;
+  if (exp == 0x1Fu) return bits_float(sign | 0x7F800000u | (mant << 13));  // inf, NaN
+  if (exp != 0) return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
+  // Zero or subnormal: mant * 2^-24, exact in float32.
+  const float v = static_cast<float>(mant) * 5.9604644775390625e-8f;
+  return bits_float(sign | float_bits(v));
+}
+
+// float32 -> binary16, rounded to nearest even; overflow gives +-inf, NaN the quiet NaN of its
+// sign (0x7E00 / 0xFE00).
+QNT_HD uint16_t f32_to_f16(float f) {
+  const uint32_t x = float_bits(f);
+  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t ax = x & 0x7FFFFFFFu;
+  if (ax > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);
+  if (ax >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // >= 65520: inf
+  if (ax >= 0x38800000u) {                                              // a normal binary16
+    const uint32_t r = (ax + 0x0FFFu + ((ax >> 13) & 1u)) >> 13;
+    return static_cast<uint16_t>(sign | (r - (112u << 10)));
+  }
+  const uint32_t e = ax >> 23;
+  if (e < 102u) return sign;  // below 2^-25 (or exactly half of 2^-24 and below): zero
+  // A subnormal binary16: round(mant * 2^(e - 126)) to nearest even.
+  const uint32_t mant = (ax & 0x7FFFFFu) | 0x800000u;
+  const uint32_t shift = 126u - e;  // 14 .. 24
+  const uint32_t q = mant >> shift;
+  const uint32_t rem = mant & ((1u << shift) - 1u);
+  const uint32_t half = 1u << (shift - 1u);
+  const uint32_t r = q + ((rem > half || (rem == half && (q & 1u) != 0)) ? 1u : 0u);
+  return static_cast<uint16_t>(sign | r);
+}
+
+QNT_HD float bf16_to_f32(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
+
+// float32 -> bfloat16, rounded to nearest even; NaN gives the quiet NaN of its sign.
+QNT_HD uint16_t f32_to_bf16(float f) {
+  const uint32_t x = float_bits(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>(((x >> 16) & 0x8000u) | 0x7FC0u);
+  return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+// --- quantize and dequantize ----------------------------------------------------------------
+
+// Rounds to the nearest integer, ties to even, whatever the FP environment's rounding mode.
+// floor() and the subtraction are exact for every float (|v| >= 2^23 is already an integer);
+// copysign keeps the sign of a zero result (-0.4 -> -0.0), as rint does.
+QNT_HD float round_half_to_even(float v) {
+  const float f = floorf(v);
+  const float frac = v - f;
+  float r = f;
+  if (frac > 0.5f || (frac == 0.5f && fmodf(f, 2.0f) != 0.0f)) r = f + 1.0f;
+  return copysignf(r, v);
+}
+
+// saturate(round_half_to_even(v) + zero_point) into [qmin, qmax]; NaN -> zero_point.
+QNT_HD int32_t round_and_saturate(float v, int32_t zero_point, int32_t qmin, int32_t qmax) {
+  if (is_nan(v)) return zero_point;
+  const float r = round_half_to_even(v);  // +-inf stay infinite and saturate below
+  // r + zero_point in double is exact whenever the sum lies near the int32 range; far outside
+  // it only the clamp matters, so the sum's rounding there cannot change q.
+  const double sum = static_cast<double>(r) + static_cast<double>(zero_point);
+  if (sum <= static_cast<double>(qmin)) return qmin;
+  if (sum >= static_cast<double>(qmax)) return qmax;
+  return static_cast<int32_t>(sum);
+}
+
+QNT_HD int32_t quantize_integer(float x, float scale, int32_t zero_point, int32_t qmin,
+                                int32_t qmax) {
+  return round_and_saturate(x / scale, zero_point, qmin, qmax);  // NaN x: a NaN quotient
+}
+
+// (float)(q - zero_point) * scale, the difference exact in 64 bits.
+QNT_HD float dequantize_integer(int32_t q, float scale, int32_t zero_point) {
+  const int64_t d = static_cast<int64_t>(q) - static_cast<int64_t>(zero_point);
+  return static_cast<float>(d) * scale;
+}
+
+// n = x * (1.0f / scale); the number of the 15 thresholds t with n > t; NaN -> 7 (0.0).
+QNT_HD uint8_t quantize_nf4(float x, float scale, const float *thresholds) {
+  if (is_nan(x)) return 7;
+  const float inv = 1.0f / scale;
+  const float n = x * inv;
+  uint32_t code = 0;
+  for (int i = 0; i < 15; ++i) code += n > thresholds[i] ? 1u : 0u;
+  return static_cast<uint8_t>(code);
+}
+
+QNT_HD uint8_t quantize_binary(float x) { return x < 0.0f ? 0 : 1; }
+
+// --- the operators' epilogue ---------------------------------------------------------------
+
+QNT_HD int32_t wrap_add(int32_t a, int32_t b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+}
+
+// (sa * sb) / sy in float32: one product, one division.
+QNT_HD float requant_multiplier(float sa, float sb, float sy) {
+  const float product = sa * sb;
+  return product / sy;
+}
+
+// saturate(round_half_to_even((float)acc * multiplier) + zy) into [qmin, qmax].
+QNT_HD int32_t requantize(int32_t acc, float multiplier, int32_t zy, int32_t qmin, int32_t qmax) {
+  const float v = static_cast<float>(acc) * multiplier;
+  return round_and_saturate(v, zy, qmin, qmax);
+}
+
+// (float)acc * scale, then + bias as a separate float32 addition (bias 0 adds nothing but
+// turns -0.0 into +0.0, on every kernel alike).
+QNT_HD float acc_to_float(int32_t acc, float scale, float bias) {
+  const float v = static_cast<float>(acc) * scale;
+  return v + bias;
+}
+
+}  // namespace qnt::rules
