@@ -268,6 +268,8 @@ typedef struct qnt_error_report {
 %newobject qnt_tensor::fromShorts;
 %newobject qnt_tensor::fromInts;
 %newobject qnt_tensor::wrapDirect;
+%newobject qnt_tensor::onDevice;
+%newobject qnt_tensor::wrapDeviceAddress;
 %newobject qnt_tensor::getQParams;
 %newobject qnt_tensor::fromDlpack;
 %newobject qnt_calibrator::compute_;
@@ -532,6 +534,30 @@ typedef struct qnt_error_report {
     return t;
   }
   ~qnt_tensor() { qnt_tensor_destroy($self); }
+  /** A zero-filled tensor on a device: DeviceType.CPU (device 0) or DeviceType.CUDA and its
+   * index; NoDevice where that CUDA device is not usable. Device storage is reached through
+   * copies (copyFromTensor, the typed copies), never through an address of host memory. */
+  static qnt_tensor *onDevice(int32_t dtype, const int64_t *shape, size_t rank,
+                              const qnt_qparams *qp, int32_t deviceType, int32_t device) {
+    qnt_tensor *t = NULL;
+    qnt_swig_ok(qnt_tensor_create_on_device(dtype, shape, rank, qp, deviceType, device, &t));
+    return t;
+  }
+  /** A tensor over another library's device memory at `address` (for example a CUDA
+   * allocation), which must hold `bytes` bytes and outlive the tensor. */
+  static qnt_tensor *wrapDeviceAddress(int32_t dtype, const int64_t *shape, size_t rank,
+                                       const qnt_qparams *qp, int32_t deviceType, int32_t device,
+                                       int64_t address, uint64_t bytes) {
+    qnt_tensor *t = NULL;
+    qnt_swig_ok(qnt_tensor_wrap_device(dtype, shape, rank, qp, deviceType, device,
+                                       (void *)(intptr_t)address, (size_t)bytes, &t));
+    return t;
+  }
+  /** Copies src's bytes into this tensor (same dtype and shape), across devices too; ctx may
+   * be null. */
+  void copyFromTensor(qnt_context *ctx, const qnt_tensor *src) {
+    qnt_swig_ok(qnt_tensor_copy(ctx, src, $self));
+  }
   /** An f32 tensor holding a copy of data (exactly the shape's element count). */
   static qnt_tensor *fromFloats(const float *data, size_t count, const int64_t *shape, size_t rank) {
     return qnt_swig_tensor_from(QNT_DTYPE_F32, data, count, sizeof(float), shape, rank, NULL);
@@ -581,7 +607,7 @@ typedef struct qnt_error_report {
     qnt_swig_ok(qnt_tensor_qparams($self, &qp));
     return qp;
   }
-  /** The DeviceType of the storage (every tensor of this release: DeviceType.CPU). */
+  /** The DeviceType of the storage (DeviceType.CPU or DeviceType.CUDA). */
   int32_t getDeviceType() {
     qnt_device_type type = 0;
     int32_t id = 0;

@@ -28,6 +28,19 @@ namespace Qnt {
       return FromInts(dtype, data, Len(data), shape, Len(shape), qp);
     }
 
+    /// <summary>A zero-filled tensor on a device: DeviceType.CPU (device 0) or DeviceType.CUDA and
+    /// its index; QntException.NoDevice where that CUDA device is not usable.</summary>
+    public static Tensor OnDevice(int dtype, long[] shape, QParams qp, int deviceType, int device) {
+      return OnDevice(dtype, shape, Len(shape), qp, deviceType, device);
+    }
+
+    /// <summary>A tensor over another library's device memory at address (bytes long), which
+    /// must outlive the tensor.</summary>
+    public static Tensor WrapDeviceAddress(int dtype, long[] shape, QParams qp, int deviceType,
+                                           int device, long address, ulong bytes) {
+      return WrapDeviceAddress(dtype, shape, Len(shape), qp, deviceType, device, address, bytes);
+    }
+
     /// <summary>The dimensions.</summary>
     public long[] GetShape() {
       var out_ = new long[GetRank()];

@@ -51,6 +51,21 @@ namespace Qnt.Tests {
     }
 
     [Test]
+    public void DeviceTensorsAndCopies() {
+      var v = new float[] { 1f, -2f, 3.5f, 0.25f };
+      using (var ctx = new Context())
+      using (var src = Tensor.FromFloats(v, new long[] { 2, 2 }))
+      using (var dst = Tensor.OnDevice(DType.F32, new long[] { 2, 2 }, null, DeviceType.CPU, 0)) {
+        dst.CopyFromTensor(ctx, src);
+        CollectionAssert.AreEqual(v, dst.ToFloatArray());
+        if (ctx.GetCudaDeviceCount() == 0) {
+          Assert.Throws<QntException.NoDevice>(() => Tensor.OnDevice(DType.F16, new long[] { 2 }, null, DeviceType.CUDA, 0));
+          Assert.Throws<QntException.NoDevice>(() => Tensor.WrapDeviceAddress(DType.F32, new long[] { 2 }, null, DeviceType.CUDA, 0, 16, 8));
+        }
+      }
+    }
+
+    [Test]
     public void PreparedWeightOnlyLinearGivesTheCApisBits() {
       using (var ctx = new Context())
       using (var w = Tensor.FromFloats(Floats("w.bin"), new long[] { 24, 160 }))

@@ -61,6 +61,8 @@ fn every_constant_matches_the_c_compiler() {
         ("QNT_DTYPE_NF4", qnt_sys::QNT_DTYPE_NF4 as i128),
         ("QNT_DTYPE_BINARY", qnt_sys::QNT_DTYPE_BINARY as i128),
         ("QNT_DTYPE_TERNARY", qnt_sys::QNT_DTYPE_TERNARY as i128),
+        ("QNT_DTYPE_F16", qnt_sys::QNT_DTYPE_F16 as i128),
+        ("QNT_DTYPE_BF16", qnt_sys::QNT_DTYPE_BF16 as i128),
         ("QNT_CPU_SSE41", qnt_sys::QNT_CPU_SSE41 as i128),
         ("QNT_CPU_AVX2", qnt_sys::QNT_CPU_AVX2 as i128),
         ("QNT_CPU_FMA", qnt_sys::QNT_CPU_FMA as i128),

@@ -1,6 +1,7 @@
 //! Tensors: dense, row-major, owned by the library or borrowed from the caller.
 
 use crate::error::{check, create, out, Error, ErrorKind, Result};
+use crate::context::{ctx_ptr, Context};
 use crate::qparams::QParams;
 use crate::sys;
 use crate::types::{DType, DeviceType};
@@ -328,6 +329,13 @@ impl<'a> Tensor<'a> {
         Ok((data.cast::<u8>(), self.byte_size()?))
     }
 
+    /// Copies `src`'s bytes into this tensor, across devices too (`qnt_tensor_copy`): same
+    /// dtype and shape. With a context bound to a CUDA stream the copy is ordered on it.
+    pub fn copy_from_tensor(&mut self, ctx: &Context, src: &Tensor<'_>) -> Result<()> {
+        // SAFETY: both handles are valid; the library checks dtypes, shapes and overlap.
+        check(unsafe { sys::qnt_tensor_copy(ctx_ptr(ctx), src.as_ptr(), self.as_mut_ptr()) })
+    }
+
     /// The storage's bytes, borrowed.
     pub fn as_bytes(&self) -> Result<&[u8]> {
         let (p, n) = self.host_storage()?;
@@ -422,6 +430,72 @@ impl<'a> Tensor<'a> {
 }
 
 impl Tensor<'static> {
+    /// A zero-filled tensor allocated on a device (`qnt_tensor_create_on_device`): the CPU
+    /// (device 0), or CUDA device `device`. Without a CUDA device this is an error of kind
+    /// [`ErrorKind::NoDevice`]. Device storage is reached through copies
+    /// ([`Tensor::copy_from_tensor`], [`Tensor::to_bytes`], [`Tensor::copy_from_bytes`]), never
+    /// as a slice.
+    ///
+    /// ```
+    /// # use qnt::{DType, DeviceType, ErrorKind, Tensor};
+    /// match Tensor::zeros_on(DType::F16, &[2, 3], None, DeviceType::Cuda, 0) {
+    ///     Ok(t) => assert_eq!(t.device().unwrap(), (DeviceType::Cuda, 0)),
+    ///     Err(e) => assert_eq!(e.kind(), ErrorKind::NoDevice),
+    /// }
+    /// ```
+    pub fn zeros_on(
+        dtype: DType,
+        shape: &[i64],
+        qparams: Option<&QParams>,
+        device_type: DeviceType,
+        device: i32,
+    ) -> Result<Tensor<'static>> {
+        // SAFETY: shape holds shape.len() values; valid out-pointer.
+        create("tensor", |out| unsafe {
+            sys::qnt_tensor_create_on_device(
+                dtype.to_raw(),
+                shape.as_ptr(),
+                shape.len(),
+                qparams_ptr(qparams),
+                device_type.to_raw(),
+                device,
+                out,
+            )
+        })
+        .map(Tensor::from_handle)
+    }
+
+    /// A tensor over memory of a device that the caller owns (`qnt_tensor_wrap_device`), such
+    /// as a CUDA allocation of another framework.
+    ///
+    /// # Safety
+    /// `data` must point at `data_bytes` bytes of memory of that device, valid and not used
+    /// elsewhere in a conflicting way for as long as the tensor lives.
+    pub unsafe fn wrap_device(
+        dtype: DType,
+        shape: &[i64],
+        qparams: Option<&QParams>,
+        device_type: DeviceType,
+        device: i32,
+        data: *mut c_void,
+        data_bytes: usize,
+    ) -> Result<Tensor<'static>> {
+        create("tensor", |out| {
+            sys::qnt_tensor_wrap_device(
+                dtype.to_raw(),
+                shape.as_ptr(),
+                shape.len(),
+                qparams_ptr(qparams),
+                device_type.to_raw(),
+                device,
+                data,
+                data_bytes,
+                out,
+            )
+        })
+        .map(Tensor::from_handle)
+    }
+
     /// A zero-filled tensor whose storage the library allocates (`qnt_tensor_create`).
     /// Quantized dtypes take their parameters here (they are needed by quantize and the ops).
     pub fn zeros(

@@ -72,6 +72,10 @@ raw_enum! {
         Binary = QNT_DTYPE_BINARY,
         /// Two bits holding -1, 0, +1, four per byte.
         Ternary = QNT_DTYPE_TERNARY,
+        /// IEEE binary16, for activations (since 0.7).
+        F16 = QNT_DTYPE_F16,
+        /// bfloat16, for activations (since 0.7).
+        Bf16 = QNT_DTYPE_BF16,
     }
 }
 

@@ -584,3 +584,43 @@ fn a_prepared_operator_runs_from_many_threads_at_once() {
     });
     assert_eq!(serial, parallel);
 }
+
+/// Device tensors: the CPU through the device constructors, copies between tensors, and a clear
+/// error for CUDA on a machine without a device (the GPU suite in C++ covers the device side).
+#[test]
+fn device_tensors_and_copies() {
+    use qnt::{DeviceType, ErrorKind};
+    let ctx = Context::new().unwrap();
+    let src = Tensor::from_slice(&[1.0f32, -2.0, 3.5, 0.25], &[2, 2], None).unwrap();
+    let mut dst = Tensor::zeros_on(DType::F32, &[2, 2], None, DeviceType::Cpu, 0).unwrap();
+    dst.copy_from_tensor(&ctx, &src).unwrap();
+    assert_eq!(dst.to_vec::<f32>().unwrap(), vec![1.0, -2.0, 3.5, 0.25]);
+    let mut wrong = Tensor::zeros(DType::I32, &[2, 2], None).unwrap();
+    assert_eq!(
+        wrong.copy_from_tensor(&ctx, &src).unwrap_err().kind(),
+        ErrorKind::DtypeMismatch
+    );
+    if ctx.cuda_device_count().unwrap() == 0 {
+        let e = Tensor::zeros_on(DType::F32, &[2], None, DeviceType::Cuda, 0).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::NoDevice);
+        assert!(e.message().contains("no CUDA device"), "{}", e.message());
+    }
+}
+
+/// f16 activations: quantize from f16 gives the bits of quantizing its widened f32 values.
+#[test]
+fn f16_quantize_matches_f32() {
+    let ctx = Context::new().unwrap();
+    // 1.0, -2.0, 0.5, 65504 as binary16, and their f32 values.
+    let halves: [u16; 4] = [0x3C00, 0xC000, 0x3800, 0x7BFF];
+    let floats = [1.0f32, -2.0, 0.5, 65504.0];
+    let bytes: Vec<u8> = halves.iter().flat_map(|h| h.to_le_bytes()).collect();
+    let xh = Tensor::from_bytes(DType::F16, &[4], &bytes, None).unwrap();
+    let xf = Tensor::from_slice(&floats, &[4], None).unwrap();
+    let qp = QParams::per_tensor(DType::I8, 0.05, 3).unwrap();
+    let mut yh = Tensor::zeros(DType::I8, &[4], Some(&qp)).unwrap();
+    let mut yf = Tensor::zeros(DType::I8, &[4], Some(&qp)).unwrap();
+    ctx.quantize(&xh, &mut yh).unwrap();
+    ctx.quantize(&xf, &mut yf).unwrap();
+    assert_eq!(yh.to_bytes().unwrap(), yf.to_bytes().unwrap());
+}

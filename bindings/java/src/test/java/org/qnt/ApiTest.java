@@ -33,6 +33,24 @@ class ApiTest {
   }
 
   @Test
+  void deviceTensorsAndCopies() {
+    float[] v = {1f, -2f, 3.5f, 0.25f};
+    try (Context ctx = new Context();
+        Tensor src = Tensor.fromFloats(v, new long[] {2, 2});
+        Tensor dst = Tensor.onDevice(DType.F32, new long[] {2, 2}, null, DeviceType.CPU, 0)) {
+      dst.copyFromTensor(ctx, src);
+      assertArrayEquals(v, dst.toFloatArray());
+      if (ctx.getCudaDeviceCount() == 0) {
+        org.junit.jupiter.api.Assertions.assertThrows(QntException.NoDevice.class,
+            () -> Tensor.onDevice(DType.F16, new long[] {2}, null, DeviceType.CUDA, 0));
+        org.junit.jupiter.api.Assertions.assertThrows(QntException.NoDevice.class,
+            () -> Tensor.wrapDeviceAddress(DType.F32, new long[] {2}, null, DeviceType.CUDA, 0,
+                16, 8));
+      }
+    }
+  }
+
+  @Test
   void context() {
     try (Context ctx = new Context()) {
       ctx.setNumThreads(2);
