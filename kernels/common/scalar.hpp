@@ -16,6 +16,25 @@
 #define QNT_HD inline
 #endif
 
+
+// --- the NF4 tables -------------------------------------------------------------------------
+// bitsandbytes' codebook (csrc/kernels.cu, dDequantizeNF4), its 15 decision thresholds (the
+// pivots of dQuantizeNF4's tree, ascending: a value strictly above threshold k belongs to code
+// k + 1 or higher), and the codebook as integers, round_half_to_even(127 * code): initializer
+// lists, so that the host's arrays and the device's constant memory hold the same constants.
+#define QNT_NF4_CODEBOOK \
+  -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f, \
+  -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f, \
+  0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f, \
+  0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f
+#define QNT_NF4_THRESHOLDS \
+  -0.8480964004993439f, -0.6106329262256622f, -0.4599952697753906f, -0.33967943489551544f, \
+  -0.23460740596055984f, -0.13791173323988914f, -0.045525018125772476f, 0.03979014977812767f, \
+  0.1202552504837513f, 0.2035212516784668f, 0.2920137718319893f, 0.3893125355243683f, \
+  0.5016634166240692f, 0.6427869200706482f, 0.8614784181118011f
+#define QNT_NF4_INT8 \
+  -127, -88, -67, -50, -36, -23, -12, 0, 10, 20, 31, 43, 56, 71, 92, 127
+
 namespace qnt::rules {
 
 QNT_HD uint32_t float_bits(float f) {

@@ -10,34 +10,10 @@ namespace {
 
 using namespace qnt::rules;
 
-// bitsandbytes' NF4 codebook and decision thresholds, and the codebook as integers (the same
-// constants as kernels/ref; tests compare the results bit for bit).
-__constant__ float kCodebook[16] = {
-    -1.0f,
-    -0.6961928009986877f,
-    -0.5250730514526367f,
-    -0.39491748809814453f,
-    -0.28444138169288635f,
-    -0.18477343022823334f,
-    -0.09105003625154495f,
-    0.0f,
-    0.07958029955625534f,
-    0.16093020141124725f,
-    0.24611230194568634f,
-    0.33791524171829224f,
-    0.44070982933044434f,
-    0.5626170039176941f,
-    0.7229568362236023f,
-    1.0f,
-};
-__constant__ float kThresholds[15] = {
-    -0.8480964004993439f,  -0.6106329262256622f,  -0.4599952697753906f,   -0.33967943489551544f,
-    -0.23460740596055984f, -0.13791173323988914f, -0.045525018125772476f, 0.03979014977812767f,
-    0.1202552504837513f,   0.2035212516784668f,   0.2920137718319893f,    0.3893125355243683f,
-    0.5016634166240692f,   0.6427869200706482f,   0.8614784181118011f,
-};
-__constant__ int8_t kNF4Int8[16] = {-127, -88, -67, -50, -36, -23, -12, 0,
-                                    10,   20,  31,  43,  56,  71,  92,  127};
+// The NF4 tables of kernels/common/scalar.hpp in constant memory.
+__constant__ float kCodebook[16] = {QNT_NF4_CODEBOOK};
+__constant__ float kThresholds[15] = {QNT_NF4_THRESHOLDS};
+__constant__ int8_t kNF4Int8[16] = {QNT_NF4_INT8};
 
 constexpr int kThreads = 256;
 

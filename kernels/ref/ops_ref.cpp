@@ -80,8 +80,7 @@ float dot(const float *x, const float *w, int64_t K) noexcept {
   return s[0];
 }
 
-const int8_t kNF4Int8[16] = {-127, -88, -67, -50, -36, -23, -12, 0,
-                             10,   20,  31,  43,  56,  71,  92,  127};
+const int8_t kNF4Int8[16] = {QNT_NF4_INT8};
 
 void act_quantize_blocks(const float *x, int64_t K, int64_t B, int8_t *qx, float *sx) noexcept {
   for (int64_t k0 = 0, j = 0; k0 < K; k0 += B, ++j) {

@@ -23,34 +23,9 @@ float dequantize_integer(int32_t q, float scale, int32_t zero_point) noexcept {
   return rules::dequantize_integer(q, scale, zero_point);
 }
 
-// bitsandbytes (csrc/kernels.cu, dDequantizeNF4): the normal-quantile code values.
-const float kNF4Codebook[16] = {
-    -1.0f,
-    -0.6961928009986877f,
-    -0.5250730514526367f,
-    -0.39491748809814453f,
-    -0.28444138169288635f,
-    -0.18477343022823334f,
-    -0.09105003625154495f,
-    0.0f,
-    0.07958029955625534f,
-    0.16093020141124725f,
-    0.24611230194568634f,
-    0.33791524171829224f,
-    0.44070982933044434f,
-    0.5626170039176941f,
-    0.7229568362236023f,
-    1.0f,
-};
+const float kNF4Codebook[16] = {QNT_NF4_CODEBOOK};
 
-// bitsandbytes (csrc/kernels.cu, dQuantizeNF4): the pivots of its decision tree, ascending. A
-// value strictly above threshold k belongs to code k + 1 or higher.
-const float kNF4Thresholds[15] = {
-    -0.8480964004993439f,  -0.6106329262256622f,  -0.4599952697753906f,   -0.33967943489551544f,
-    -0.23460740596055984f, -0.13791173323988914f, -0.045525018125772476f, 0.03979014977812767f,
-    0.1202552504837513f,   0.2035212516784668f,   0.2920137718319893f,    0.3893125355243683f,
-    0.5016634166240692f,   0.6427869200706482f,   0.8614784181118011f,
-};
+const float kNF4Thresholds[15] = {QNT_NF4_THRESHOLDS};
 
 uint8_t quantize_nf4(float x, float scale) noexcept {
   return rules::quantize_nf4(x, scale, kNF4Thresholds);
