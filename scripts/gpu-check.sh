@@ -52,5 +52,7 @@ fi
 ctest --test-dir build-gpu -R '^(cpp_core|standin_device|lazy_cuda)$' > "$out/ctest.log" 2>&1 || status=1
 tail -3 "$out/ctest.log"
 QNT_CUDA_MODULE=$module python3 tests/crosscheck/gpu_dlpack.py "$lib" || status=1
+# The conformance corpus (ONNX formulas, PyTorch ops), each op also through device tensors.
+QNT_CUDA_MODULE=$module python3 tests/crosscheck/crosscheck.py "$lib" || status=1
 QNT_CUDA_MODULE=$module OUT=$out python3 tests/bench/bench_cuda.py "$lib" || status=1
 exit $status

@@ -55,6 +55,14 @@ for name, args in {
     "qnt_op_desc_destroy": [P],
     "qnt_op_desc_set": [P, C.c_int32, C.c_int64],
     "qnt_qconv2d": [P, P, P, P, P, P],
+    "qnt_context_cuda_device_count": [P, P],
+    "qnt_context_create": [P],
+    "qnt_tensor_dtype": [P, P],
+    "qnt_tensor_rank": [P, P],
+    "qnt_tensor_shape": [P, P, C.c_size_t],
+    "qnt_tensor_qparams": [P, P],
+    "qnt_tensor_create_on_device": [C.c_int32, P, C.c_size_t, P, C.c_int32, C.c_int32, P],
+    "qnt_tensor_copy": [P, P, P],
 }.items():
     getattr(lib, name).argtypes = args
     if name not in ("qnt_tensor_destroy", "qnt_qparams_destroy", "qnt_op_desc_destroy",
@@ -85,6 +93,59 @@ def check(cond, what):
     else:
         failures += 1
         print("FAIL:", what)
+
+
+def cuda_devices():
+    ctx = P()
+    ok(lib.qnt_context_create(C.byref(ctx)))
+    n = C.c_int32()
+    ok(lib.qnt_context_cuda_device_count(ctx, C.byref(n)))
+    return n.value
+
+
+# With a CUDA device, every op of the corpus that has a device kernel runs a second time on
+# device copies of its tensors, and must give the host's bytes (the conformance corpus through
+# device tensors). Without one this is skipped.
+GPU = cuda_devices() > 0
+device_runs = 0
+
+
+def tensor_bytes(t):
+    nb = C.c_size_t()
+    ok(lib.qnt_tensor_byte_size(t, C.byref(nb)))
+    out = np.zeros(nb.value, np.uint8)
+    ok(lib.qnt_tensor_copy_to(t, out.ctypes.data, nb.value))
+    return out
+
+
+def device_copy(t):
+    d, r = C.c_int32(), C.c_size_t()
+    ok(lib.qnt_tensor_dtype(t, C.byref(d)))
+    ok(lib.qnt_tensor_rank(t, C.byref(r)))
+    shape = (C.c_int64 * 8)()
+    ok(lib.qnt_tensor_shape(t, shape, 8))
+    qp = P()
+    ok(lib.qnt_tensor_qparams(t, C.byref(qp)))
+    out = P()
+    ok(lib.qnt_tensor_create_on_device(d.value, shape, r.value, qp, 2, 0, C.byref(out)))
+    lib.qnt_qparams_destroy(qp)
+    ok(lib.qnt_tensor_copy(None, t, out))
+    return out
+
+
+def also_on_device(name, op, inputs, output):
+    """After op(None, *inputs, output) ran on the host: the same on device copies, same bytes."""
+    global device_runs
+    if not GPU:
+        return
+    ins = [None if t is None else device_copy(t) for t in inputs]
+    out = device_copy(output)
+    ok(op(None, *ins, out))
+    check(np.array_equal(tensor_bytes(out), tensor_bytes(output)), f"{name} on the device")
+    device_runs += 1
+    for t in ins + [out]:
+        if t is not None:
+            lib.qnt_tensor_destroy(t)
 
 
 def f32_tensor(x):
@@ -223,6 +284,8 @@ def qnt_roundtrip(x, dtype, gran, axis, block, scales, zps):
     ok(lib.qnt_tensor_create(F32, shape, x.ndim, None, C.byref(ty)))
     ok(lib.qnt_quantize(None, tx, tq))
     ok(lib.qnt_dequantize(None, tq, ty))
+    also_on_device("quantize", lib.qnt_quantize, [tx], tq)
+    also_on_device("dequantize", lib.qnt_dequantize, [tq], ty)
     nb = C.c_size_t()
     ok(lib.qnt_tensor_byte_size(tq, C.byref(nb)))
     qbytes = np.zeros(nb.value, np.uint8)
@@ -360,6 +423,7 @@ def check_onnx_qlinearmatmul(rng):
         ta, tb = qtensor(a, U8, sa, za), qtensor(b, I8, sb, zb)
         ty = out_tensor((M, N), U8, np.uint8, sy, zy)
         ok(lib.qnt_qmatmul(None, ta, tb, None, ty))
+        also_on_device("QLinearMatMul", lib.qnt_qmatmul, [ta, tb, None], ty)
         got = read(ty, (M, N), np.uint8)
         acc = (a.astype(np.int32) - za) @ (b.astype(np.int32) - zb)
         want = np.clip(np.rint(acc * (sa * sb / sy)) + zy, 0, 255)  # the ONNX reference op
@@ -391,6 +455,7 @@ def check_torch_ops(rng):
         tb = qtensor(wt, I8, qw.q_per_channel_scales().numpy().astype(np.float32), np.zeros(N, np.int32), axis=1)
         ty = out_tensor((M, N), U8, np.uint8, sy, zy)
         ok(lib.qnt_qmatmul(None, ta, tb, None, ty))
+        also_on_device("PyTorch quantized linear", lib.qnt_qmatmul, [ta, tb, None], ty)
         close("PyTorch quantized linear", read(ty, (M, N), np.uint8), want)
         for t in (ta, tb, ty):
             lib.qnt_tensor_destroy(t)
@@ -569,5 +634,7 @@ for name, dtype, theirs, ours in HISTOGRAM_SQNR:
     mine = ", ".join(f"{m} {v:.2f}" for m, v in ours.items())
     print(f"  SQNR on {name}, {'u8 affine' if dtype == U8 else 'i8 symmetric'}: "
           f"PyTorch HistogramObserver {theirs:.2f} dB; qnt {mine} dB")
+print(f"  through device tensors: {device_runs} runs" if GPU else
+      "  through device tensors: skipped (no CUDA device)")
 print(f"crosscheck: {passed} passed, {failures} failed")
 sys.exit(1 if failures else 0)
