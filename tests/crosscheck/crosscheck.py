@@ -63,6 +63,7 @@ for name, args in {
     "qnt_tensor_qparams": [P, P],
     "qnt_tensor_create_on_device": [C.c_int32, P, C.c_size_t, P, C.c_int32, C.c_int32, P],
     "qnt_tensor_copy": [P, P, P],
+    "qnt_tensor_copy_from": [P, P, C.c_size_t],
 }.items():
     getattr(lib, name).argtypes = args
     if name not in ("qnt_tensor_destroy", "qnt_qparams_destroy", "qnt_op_desc_destroy",
@@ -118,7 +119,7 @@ def tensor_bytes(t):
     return out
 
 
-def device_copy(t):
+def device_copy(t, poison=False):
     d, r = C.c_int32(), C.c_size_t()
     ok(lib.qnt_tensor_dtype(t, C.byref(d)))
     ok(lib.qnt_tensor_rank(t, C.byref(r)))
@@ -129,7 +130,13 @@ def device_copy(t):
     out = P()
     ok(lib.qnt_tensor_create_on_device(d.value, shape, r.value, qp, 2, 0, C.byref(out)))
     lib.qnt_qparams_destroy(qp)
-    ok(lib.qnt_tensor_copy(None, t, out))
+    if poison:  # an output: filled with a pattern, so that a kernel that writes nothing fails
+        nb = C.c_size_t()
+        ok(lib.qnt_tensor_byte_size(out, C.byref(nb)))
+        junk = np.full(max(1, nb.value), 0xA5, np.uint8)
+        ok(lib.qnt_tensor_copy_from(out, junk.ctypes.data, nb.value))
+    else:
+        ok(lib.qnt_tensor_copy(None, t, out))
     return out
 
 
@@ -139,7 +146,7 @@ def also_on_device(name, op, inputs, output):
     if not GPU:
         return
     ins = [None if t is None else device_copy(t) for t in inputs]
-    out = device_copy(output)
+    out = device_copy(output, poison=True)
     ok(op(None, *ins, out))
     check(np.array_equal(tensor_bytes(out), tensor_bytes(output)), f"{name} on the device")
     device_runs += 1
