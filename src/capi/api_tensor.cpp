@@ -29,14 +29,6 @@ qnt_tensor *make_tensor(qnt_dtype dtype, const int64_t *shape, size_t rank,
   return h.release();
 }
 
-// The mask of the used bits of a packed tensor's last byte (0xFF when every bit is used).
-uint8_t last_byte_mask(const Tensor &t) {
-  const int bits = t.info().bits;
-  if (bits >= 8) return 0xFF;
-  const size_t used = (t.element_count() * static_cast<size_t>(bits)) % 8;
-  return used == 0 ? uint8_t{0xFF} : static_cast<uint8_t>((1u << used) - 1u);
-}
-
 // A host <-> device copy of a whole device tensor's bytes (t's byte size, from src to dst) on
 // the legacy default stream, finished on return.
 void device_host_copy(const Tensor &t, void *dst, const void *src) {
@@ -97,7 +89,6 @@ qnt_status qnt_tensor_copy(qnt_context *ctx, const qnt_tensor *src, qnt_tensor *
     // The device that runs the copy: dst's, or src's for a copy to the host.
     const Place &where = d.on_cpu() ? s.place() : d.place();
     const qnt_cuda_module &m = cuda_for(where.id);
-    if (!s.on_cpu()) (void)cuda_for(s.place().id);
     void *stream = nullptr;
     bool wait = true;
     if (c.cuda_device == where.id) {
@@ -337,7 +328,7 @@ qnt_status qnt_tensor_copy_from(qnt_tensor *t, const void *src, size_t src_bytes
       fail(QNT_ERR_INVALID_ARGUMENT, "src overlaps the tensor's storage");
     if (!x.on_cpu()) {
       device_host_copy(x, x.data(), src);
-      const uint8_t mask = last_byte_mask(x);
+      const uint8_t mask = ops::last_byte_mask(x);
       if (mask != 0xFF) {  // the unused bits of the last byte are written as 0
         const auto last = static_cast<uint8_t>(static_cast<const uint8_t *>(src)[x.byte_size() - 1] & mask);
         const qnt_cuda_module &m = cuda_for(x.place().id);

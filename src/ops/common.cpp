@@ -1,8 +1,10 @@
 #include "ops/common.hpp"
 
 #include "core/error.hpp"
+#include "kernels/common/scalar.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace qnt::ops {
 
@@ -120,11 +122,16 @@ void require_writable(const Tensor &y, const char *role) {
     fail(QNT_ERR_INVALID_ARGUMENT, role, " is read-only (an imported read-only DLPack tensor)");
 }
 
-void clear_tail_bits(Tensor &t) {
+uint8_t last_byte_mask(const Tensor &t) {
   const int bits = t.info().bits;
-  if (bits >= 8 || t.byte_size() == 0) return;
+  if (bits >= 8) return 0xFF;
   const size_t used = (t.element_count() * static_cast<size_t>(bits)) % 8;
-  if (used != 0) t.data()[t.byte_size() - 1] &= static_cast<uint8_t>((1u << used) - 1u);
+  return used == 0 ? uint8_t{0xFF} : static_cast<uint8_t>((1u << used) - 1u);
+}
+
+void clear_tail_bits(Tensor &t) {
+  const uint8_t mask = last_byte_mask(t);
+  if (mask != 0xFF && t.byte_size() > 0) t.data()[t.byte_size() - 1] &= mask;
 }
 
 OutputMode output_mode(const Tensor &y) {
@@ -194,6 +201,35 @@ void check_linear_io(const Tensor &x, const Tensor &w, const Tensor *bias, const
   (void)linear_io(x, w.dims()[1], w.dims()[0], y);
   require_disjoint(y, w, "y", "w");
   if (bias != nullptr) require_disjoint(y, *bias, "y", "bias");
+}
+
+void require_activation(const Tensor &t, const char *role) {
+  const qnt_dtype d = t.dtype();
+  if (d != QNT_DTYPE_F32 && d != QNT_DTYPE_F16 && d != QNT_DTYPE_BF16)
+    fail(QNT_ERR_DTYPE_MISMATCH, role, " must be f32, f16 or bf16, not ", t.info().name);
+}
+
+void widen_floats(qnt_dtype dtype, const uint8_t *in, float *out, size_t n) {
+  if (dtype == QNT_DTYPE_F32) {
+    std::memcpy(out, in, 4 * n);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, in + 2 * i, 2);
+    out[i] = dtype == QNT_DTYPE_F16 ? rules::f16_to_f32(h) : rules::bf16_to_f32(h);
+  }
+}
+
+void narrow_floats(qnt_dtype dtype, const float *in, uint8_t *out, size_t n) {
+  if (dtype == QNT_DTYPE_F32) {
+    std::memcpy(out, in, 4 * n);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t h = dtype == QNT_DTYPE_F16 ? rules::f32_to_f16(in[i]) : rules::f32_to_bf16(in[i]);
+    std::memcpy(out + 2 * i, &h, 2);
+  }
 }
 
 }  // namespace qnt::ops

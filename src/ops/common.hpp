@@ -49,8 +49,17 @@ bool same_qparams(const QParams &a, const QParams &b);
 // QNT_ERR_INVALID_ARGUMENT when an op is given a read-only tensor as its output.
 void require_writable(const Tensor &y, const char *role);
 
+// The used bits of a packed tensor's last byte (0xFF when every bit is used).
+uint8_t last_byte_mask(const Tensor &t);
 // Packed outputs: the bits past the last element of the last byte are written as 0.
 void clear_tail_bits(Tensor &t);
+
+// f32, f16 or bf16 (QNT_ERR_DTYPE_MISMATCH otherwise).
+void require_activation(const Tensor &t, const char *role);
+
+// Host floats to and from the float dtypes (f32 copies; f16 and bf16 by the header's rules).
+void widen_floats(qnt_dtype dtype, const uint8_t *in, float *out, size_t n);
+void narrow_floats(qnt_dtype dtype, const float *in, uint8_t *out, size_t n);
 
 // The output mode an op's y dtype asks for.
 enum class OutputMode { Int32, Requantize, Float };

@@ -1,7 +1,6 @@
 #include "ops/device_ops.hpp"
 
 #include "core/error.hpp"
-#include "kernels/common/scalar.hpp"
 #include "ops/common.hpp"
 
 #include <cstring>
@@ -72,35 +71,6 @@ Place op_place(std::initializer_list<std::pair<const Tensor *, const char *>> te
     }
   }
   return first != nullptr ? first->place() : Place{};
-}
-
-void require_activation(const Tensor &t, const char *role) {
-  const qnt_dtype d = t.dtype();
-  if (d != QNT_DTYPE_F32 && d != QNT_DTYPE_F16 && d != QNT_DTYPE_BF16)
-    fail(QNT_ERR_DTYPE_MISMATCH, role, " must be f32, f16 or bf16, not ", t.info().name);
-}
-
-void widen_floats(qnt_dtype dtype, const uint8_t *in, float *out, size_t n) {
-  if (dtype == QNT_DTYPE_F32) {
-    std::memcpy(out, in, 4 * n);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t h;
-    std::memcpy(&h, in + 2 * i, 2);
-    out[i] = dtype == QNT_DTYPE_F16 ? rules::f16_to_f32(h) : rules::bf16_to_f32(h);
-  }
-}
-
-void narrow_floats(qnt_dtype dtype, const float *in, uint8_t *out, size_t n) {
-  if (dtype == QNT_DTYPE_F32) {
-    std::memcpy(out, in, 4 * n);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const uint16_t h = dtype == QNT_DTYPE_F16 ? rules::f32_to_f16(in[i]) : rules::f32_to_bf16(in[i]);
-    std::memcpy(out + 2 * i, &h, 2);
-  }
 }
 
 void device_convert(const Context &ctx, const Place &where, int op, const Tensor &in, Tensor &out,
@@ -225,6 +195,19 @@ void device_weight_only(const Context &ctx, const Place &where, const DeviceWo &
   l.finish("the weight-only kernel");
 }
 
+void upload_wo_params(DeviceWo &d, const ref::QuantSpec &spec) {
+  const size_t groups = spec.layout.groups;
+  std::vector<uint8_t> params(8 * groups);
+  std::memcpy(params.data(), spec.scales, 4 * groups);
+  std::memcpy(params.data() + 4 * groups, spec.zero_points, 4 * groups);
+  d.keep_params = device_upload(d.device, params.data(), params.size());
+  d.spec = spec;
+  d.spec.scales = static_cast<const float *>(d.keep_params.get());
+  d.spec.zero_points = reinterpret_cast<const int32_t *>(
+      static_cast<const uint8_t *>(d.keep_params.get()) + 4 * groups);
+  d.bytes += params.size();
+}
+
 DeviceWo upload_weight_only(int32_t device, const Tensor &w, const ref::QuantSpec &spec,
                             const float *bias, int64_t mode, int64_t act_block,
                             size_t act_blocks) {
@@ -233,16 +216,8 @@ DeviceWo upload_weight_only(int32_t device, const Tensor &w, const ref::QuantSpe
   const int64_t N = w.dims()[0], K = w.dims()[1];
   d.keep_w = device_upload(device, w.data(), w.byte_size());
   d.w = static_cast<const uint8_t *>(d.keep_w.get());
-  const size_t groups = spec.layout.groups;
-  std::vector<uint8_t> params(8 * groups);
-  std::memcpy(params.data(), spec.scales, 4 * groups);
-  std::memcpy(params.data() + 4 * groups, spec.zero_points, 4 * groups);
-  d.keep_params = device_upload(device, params.data(), params.size());
-  d.spec = spec;
-  d.spec.scales = static_cast<const float *>(d.keep_params.get());
-  d.spec.zero_points =
-      reinterpret_cast<const int32_t *>(static_cast<const uint8_t *>(d.keep_params.get()) + 4 * groups);
-  d.bytes = w.byte_size() + params.size();
+  upload_wo_params(d, spec);
+  d.bytes += w.byte_size();
   if (bias != nullptr) {
     d.keep_bias = device_upload(device, bias, 4 * static_cast<size_t>(N));
     d.bias = static_cast<const float *>(d.keep_bias.get());

@@ -20,13 +20,6 @@ namespace qnt::ops {
 // when they are not all on one device.
 Place op_place(std::initializer_list<std::pair<const Tensor *, const char *>> tensors);
 
-// f32, f16 or bf16 (QNT_ERR_DTYPE_MISMATCH otherwise).
-void require_activation(const Tensor &t, const char *role);
-
-// Host floats to and from the float dtypes (f32 copies; f16 and bf16 by the header's rules).
-void widen_floats(qnt_dtype dtype, const uint8_t *in, float *out, size_t n);
-void narrow_floats(qnt_dtype dtype, const float *in, uint8_t *out, size_t n);
-
 // quantize (to only), dequantize (from only) or requantize on the device of `where`.
 void device_convert(const Context &ctx, const Place &where, int op, const Tensor &in, Tensor &out,
                     const ref::QuantSpec *from, const ref::QuantSpec *to);
@@ -67,6 +60,9 @@ struct DeviceWo {
 };
 void device_weight_only(const Context &ctx, const Place &where, const DeviceWo &w, int64_t mode,
                         int64_t rows, int64_t K, int64_t N, const Tensor &x, Tensor &y);
+
+// Uploads spec's scales and zero points (host) to d's device and points d.spec at them.
+void upload_wo_params(DeviceWo &d, const ref::QuantSpec &spec);
 
 // Uploads the host quantized weight w (with its spec, scales on the host) and bias to `device`;
 // for the int8 mode also the weight scales per (row, block) and the activation block.

@@ -591,19 +591,10 @@ void linear_weight_only(const Context &ctx, const Tensor &x, const Tensor &w, co
   if (y.element_count() == 0) return;
   if (!where.is_cpu()) {
     // The tensors' own device memory; only the parameters travel (a prepared layer keeps them).
-    const ref::QuantSpec spec = quantized_spec(w, "w");
-    const size_t groups = spec.layout.groups;
-    std::vector<uint8_t> params(8 * groups);
-    std::memcpy(params.data(), spec.scales, 4 * groups);
-    std::memcpy(params.data() + 4 * groups, spec.zero_points, 4 * groups);
     DeviceWo d;
     d.device = where.id;
-    d.keep_params = device_upload(where.id, params.data(), params.size());
+    upload_wo_params(d, quantized_spec(w, "w"));
     d.w = w.data();
-    d.spec = spec;
-    d.spec.scales = static_cast<const float *>(d.keep_params.get());
-    d.spec.zero_points = reinterpret_cast<const int32_t *>(
-        static_cast<const uint8_t *>(d.keep_params.get()) + 4 * groups);
     d.bias = bias != nullptr ? reinterpret_cast<const float *>(bias->data()) : nullptr;
     return device_weight_only(ctx, where, d, QNT_WEIGHT_ONLY_F32, R, w.dims()[1], w.dims()[0], x,
                               y);

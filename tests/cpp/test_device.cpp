@@ -184,6 +184,22 @@ TEST(F16Bf16, QuantizeFromHalfEqualsQuantizeOfItsFloat) {
       ASSERT_EQ(qnt_quantize(nullptr, xh.t, yh.t), QNT_OK) << qnt_last_error_message();
       ASSERT_EQ(qnt_quantize(nullptr, xf.t, yf.t), QNT_OK);
       EXPECT_EQ(contents<uint8_t>(yh), contents<uint8_t>(yf)) << qnt_dtype_name(qd);
+      // Every kernel set this machine runs, on 1, 2 and 3 threads, gives the same bits.
+      for (qnt_isa isa : runnable_isas({QNT_ISA_REFERENCE, QNT_ISA_AVX2, QNT_ISA_AVX512,
+                                        QNT_ISA_AVX512_VNNI, QNT_ISA_NEON, QNT_ISA_NEON_DOTPROD}))
+        for (int32_t threads : {1, 2, 3}) {
+          Ctx ctx(isa, threads);
+          T yc, bc;
+          make_q(yc, qd, shape, qp.p);
+          make_q(bc, hd, shape, nullptr);
+          ASSERT_EQ(qnt_quantize(ctx.c, xh.t, yc.t), QNT_OK);
+          ASSERT_EQ(qnt_dequantize(ctx.c, yf.t, bc.t), QNT_OK);
+          EXPECT_EQ(contents<uint8_t>(yc), contents<uint8_t>(yf)) << qnt_isa_name(isa) << threads;
+          T bh;
+          make_q(bh, hd, shape, nullptr);
+          ASSERT_EQ(qnt_dequantize(nullptr, yf.t, bh.t), QNT_OK);
+          EXPECT_EQ(contents<uint8_t>(bc), contents<uint8_t>(bh)) << qnt_isa_name(isa) << threads;
+        }
 
       // Dequantize to the 16-bit dtype: the float32 result narrowed.
       T back_h, back_f;
