@@ -4,6 +4,7 @@
 #include "kernels/ref/quantize_ref.hpp"
 #include "kernels/simd/tables.hpp"
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <mutex>
@@ -60,23 +61,21 @@ KernelTable make_reference() {
 
 const KernelTable kReference = make_reference();
 
-// The tables this machine runs, lowest first.
-std::vector<const KernelTable *> runnable() {
+// The tables compiled in, lowest first.
+std::vector<const KernelTable *> compiled() {
   std::vector<const KernelTable *> v{&kReference};
 #if defined(QNT_WITH_X86_KERNELS)
-  const uint64_t f = hw::machine().cpu_features;
-  if ((f & QNT_CPU_AVX2) && (f & QNT_CPU_FMA)) v.push_back(&simd::avx2_table());
-  const uint64_t avx512 = QNT_CPU_AVX512F | QNT_CPU_AVX512BW | QNT_CPU_AVX512VL | QNT_CPU_FMA;
-  if ((f & avx512) == avx512) v.push_back(&simd::avx512_table());
-  if ((f & avx512) == avx512 && (f & QNT_CPU_AVX512VNNI)) v.push_back(&simd::avx512_vnni_table());
+  v.push_back(&simd::avx2_table());
+  v.push_back(&simd::avx512_table());
+  v.push_back(&simd::avx512_vnni_table());
 #elif defined(QNT_WITH_NEON_KERNELS)
-  v.push_back(&simd::neon_table());  // Advanced SIMD is part of every aarch64 CPU
+  v.push_back(&simd::neon_table());
 #endif
   return v;
 }
 
 const std::vector<const KernelTable *> &tables() {
-  static const std::vector<const KernelTable *> t = runnable();
+  static const std::vector<const KernelTable *> t = compiled();
   return t;
 }
 
@@ -86,14 +85,34 @@ const char *dtype_name(int d) {
   return names[d];
 }
 
-KernelSet build(qnt_isa cap) {
+}  // namespace
+
+qnt_isa best_isa(uint64_t features) noexcept {
+#if defined(__x86_64__) || defined(_M_X64)
+  const qnt_isa order[] = {QNT_ISA_AVX512_VNNI, QNT_ISA_AVX512, QNT_ISA_AVX2};
+#elif defined(__aarch64__)
+  const qnt_isa order[] = {QNT_ISA_NEON_DOTPROD, QNT_ISA_NEON};
+#else
+  const qnt_isa order[] = {QNT_ISA_REFERENCE};
+#endif
+  for (qnt_isa isa : order)
+    if ((features & features_required(isa)) == features_required(isa)) return isa;
+  return QNT_ISA_REFERENCE;
+}
+
+KernelSet build_kernel_set(uint64_t features, qnt_isa cap) {
+  const qnt_isa best = best_isa(features);
   KernelSet s{};
-  s.isa = cap;
+  s.isa = cap == QNT_ISA_NATIVE ? best : std::min(best, cap);
   const auto &all = tables();
-  // Each entry from the best table at most the cap that has one (the reference has them all).
+  // Each entry from the best table at most the cap, run by the machine, that has one (the
+  // reference has them all).
   auto pick = [&](auto get) -> const KernelTable * {
-    for (size_t i = all.size(); i-- > 0;)
-      if (all[i]->isa <= cap && get(*all[i]) != nullptr) return all[i];
+    for (size_t i = all.size(); i-- > 0;) {
+      const KernelTable &t = *all[i];
+      const uint64_t need = features_required(t.isa);
+      if (t.isa <= s.isa && (features & need) == need && get(t) != nullptr) return &t;
+    }
     return &kReference;
   };
   for (int d = 1; d < kDTypeSlots; ++d) {
@@ -137,20 +156,19 @@ KernelSet build(qnt_isa cap) {
   return s;
 }
 
-}  // namespace
-
 const KernelSet &kernels_for(qnt_isa isa) {
   // One set per cap value; built on first use, then shared by every context with that cap.
   static std::array<std::unique_ptr<KernelSet>, 32> sets;
   static std::mutex m;
   const auto slot = static_cast<size_t>(isa) < sets.size() ? static_cast<size_t>(isa) : 0;
   std::lock_guard<std::mutex> lock(m);
-  if (!sets[slot]) sets[slot] = std::make_unique<KernelSet>(build(isa));
+  if (!sets[slot])
+    sets[slot] = std::make_unique<KernelSet>(build_kernel_set(hw::machine().cpu_features, isa));
   return *sets[slot];
 }
 
-size_t table_count() { return tables().size(); }
-const KernelTable &table(size_t i) { return *tables().at(i); }
+size_t compiled_table_count() { return tables().size(); }
+const KernelTable &compiled_table(size_t i) { return *tables().at(i); }
 
 const char *compiled_tables() {
 #if defined(QNT_WITH_X86_KERNELS)

@@ -58,6 +58,25 @@ using BinIndicesFn = void (*)(const float *x, size_t n, double inv, double range
 // Dtype slots are indexed by the qnt_dtype value (1 .. QNT_DTYPE_TERNARY).
 constexpr int kDTypeSlots = 12;
 
+// The CPU features (qnt_cpu_feature bits) a machine must have, with the OS's support, to run the
+// kernels of `isa`: what each table's translation unit is compiled for (its -m flags).
+constexpr uint64_t features_required(qnt_isa isa) noexcept {
+  constexpr uint64_t avx2 = QNT_CPU_AVX2 | QNT_CPU_FMA;
+  constexpr uint64_t avx512 = avx2 | QNT_CPU_AVX512F | QNT_CPU_AVX512BW | QNT_CPU_AVX512VL;
+  switch (isa) {
+    case QNT_ISA_AVX2: return avx2;
+    case QNT_ISA_AVX512: return avx512;
+    case QNT_ISA_AVX512_VNNI: return avx512 | QNT_CPU_AVX512VNNI;
+    case QNT_ISA_NEON: return QNT_CPU_NEON;
+    case QNT_ISA_NEON_DOTPROD: return QNT_CPU_NEON | QNT_CPU_DOTPROD;
+    default: return 0;  // the reference (and NATIVE, which is no set of its own)
+  }
+}
+
+// The best kernel set a machine with `features` runs on this build's architecture (never
+// QNT_ISA_NATIVE): a pure function, so tests can ask it for machines they do not run on.
+qnt_isa best_isa(uint64_t features) noexcept;
+
 // One ISA's kernels. A null entry means the ISA has no kernel of its own there; the registry
 // then takes the next lower ISA's.
 struct KernelTable {
@@ -93,12 +112,21 @@ struct KernelSet {
   std::string description;  // "family.dtype.run=isa" lines, as the context query returns them
 };
 
-// The set for the kernel cap `isa` (a context's qnt::Context::isa(); never NATIVE).
+// The kernel set a machine with `features` gets under `cap` (NATIVE: no cap): for every entry,
+// the kernel of the highest compiled table whose ISA is at most the cap, whose
+// features_required() the machine has, and which has that entry; the reference table has
+// every entry. A pure function of (features, cap): tests build the sets of machines they do not
+// have with it, and kernels_for() is this machine's.
+KernelSet build_kernel_set(uint64_t features, qnt_isa cap);
+
+// This machine's set for the kernel cap `isa` (a context's qnt::Context::isa()), built once per
+// cap and shared.
 const KernelSet &kernels_for(qnt_isa isa);
 
-// Every table compiled in and run by this machine, the reference first.
-size_t table_count();
-const KernelTable &table(size_t i);
+// The tables compiled into this build, the reference first, lowest ISA first. For inspection
+// only: kernels are called through a KernelSet, whose entries are never null.
+size_t compiled_table_count();
+const KernelTable &compiled_table(size_t i);
 
 // The names of the tables compiled into this build, for qnt_build_info (e.g. "ref,avx2,avx512").
 const char *compiled_tables();

@@ -262,7 +262,15 @@ QNT_API const char *qnt_cpu_feature_name(qnt_cpu_feature feature);
 /* Kernel sets, from the plainest up, for qnt_context_set_max_isa (as oneDNN's
  * dnnl_set_max_cpu_isa). A context uses the best kernels that are at most its cap and that the
  * machine runs; every set gives the bits of the reference kernels, so a cap changes speed only.
- * The x86-64 values order as listed; the aarch64 ones order among themselves. */
+ * The x86-64 values order as listed; the aarch64 ones order among themselves.
+ *
+ * The environment variable QNT_MAX_ISA caps every context of the process, the default (NULL)
+ * context included, as ONEDNN_MAX_CPU_ISA does for oneDNN: its value is a qnt_isa_name() of this
+ * architecture ("reference", "avx2", "avx512", "avx512_vnni", "neon", "neon_dotprod"; "native"
+ * or empty for no cap), in any case. It is read once, at the first context creation or the first
+ * call with a NULL context, and combines with qnt_context_set_max_isa (the lower cap wins). Any
+ * other value is refused, never ignored: every context creation and every call with a NULL
+ * context then fails with QNT_ERR_INVALID_ARGUMENT and a message naming the values it takes. */
 typedef int32_t qnt_isa;
 enum {
   QNT_ISA_NATIVE = 0,       /* no cap: the best the machine runs (the default) */
@@ -280,7 +288,8 @@ QNT_API const char *qnt_isa_name(qnt_isa isa);
 /* Creates a context: the number of threads ops may use and the machine's features, detected
  * once per process. Default threads: OpenMP's default (omp_get_max_threads(), which honours
  * OMP_NUM_THREADS and otherwise counts the logical CPUs this process may run on). Caller
- * destroys it with qnt_context_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_OUT_OF_MEMORY.
+ * destroys it with qnt_context_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_OUT_OF_MEMORY,
+ * QNT_ERR_INVALID_ARGUMENT (QNT_MAX_ISA holds a value that is not a kernel set; see qnt_isa).
  * Calls that compute accept a NULL context and then use the defaults. */
 QNT_API qnt_status qnt_context_create(qnt_context **out);
 
@@ -295,14 +304,14 @@ QNT_API qnt_status qnt_context_set_num_threads(qnt_context *ctx, int32_t n);
 /* The number of threads the ops will use (never 0). Errors: QNT_ERR_NULL_POINTER. */
 QNT_API qnt_status qnt_context_num_threads(const qnt_context *ctx, int32_t *out);
 
-/* Caps the kernels this context uses at `isa` (QNT_ISA_NATIVE removes the cap). A cap above what
- * the machine runs is allowed (the machine's best is used). Prepared operators keep the kernels
+/* Caps the kernels this context uses at `isa` (QNT_ISA_NATIVE removes the cap; QNT_MAX_ISA, if
+ * set, still applies). A cap above what the machine runs is allowed (the machine's best is used). Prepared operators keep the kernels
  * of the context they were created with. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT
  * (not a qnt_isa, or one of another architecture). */
 QNT_API qnt_status qnt_context_set_max_isa(qnt_context *ctx, qnt_isa isa);
 
-/* The kernel set the context uses: its cap applied to what the machine runs (never
- * QNT_ISA_NATIVE). Errors: QNT_ERR_NULL_POINTER. */
+/* The kernel set the context uses: its cap and QNT_MAX_ISA applied to what the machine runs
+ * (never QNT_ISA_NATIVE). Errors: QNT_ERR_NULL_POINTER. */
 QNT_API qnt_status qnt_context_isa(const qnt_context *ctx, qnt_isa *out);
 
 /* The kernels the context chose, one "family.dtype.run=set" line each (for example

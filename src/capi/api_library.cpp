@@ -64,17 +64,6 @@ const char *const kBuildInfo = "version=" QNT_STR(QNT_VERSION_MAJOR) "." QNT_STR
                          "arch=other\n"
 #endif
                          "abi=" QNT_STR(QNT_ABI_VERSION) "\n"
-#if defined(QNT_WITH_X86_KERNELS)
-                         // The kernel tables compiled in; a context chooses among them at run
-                         // time (qnt_context_kernels lists its choice).
-                         "cpu_kernels=ref,avx2,avx512\n"
-#elif defined(QNT_WITH_NEON_KERNELS)
-                         "cpu_kernels=ref,neon\n"
-#else
-                         "cpu_kernels=ref\n"
-#endif
-                         "kernel_families=quantize,dequantize,requantize,calibrate.scan,"
-                         "calibrate.histogram\n"
 #if defined(QNT_WITH_OPENMP)
                          "openmp=" QNT_STR(_OPENMP) "\n"
 #else
@@ -92,7 +81,13 @@ const char *qnt_build_info(void) {
   // The static part, then the kernels a default context chooses on this machine (built once).
   static const std::string *full = []() -> const std::string * {
     try {
-      return new std::string(std::string(kBuildInfo) + "chosen_kernels=\n" +
+      // The kernel tables compiled in; a context chooses among them at run time
+      // (qnt_context_kernels lists its choice).
+      return new std::string(std::string(kBuildInfo) + "cpu_kernels=" +
+                             qnt::kern::compiled_tables() +
+                             "\nkernel_families=quantize,dequantize,requantize,calibrate.scan,"
+                             "calibrate.histogram,gemm.u8s8s32,linear.weight_only\n"
+                             "chosen_kernels=\n" +
                              qnt::kern::kernels_for(qnt::machine_isa()).description);
     } catch (...) {
       return nullptr;
@@ -203,25 +198,7 @@ const char *qnt_cpu_feature_name(qnt_cpu_feature feature) {
   return "invalid";
 }
 
-const char *qnt_isa_name(qnt_isa isa) {
-  switch (isa) {
-    case QNT_ISA_NATIVE:
-      return "native";
-    case QNT_ISA_REFERENCE:
-      return "reference";
-    case QNT_ISA_AVX2:
-      return "avx2";
-    case QNT_ISA_AVX512:
-      return "avx512";
-    case QNT_ISA_AVX512_VNNI:
-      return "avx512_vnni";
-    case QNT_ISA_NEON:
-      return "neon";
-    case QNT_ISA_NEON_DOTPROD:
-      return "neon_dotprod";
-  }
-  return "invalid";
-}
+const char *qnt_isa_name(qnt_isa isa) { return qnt::isa_name(isa); }
 
 qnt_status qnt_context_create(qnt_context **out) {
   return guard(__func__, [&] {

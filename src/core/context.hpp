@@ -21,7 +21,8 @@ struct Context {
 
   // The number of threads ops use (>= 1). May detect the machine on first use, so it can throw.
   int32_t threads() const;
-  // The kernel set: the cap applied to what the machine runs (never QNT_ISA_NATIVE).
+  // The kernel set: what the machine runs, capped by QNT_MAX_ISA and by max_isa (never
+  // QNT_ISA_NATIVE). Throws QNT_ERR_INVALID_ARGUMENT when QNT_MAX_ISA is refused.
   qnt_isa isa() const;
   // The kernels chosen for isa(): picked when the context is created and again when its cap
   // changes (choose_kernels); a default context (no handle) picks them on first use.
@@ -41,6 +42,12 @@ struct Context {
 
 // The best kernel set this machine runs, and whether `isa` names a set of this architecture.
 qnt_isa machine_isa();
+// qnt_isa_name's names ("avx512_vnni"; "invalid" for a value that is not a qnt_isa).
+const char *isa_name(qnt_isa isa) noexcept;
 bool isa_of_this_arch(qnt_isa isa) noexcept;
+// The cap the environment variable QNT_MAX_ISA sets on every context (read once per process;
+// NATIVE when unset or empty). Throws QNT_ERR_INVALID_ARGUMENT, with the values it takes, for
+// any other value: an unknown cap is refused, never ignored.
+qnt_isa environment_isa_cap();
 
 }  // namespace qnt

@@ -21,8 +21,9 @@
 #include <string>
 #include <vector>
 
-#if defined(__AVX2__) || defined(__AVX512F__)
+#if defined(__x86_64__)
 #include <immintrin.h>
+#define QNT_BENCH_X86 1
 #endif
 
 #if defined(_OPENMP)
@@ -77,6 +78,24 @@ double read_bw(const std::vector<float> &x, int threads) {
   return static_cast<double>(n) * 4.0 / t;
 }
 
+#if defined(QNT_BENCH_X86)
+// Compiled for AVX2 through a target attribute (the test build never uses -march=native) and
+// called only where the CPU has it.
+__attribute__((target("avx2"))) void stream_copy_avx2(const std::vector<float> &x,
+                                                      std::vector<float> &y, int threads) {
+  const size_t n = x.size();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (ptrdiff_t c = 0; c < 64; ++c) {
+    size_t b = n * static_cast<size_t>(c) / 64;
+    const size_t e = n * static_cast<size_t>(c + 1) / 64;
+    for (; b < e && reinterpret_cast<uintptr_t>(y.data() + b) % 32 != 0; ++b) y[b] = x[b];
+    for (; b + 8 <= e; b += 8) _mm256_stream_ps(y.data() + b, _mm256_loadu_ps(x.data() + b));
+    for (; b < e; ++b) y[b] = x[b];
+  }
+  _mm_sfence();
+}
+#endif
+
 // The better of memcpy and a copy with non-temporal stores (which skip reading the lines they
 // write), so the limit is what the machine's best copy reaches.
 double copy_bw(const std::vector<float> &x, std::vector<float> &y, int threads) {
@@ -89,19 +108,9 @@ double copy_bw(const std::vector<float> &x, std::vector<float> &y, int threads) 
     }
   });
   double best = t;
-#if defined(__AVX2__)
-  const double t_nt = best_of(3, [&] {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (ptrdiff_t c = 0; c < 64; ++c) {
-      size_t b = n * static_cast<size_t>(c) / 64;
-      const size_t e = n * static_cast<size_t>(c + 1) / 64;
-      for (; b < e && reinterpret_cast<uintptr_t>(y.data() + b) % 32 != 0; ++b) y[b] = x[b];
-      for (; b + 8 <= e; b += 8) _mm256_stream_ps(y.data() + b, _mm256_loadu_ps(x.data() + b));
-      for (; b < e; ++b) y[b] = x[b];
-    }
-    _mm_sfence();
-  });
-  best = std::min(best, t_nt);
+#if defined(QNT_BENCH_X86)
+  if (__builtin_cpu_supports("avx2"))
+    best = std::min(best, best_of(3, [&] { stream_copy_avx2(x, y, threads); }));
 #endif
   return static_cast<double>(n) * 8.0 / best;  // bytes read + bytes written
 }
@@ -118,31 +127,57 @@ __attribute__((noinline)) void scalar_tail(const float *x, int8_t *q, size_t i, 
   }
 }
 
-// Divide: x / c (a true division), else x * c.
+// Divide: x / c (a true division), else x * c. One version per ISA through target attributes,
+// each run only where the CPU has it (plain_quantize picks), as the library's kernels are.
+#if defined(QNT_BENCH_X86)
 template <bool Divide>
-__attribute__((noinline)) void plain_quantize(const float *x, int8_t *q, size_t n, float c) {
+__attribute__((target("avx512f,avx512bw"), noinline)) void plain_quantize_avx512(
+    const float *x, int8_t *q, size_t n, float c) {
   size_t i = 0;
-#if defined(__AVX512BW__)
   const __m512 vc = _mm512_set1_ps(c);
+  // The zero-masked forms: GCC 12's unmasked ones pass _mm*_undefined_*(), which its own
+  // -Wmaybe-uninitialized then reports.
   for (; i + 16 <= n; i += 16) {
     const __m512 v = _mm512_loadu_ps(x + i);
-    const __m512i r = _mm512_cvtps_epi32(Divide ? _mm512_div_ps(v, vc) : _mm512_mul_ps(v, vc));
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(q + i), _mm512_cvtsepi32_epi8(r));
+    const __m512i r =
+        _mm512_maskz_cvtps_epi32(0xffff, Divide ? _mm512_div_ps(v, vc) : _mm512_mul_ps(v, vc));
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(q + i), _mm512_maskz_cvtsepi32_epi8(0xffff, r));
   }
-#elif defined(__AVX2__)
+  scalar_tail(x, q, i, n, c, Divide);
+}
+
+template <bool Divide>
+__attribute__((target("avx2"))) inline __m256i plain_convert_avx2(const float *x, __m256 vc) {
+  const __m256 v = _mm256_loadu_ps(x);
+  return _mm256_cvtps_epi32(Divide ? _mm256_div_ps(v, vc) : _mm256_mul_ps(v, vc));
+}
+
+template <bool Divide>
+__attribute__((target("avx2"), noinline)) void plain_quantize_avx2(const float *x, int8_t *q,
+                                                                   size_t n, float c) {
+  size_t i = 0;
   const __m256 vc = _mm256_set1_ps(c);
-  auto one = [&](size_t k) {
-    const __m256 v = _mm256_loadu_ps(x + k);
-    return _mm256_cvtps_epi32(Divide ? _mm256_div_ps(v, vc) : _mm256_mul_ps(v, vc));
-  };
   for (; i + 32 <= n; i += 32) {
-    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(one(i), one(i + 8)),
-                                         _mm256_packs_epi32(one(i + 16), one(i + 24)));
+    const __m256i p = _mm256_packs_epi16(
+        _mm256_packs_epi32(plain_convert_avx2<Divide>(x + i, vc),
+                           plain_convert_avx2<Divide>(x + i + 8, vc)),
+        _mm256_packs_epi32(plain_convert_avx2<Divide>(x + i + 16, vc),
+                           plain_convert_avx2<Divide>(x + i + 24, vc)));
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(q + i),
                         _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
   }
-#endif
   scalar_tail(x, q, i, n, c, Divide);
+}
+#endif
+
+template <bool Divide>
+void plain_quantize(const float *x, int8_t *q, size_t n, float c) {
+#if defined(QNT_BENCH_X86)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+    return plain_quantize_avx512<Divide>(x, q, n, c);
+  if (__builtin_cpu_supports("avx2")) return plain_quantize_avx2<Divide>(x, q, n, c);
+#endif
+  scalar_tail(x, q, 0, n, c, Divide);
 }
 
 size_t bytes_of(qnt_dtype d, size_t n) {

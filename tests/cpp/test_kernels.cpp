@@ -3,6 +3,7 @@
 // both run kinds), the sizes around vector and byte boundaries, edge values, unaligned wrapped
 // memory, several thread counts and every rounding mode.
 #include "helpers.hpp"
+#include "kernel_sets.hpp"
 #include "kernels/registry.hpp"
 
 #include <gtest/gtest.h>
@@ -553,15 +554,15 @@ TEST(KernelsCalibration, CalibratorsTakeACustomQuantRange) {
 }
 
 // The streaming path (non-temporal stores through an L1 staging buffer, taken for data larger
-// than the last-level cache) writes the same bytes as the plain one, on every table, at
-// unaligned places, for run lengths around the staging size.
+// than the last-level cache) writes the same bytes as the plain one, in every kernel set this
+// machine runs, at unaligned places, for run lengths around the staging size.
 TEST(KernelsStreaming, SameBytesAsThePlainStores) {
   std::mt19937 rng(77);
   const std::vector<float> x = data_for(rng, 9000, 40.0f);
   const std::vector<float> scales = {0.25f, 0.1f};
   const std::vector<int32_t> zps = {3, 3};
-  for (size_t t = 0; t < qnt::kern::table_count(); ++t) {
-    const qnt::kern::KernelTable &tab = qnt::kern::table(t);
+  for (const qnt::kern::KernelSet *set : qnt_test::machine_kernel_sets()) {
+    const qnt::kern::KernelSet &tab = *set;
     for (qnt_dtype d : {QNT_DTYPE_I8, QNT_DTYPE_U8, QNT_DTYPE_I16, QNT_DTYPE_U16, QNT_DTYPE_I32}) {
       int64_t lo = 0, hi = 0;
       range_of(d, lo, hi);
@@ -582,14 +583,14 @@ TEST(KernelsStreaming, SameBytesAsThePlainStores) {
           tab.quantize[d][kind](x.data() + 1, plain.data() + B, 0, n, s.data(), z.data(), f);
           f.stream = true;
           tab.quantize[d][kind](x.data() + 1, streamed.data() + B, 0, n, s.data(), z.data(), f);
-          EXPECT_EQ(plain, streamed) << tab.name << " dtype " << d << " n=" << n;
+          EXPECT_EQ(plain, streamed) << tab.quantize_name[d][kind] << " dtype " << d << " n=" << n;
           std::vector<float> a(n + 1, 0.0f), b(n + 1, 0.0f);
           f.stream = false;
           tab.dequantize[d][kind](plain.data() + B, 0, a.data() + 1, n, s.data(), z.data(), f);
           f.stream = true;
           tab.dequantize[d][kind](plain.data() + B, 0, b.data() + 1, n, s.data(), z.data(), f);
           EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)))
-              << tab.name << " dtype " << d << " n=" << n;
+              << tab.dequantize_name[d][kind] << " dtype " << d << " n=" << n;
         }
       }
     }
