@@ -74,7 +74,7 @@
 
 #define QNT_VERSION_MAJOR 0
 #define QNT_VERSION_MINOR 7
-#define QNT_VERSION_PATCH 0
+#define QNT_VERSION_PATCH 1
 /* MAJOR * 10000 + MINOR * 100 + PATCH, as qnt_version() returns it. */
 #define QNT_VERSION_NUMBER (QNT_VERSION_MAJOR * 10000 + QNT_VERSION_MINOR * 100 + QNT_VERSION_PATCH)
 
@@ -730,13 +730,19 @@ QNT_API qnt_status qnt_calibrate_codebook(qnt_context *ctx, const qnt_tensor *x,
  *  - Float dot products (weight-only linear) use one fixed order, so that every kernel gives
  *    the same bits: 16 float32 partial sums, element k going to sum k % 16 with a fused
  *    multiply-add (fmaf), then the sums are added pairwise: s[i] += s[i + 8], then + 4, + 2, + 1.
+ *  - NaN (since 0.7.1): every NaN a float output of an operator holds (f32 output of the GEMM
+ *    family, the weight-only layer's y) is the canonical quiet NaN, bits 0x7FC00000 (0x7E00 in
+ *    f16, 0x7FC0 in bf16), whatever NaNs the inputs held, on every kernel and device: which
+ *    input NaN float arithmetic passes on depends on the order of the operations, so no payload
+ *    or sign is kept.
  *  - Output tensors are created by the caller with the documented shape and dtype; on failure
  *    they are untouched. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH,
  *    QNT_ERR_SHAPE_MISMATCH, QNT_ERR_INVALID_QPARAMS (missing or wrong granularity),
  *    QNT_ERR_INVALID_ARGUMENT, QNT_ERR_UNSUPPORTED (with what is unsupported),
  *    QNT_ERR_OUT_OF_MEMORY.
  *  - An empty output (a zero dimension) is success with nothing computed or allocated; K = 0
- *    gives acc = 0 (and then the bias) for every output. *  - On a CUDA device (since 0.7; see qnt_context_set_cuda_stream), with the same bits as on
+ *    gives acc = 0 (and then the bias) for every output.
+ *  - On a CUDA device (since 0.7; see qnt_context_set_cuda_stream), with the same bits as on
  *    the CPU: qnt_qmatmul with a 2-D b (a batched b is QNT_ERR_UNSUPPORTED there), the
  *    weight-only linear layer (one-shot in its f32 mode; prepared in both modes), and the
  *    prepared matmul, static linear and weight-only layers when they were prepared with a
@@ -1142,8 +1148,9 @@ QNT_API qnt_status qnt_calibrator_set_option(qnt_calibrator *c, qnt_calib_option
 /* Folds one f32 batch into the statistics (ctx may be NULL; its kernel cap applies). For
  * per-axis, the batch must have the axis, of the same size in every batch
  * (QNT_ERR_SHAPE_MISMATCH). On failure the statistics are unchanged. Errors:
- * QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH, QNT_ERR_OVERFLOW (a count
- * would pass 2^64 - 1), QNT_ERR_OUT_OF_MEMORY. */
+ * QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH, QNT_ERR_OVERFLOW (the
+ * values counted, finite, NaN and infinite over all channels, would pass 2^64 - 1; see
+ * qnt_calibrator_counts), QNT_ERR_OUT_OF_MEMORY. */
 QNT_API qnt_status qnt_calibrator_observe(qnt_context *ctx, qnt_calibrator *c,
                                           const qnt_tensor *x);
 
@@ -1165,12 +1172,15 @@ QNT_API qnt_status qnt_calibrator_reset(qnt_calibrator *c);
 /* Folds from's statistics into into; from is unchanged. Both must have the same method, dtype,
  * scheme, granularity, axis and options, and the same channel count once both have seen data.
  * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (different settings, or into == from),
- * QNT_ERR_SHAPE_MISMATCH, QNT_ERR_UNSUPPORTED (moving average), QNT_ERR_OVERFLOW (a count would
- * pass 2^64 - 1), QNT_ERR_OUT_OF_MEMORY; into is unchanged on failure. */
+ * QNT_ERR_SHAPE_MISMATCH, QNT_ERR_UNSUPPORTED (moving average), QNT_ERR_OVERFLOW (the merged
+ * counts, finite, NaN and infinite over all channels, would add up past 2^64 - 1, so the result
+ * could not be serialized and read back), QNT_ERR_OUT_OF_MEMORY; into is unchanged on failure. */
 QNT_API qnt_status qnt_calibrator_merge(qnt_calibrator *into, const qnt_calibrator *from);
 
 /* The number of finite values observed, and of NaN and +-inf values skipped, over all channels.
- * Errors: QNT_ERR_NULL_POINTER. */
+ * They never wrap: a calibrator's counts (finite, NaN and infinite, over all channels) add up to
+ * at most 2^64 - 1, which observe and merge keep (QNT_ERR_OVERFLOW) and deserialize checks
+ * (QNT_ERR_CORRUPT_DATA). Errors: QNT_ERR_NULL_POINTER. */
 QNT_API qnt_status qnt_calibrator_counts(const qnt_calibrator *c, uint64_t *finite_out,
                                          uint64_t *nan_out, uint64_t *inf_out);
 
@@ -1183,7 +1193,8 @@ QNT_API qnt_status qnt_calibrator_serialize(const qnt_calibrator *c, void *buf, 
 
 /* Recreates a calibrator from qnt_calibrator_serialize's bytes. A truncated, damaged or foreign
  * buffer is QNT_ERR_CORRUPT_DATA, never a crash; so is a crafted one with a valid checksum whose
- * state breaks an invariant that compute relies on (counts that do not add up, a histogram that
+ * state breaks an invariant that compute relies on (counts that do not add up or whose sum over
+ * all channels passes 2^64 - 1, a histogram that
  * does not cover the stored extremes or has counts outside them, averages missing or not
  * finite, a per-tensor calibrator with an axis), so compute on a deserialized calibrator always
  * ends with a documented status, and what deserializes serializes back to the same bytes.

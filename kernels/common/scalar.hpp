@@ -59,6 +59,11 @@ QNT_HD float bits_float(uint32_t u) {
 
 QNT_HD bool is_nan(float v) { return v != v; }
 
+// The one NaN a float output of an operator holds (qnt.h): the canonical quiet NaN. Which input
+// NaN an IEEE operation passes on depends on the order of its operands (x86 keeps the first's
+// payload, CUDA makes its own), so kernels that order their sums differently would differ.
+QNT_HD float canonical_nan(float v) { return is_nan(v) ? bits_float(0x7FC00000u) : v; }
+
 QNT_HD bool is_finite(float v) { return (float_bits(v) & 0x7F800000u) != 0x7F800000u; }
 
 // --- 16-bit floats ------------------------------------------------------------------------
@@ -178,7 +183,13 @@ QNT_HD int32_t requantize(int32_t acc, float multiplier, int32_t zy, int32_t qmi
 // turns -0.0 into +0.0, on every kernel alike).
 QNT_HD float acc_to_float(int32_t acc, float scale, float bias) {
   const float v = static_cast<float>(acc) * scale;
-  return v + bias;
+  return canonical_nan(v + bias);
+}
+
+// The weight-only layer's output: the dot product d, plus the bias as a separate float32
+// addition where there is one.
+QNT_HD float wo_output(float d, const float *bias, int64_t n) {
+  return canonical_nan(bias != nullptr ? d + bias[n] : d);
 }
 
 }  // namespace qnt::rules

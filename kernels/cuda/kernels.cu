@@ -259,8 +259,7 @@ __device__ __forceinline__ float reduce16(float v) {
 
 __device__ __forceinline__ void store_output(const qnt_cuda_wo_args &a, int64_t m, int64_t n,
                                              float d) {
-  const float v = a.bias != nullptr ? d + a.bias[n] : d;
-  store_float(a.y_dtype, a.y, static_cast<uint64_t>(m * a.N + n), v);
+  store_float(a.y_dtype, a.y, static_cast<uint64_t>(m * a.N + n), wo_output(d, a.bias, n));
 }
 
 // f32 mode: lane l of a half-warp sums x[k] * w[k] for k = l, l + 16, ... with fmaf (the

@@ -269,6 +269,9 @@ inline void epi8(const GemmEpilogueArgs &e, const int32_t *acc, size_t c, uint8_
     if (e.mode == 2) {
       if (e.relu)
         v = _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+      // NaN: the canonical quiet NaN (rules::canonical_nan).
+      v = _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)),
+                           _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
       _mm256_storeu_ps(reinterpret_cast<float *>(out), v);
       return;
     }

@@ -209,6 +209,23 @@ static void add_count(uint64_t &a, uint64_t b) {
   a += b;
 }
 
+// The calibrator's invariant: every value it has counted (finite, NaN and infinite, over all
+// channels) adds up to at most 2^64 - 1, so qnt_calibrator_counts' totals never wrap and what
+// serialize writes, deserialize takes back. These throw `status` (QNT_ERR_OVERFLOW from observe
+// and merge, QNT_ERR_CORRUPT_DATA from deserialize) where it would not hold.
+static void add_total(uint64_t &total, uint64_t v, qnt_status status) {
+  if (v > UINT64_MAX - total)
+    fail(status, "the calibrator's value counts (finite, NaN and infinite, over all channels) "
+                 "add up past 2^64 - 1");
+  total += v;
+}
+
+static void check_total(const std::vector<ChannelStats> &channels, qnt_status status) {
+  uint64_t total = 0;
+  for (const ChannelStats &c : channels)
+    for (uint64_t v : {c.finite, c.nan, c.inf}) add_total(total, v, status);
+}
+
 void Calibrator::observe(const Context &ctx, const Tensor &x) {
   const kern::KernelSet &ks = ctx.kernels();
   if (x.dtype() != QNT_DTYPE_F32)
@@ -265,11 +282,15 @@ void Calibrator::observe(const Context &ctx, const Tensor &x) {
     });
   }
 
-  for (size_t c = 0; started_ && c < nch; ++c) {  // counts cannot wrap (crafted states)
-    uint64_t f = channels_[c].finite, n = channels_[c].nan, i = channels_[c].inf;
-    add_count(f, stats[c].finite);
-    add_count(n, stats[c].nan);
-    add_count(i, stats[c].inf);
+  uint64_t counted = 0;  // counts cannot wrap (crafted states), nor their sum
+  for (size_t c = 0; c < nch; ++c) {
+    uint64_t f = stats[c].finite, n = stats[c].nan, i = stats[c].inf;
+    if (started_) {
+      add_count(f, channels_[c].finite);
+      add_count(n, channels_[c].nan);
+      add_count(i, channels_[c].inf);
+    }
+    for (uint64_t v : {f, n, i}) add_total(counted, v, QNT_ERR_OVERFLOW);
   }
   // One channel's histogram is filled by every worker, each into its own, folded in after;
   // allocated here, before anything changes.
@@ -434,6 +455,7 @@ void Calibrator::merge(const Calibrator &other) {
       }
       m.hist.merge(o.hist);
     }
+    check_total(merged, QNT_ERR_OVERFLOW);
   }
   channels_.swap(merged);
   started_ = true;
@@ -573,6 +595,7 @@ std::unique_ptr<Calibrator> Calibrator::deserialize(const uint8_t *data, size_t 
     }
   }
   if (r.left() != 0) fail(QNT_ERR_CORRUPT_DATA, r.left(), " unexpected bytes at the end");
+  check_total(channels, QNT_ERR_CORRUPT_DATA);
   c->channels_.swap(channels);
   c->started_ = started;
   return c;

@@ -183,7 +183,11 @@ class PreparedMatmul final : public Prepared {
         bias_(bias) {
     const int64_t K = dims_[dims_.size() - 2], N = dims_.back();
     // The batch count from the dimensions (not the element count: K = 0 leaves it > 0).
-    const int64_t batches = product(std::vector<int64_t>(dims_.begin(), dims_.end() - 2));
+    batches_ = product(std::vector<int64_t>(dims_.begin(), dims_.end() - 2));
+    // An empty b costs nothing, whatever its batch count: with N = 0 or no batch every output
+    // is empty (nothing to store), and with K = 0 every batch packs to the same empty B (one).
+    const int64_t batches =
+        b.element_count() != 0 ? batches_ : (N > 0 && K == 0 && batches_ > 0 ? 1 : 0);
     const ChannelParams pb =
         channel_params(b, "b", static_cast<int64_t>(b.rank()) - 1, N, true, false);
     w_.channels = batches * N;
@@ -246,7 +250,9 @@ class PreparedMatmul final : public Prepared {
       return device_gemm(ctx, where, a.data(), a.info().is_signed, za, rows, dev_, epi, y);
     }
     const std::vector<int64_t> a_index = broadcast_index(r.a_batch, r.batch);
-    const std::vector<int64_t> b_index = broadcast_index(r.b_batch, r.batch);
+    std::vector<int64_t> b_index = broadcast_index(r.b_batch, r.batch);
+    if (w_.channels != batches_ * N)  // K = 0: every batch of b is the one stored
+      std::fill(b_index.begin(), b_index.end(), 0);
     const bool a_signed = a.info().is_signed;
     if (kernel_ != nullptr) {
       const size_t y_batch = static_cast<size_t>(M * N) * static_cast<size_t>(y.info().bits / 8);
@@ -278,6 +284,7 @@ class PreparedMatmul final : public Prepared {
  private:
   const kern::GemmKernel *kernel_;
   std::vector<int64_t> dims_;
+  int64_t batches_ = 0;  // b's batch count (the batches stored: w_.channels / N)
   std::shared_ptr<const QParams> bq_;
   Bias bias_;
   PackedWeights w_;  // the reference path's weights (fast path: K, scales only)

@@ -11,6 +11,7 @@
 //    and for the int8 mode's block sizes the kernels do not take.
 // All three give the same bits; tests/cpp/test_weight_only.cpp checks it.
 #include "core/error.hpp"
+#include "kernels/common/scalar.hpp"
 #include "kernels/ref/ops_ref.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 #include "kernels/registry.hpp"
@@ -241,9 +242,9 @@ class PreparedWeightOnly final : public Prepared {
 
   enum class Path { Reference, ReferenceInt8, DequantizeDot, PackedF32, PackedInt8 };
 
-  float bias_at(size_t n) const noexcept { return bias_.f32[n]; }
   void put(float *out, size_t r, size_t n, float d) const noexcept {
-    out[r * static_cast<size_t>(N_) + n] = bias_.present ? d + bias_at(n) : d;
+    out[r * static_cast<size_t>(N_) + n] =
+        rules::wo_output(d, bias_.present ? bias_.f32.data() : nullptr, static_cast<int64_t>(n));
   }
 
   // Packs w for the kernels: codes, then the scales and zero points of each panel.

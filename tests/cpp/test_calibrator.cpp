@@ -322,6 +322,75 @@ TEST(Calibrator, CraftedBuffersWithAValidChecksum) {
   }
 }
 
+// A calibrator rebuilt from `c`'s serialized state with the counts (finite, NaN, inf) of every
+// channel whose counts are `from` replaced by `to` (crafted, resealed; null if refused).
+qnt_calibrator *with_counts(const qnt_calibrator *c, const uint64_t (&from)[3],
+                            const uint64_t (&to)[3], qnt_status *status) {
+  std::vector<uint8_t> b = serialized(c);
+  uint8_t pat[24], rep[24];
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 8; ++k) {
+      pat[8 * i + k] = static_cast<uint8_t>(from[i] >> (8 * k));
+      rep[8 * i + k] = static_cast<uint8_t>(to[i] >> (8 * k));
+    }
+  int found = 0;
+  for (size_t i = 0; i + 24 <= b.size() - 8; ++i)
+    if (std::memcmp(&b[i], pat, 24) == 0) {
+      std::memcpy(&b[i], rep, 24);
+      ++found;
+    }
+  EXPECT_GT(found, 0);
+  reseal(b);
+  qnt_calibrator *out = nullptr;
+  *status = qnt_calibrator_deserialize(b.data(), b.size(), &out);
+  return out;
+}
+
+// Counts near 2^64 (crafted states): each count fits, their sum does not. Merge refuses what it
+// could not serialize back (QNT_ERR_OVERFLOW, into unchanged), deserialize refuses totals over
+// all channels that qnt_calibrator_counts would wrap (found by fuzzing: the merged state's own
+// serialize output was refused as corrupt, and the per-channel totals wrapped).
+TEST(Calibrator, CountsNeverWrap) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  const uint64_t half = uint64_t{1} << 63;
+  Cal a0(QNT_CALIB_PERCENTILE, QNT_DTYPE_I8, QNT_SCHEME_AFFINE),
+      b0(QNT_CALIB_PERCENTILE, QNT_DTYPE_I8, QNT_SCHEME_AFFINE);
+  ASSERT_EQ(qnt_calibrator_set_option(a0.c, QNT_CALIB_OPT_BINS, 128), QNT_OK);
+  ASSERT_EQ(qnt_calibrator_set_option(b0.c, QNT_CALIB_OPT_BINS, 128), QNT_OK);
+  observe(a0.c, {2}, {nan, 1.0f});
+  observe(b0.c, {2}, {inf, 2.0f});
+  qnt_status st;
+  Cal a, b;
+  a.c = with_counts(a0.c, {1, 1, 0}, {1, half, 0}, &st);
+  ASSERT_EQ(st, QNT_OK) << qnt_last_error_message();
+  b.c = with_counts(b0.c, {1, 0, 1}, {1, 0, half}, &st);
+  ASSERT_EQ(st, QNT_OK) << qnt_last_error_message();
+  const std::vector<uint8_t> before = serialized(a.c);
+  EXPECT_EQ(qnt_calibrator_merge(a.c, b.c), QNT_ERR_OVERFLOW);
+  EXPECT_NE(std::strstr(qnt_last_error_message(), "2^64"), nullptr) << qnt_last_error_message();
+  EXPECT_EQ(serialized(a.c), before);
+  // One more value makes observe refuse too; the state stays.
+  T one;
+  make_f32(one, {1}, {inf});
+  Cal full;
+  full.c = with_counts(a0.c, {1, 1, 0}, {1, UINT64_MAX - 1, 0}, &st);
+  ASSERT_EQ(st, QNT_OK);
+  EXPECT_EQ(qnt_calibrator_observe(nullptr, full.c, one.t), QNT_ERR_OVERFLOW);
+  uint64_t f = 0, n = 0, i = 0;
+  ASSERT_EQ(qnt_calibrator_counts(full.c, &f, &n, &i), QNT_OK);
+  EXPECT_EQ(f, 1u);
+  EXPECT_EQ(n, UINT64_MAX - 1);
+  EXPECT_EQ(i, 0u);
+  // Two channels, each within 2^64 - 1, together past it: refused as corrupt.
+  Cal pc(QNT_CALIB_MINMAX, QNT_DTYPE_I8, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_AXIS, 0);
+  observe(pc.c, {2, 2}, {nan, 1.0f, nan, 3.0f});
+  qnt_calibrator *bad = with_counts(pc.c, {1, 1, 0}, {1, half, 0}, &st);
+  EXPECT_EQ(st, QNT_ERR_CORRUPT_DATA);
+  EXPECT_EQ(bad, nullptr);
+  qnt_calibrator_destroy(bad);
+}
+
 TEST(Calibrator, NanAndInfAreCountedAndIgnored) {
   const float nan = std::numeric_limits<float>::quiet_NaN(),
               inf = std::numeric_limits<float>::infinity();

@@ -468,3 +468,41 @@ TEST(Gemm, ConvF32BiasNeedsFloatOrQuantizedY) {
 }
 
 }  // namespace
+
+// f32 output: a NaN bias (any payload, any sign) gives the canonical quiet NaN on every kernel
+// set and thread count, as the header's NaN rule says (the CUDA kernels make their own NaN).
+TEST(Gemm, NaNBiasGivesTheCanonicalNaN) {
+  const int64_t M = 3, K = 5, N = 19;
+  std::vector<int8_t> av(static_cast<size_t>(M * K)), bv(static_cast<size_t>(K * N));
+  for (size_t i = 0; i < av.size(); ++i) av[i] = static_cast<int8_t>(i * 7 % 23 - 11);
+  for (size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<int8_t>(i * 5 % 31 - 15);
+  std::vector<float> bias(static_cast<size_t>(N), 0.25f);
+  const uint32_t nans[] = {0x7FC00001u, 0xFFFFFFFFu, 0xFFC00000u, 0x7FA00000u};
+  for (size_t j = 0; j < 4; ++j) std::memcpy(&bias[j * 5], &nans[j], 4);
+  QP qa, qb;
+  per_tensor(qa, QNT_DTYPE_I8, 0.5f, 1);
+  per_tensor(qb, QNT_DTYPE_I8, 0.25f, -2);
+  T a, b, tb;
+  make_raw(a, QNT_DTYPE_I8, {M, K}, qa.p, av.data(), av.size());
+  make_raw(b, QNT_DTYPE_I8, {K, N}, qb.p, bv.data(), bv.size());
+  make_f32(tb, {N}, bias);
+  std::vector<qnt_isa> isas = fast_isas();
+  isas.insert(isas.begin(), QNT_ISA_REFERENCE);
+  for (qnt_isa isa : isas)
+    for (int threads = 1; threads <= 3; ++threads) {
+      Ctx c(isa, threads);
+      T y;
+      make_q(y, QNT_DTYPE_F32, {M, N}, nullptr);
+      ASSERT_EQ(qnt_qmatmul(c.c, a.t, b.t, tb.t, y.t), QNT_OK) << qnt_last_error_message();
+      const std::vector<uint8_t> got = bytes_of(y.t);
+      for (int64_t i = 0; i < M * N; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, got.data() + 4 * i, 4);
+        const bool nan_column = (i % N) % 5 == 0 && (i % N) / 5 < 4;
+        if (nan_column)
+          EXPECT_EQ(bits, 0x7FC00000u) << qnt_isa_name(isa) << " threads " << threads << " at " << i;
+        else
+          EXPECT_NE(bits & 0x7F800000u, 0x7F800000u) << qnt_isa_name(isa) << " at " << i;
+      }
+    }
+}

@@ -432,3 +432,47 @@ TEST(Prepared, Errors) {
 }
 
 }  // namespace
+
+// An empty b costs nothing, whatever its batch count, and the status does not depend on the cap
+// (found by fuzzing: [2^24, 1, 0] took 1.6 s and 1.7 GB, and [2^31 - 1, 0, 1] ran past 20 s and
+// 8 GB under the reference cap while the AVX-512 cap ran out of memory).
+TEST(PreparedMatmul, AnEmptyBCostsNothing) {
+  for (qnt_isa isa : caps()) {
+    qnt_test::Ctx c(isa, 2);
+    for (const std::vector<int64_t> &shape :
+         {std::vector<int64_t>{int64_t{1} << 24, 1, 0}, std::vector<int64_t>{2147483647, 0, 1},
+          std::vector<int64_t>{0, 5, 7}, std::vector<int64_t>{3, 0, 0}}) {
+      QP qp;
+      per_tensor(qp, QNT_DTYPE_I8, 1.0f, 0);
+      T b;
+      make_q(b, QNT_DTYPE_I8, shape, qp.p);
+      Prep p;
+      ASSERT_EQ(qnt_prepared_create_matmul(c.c, b.t, nullptr, nullptr, &p.p), QNT_OK)
+          << qnt_isa_name(isa) << ": " << qnt_last_error_message();
+      size_t bytes = 0;
+      ASSERT_EQ(qnt_prepared_packed_size(p.p, &bytes), QNT_OK);
+      EXPECT_LT(bytes, 4096u) << qnt_isa_name(isa) << " shape[0] " << shape[0];
+    }
+    // K = 0 with several batches: every output is the bias (the sum over no k is 0), from the
+    // one B every batch shares.
+    QP qa, qb;
+    per_tensor(qa, QNT_DTYPE_I8, 1.0f, 3);
+    per_tensor(qb, QNT_DTYPE_I8, 1.0f, -2);
+    T a, b, bias, y;
+    make_q(a, QNT_DTYPE_I8, {5, 2, 0}, qa.p);
+    make_q(b, QNT_DTYPE_I8, {5, 0, 3}, qb.p);
+    const int32_t bv[3] = {7, -1, 4};
+    make_raw(bias, QNT_DTYPE_I32, {3}, nullptr, bv, sizeof bv);
+    make_q(y, QNT_DTYPE_I32, {5, 2, 3}, nullptr);
+    Prep p;
+    ASSERT_EQ(qnt_prepared_create_matmul(c.c, b.t, bias.t, nullptr, &p.p), QNT_OK)
+        << qnt_last_error_message();
+    ASSERT_EQ(qnt_prepared_run(c.c, p.p, a.t, y.t), QNT_OK) << qnt_last_error_message();
+    const std::vector<uint8_t> got = bytes_of(y.t);
+    for (size_t i = 0; i < 30; ++i) {
+      int32_t v = 0;
+      std::memcpy(&v, got.data() + 4 * i, 4);
+      EXPECT_EQ(v, bv[i % 3]) << qnt_isa_name(isa) << " element " << i;
+    }
+  }
+}

@@ -112,8 +112,8 @@ std::vector<float> make_x(std::mt19937 &rng, int64_t M, int64_t K, bool specials
   return x;
 }
 
+// The same bits, NaN included: every NaN the layer outputs is the canonical quiet NaN (qnt.h).
 bool same(float a, float b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
   uint32_t ua, ub;
   std::memcpy(&ua, &a, 4);
   std::memcpy(&ub, &b, 4);
@@ -425,3 +425,58 @@ TEST(WeightOnly, Int8ModeAccuracyAgainstF32Mode) {
 }
 
 }  // namespace
+
+// Two different NaNs in different lanes of x (found by fuzzing: the reference gave 0xffffffff
+// and the AVX2 / AVX-512 kernels 0x7fc00001, as each order of operations passed on another
+// input NaN): every kernel, in both modes, one-shot and prepared, outputs 0x7FC00000.
+TEST(WeightOnly, EveryNaNIsTheCanonicalOne) {
+  std::mt19937 rng(5);
+  const int64_t M = 3, N = 9, K = 256;
+  T wq;
+  make_weights(wq, rng, QNT_DTYPE_I4, N, K, Gran{QNT_GRANULARITY_PER_BLOCK, 1, 32}, false);
+  std::vector<float> x = make_x(rng, M, K, false);
+  auto nan_of = [](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
+  // Row 0: two NaNs of different payloads and signs in different lanes; row 2: one, negative.
+  x[3] = nan_of(0x7FC00001u);
+  x[20] = nan_of(0xFFFFFFFFu);
+  x[2 * K + 100] = nan_of(0xFFC00000u);
+  std::vector<float> bias(static_cast<size_t>(N), 0.5f);
+  bias[4] = nan_of(0x7FC12345u);  // a NaN bias: column 4 of every row
+  T tx, tb;
+  make_f32(tx, {M, K}, x);
+  make_f32(tb, {N}, bias);
+  auto check = [&](const std::vector<float> &y, const std::string &what) {
+    ASSERT_EQ(y.size(), static_cast<size_t>(M * N));
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        uint32_t bits;
+        std::memcpy(&bits, &y[static_cast<size_t>(m * N + n)], 4);
+        if (m != 1 || n == 4)
+          EXPECT_EQ(bits, 0x7FC00000u) << what << " y[" << m << ", " << n << "]";
+        else
+          EXPECT_FALSE(std::isnan(y[static_cast<size_t>(m * N + n)])) << what;
+      }
+  };
+  std::vector<qnt_isa> isas = fast_isas();
+  isas.insert(isas.begin(), QNT_ISA_REFERENCE);
+  for (qnt_isa isa : isas)
+    for (int threads = 1; threads <= 3; ++threads) {
+      Ctx c(isa, threads);
+      const std::string what = std::string(qnt_isa_name(isa)) + " threads " +
+                               std::to_string(threads);
+      for (int64_t mode : {int64_t{QNT_WEIGHT_ONLY_F32}, int64_t{QNT_WEIGHT_ONLY_INT8_ACT}}) {
+        qnt_status st;
+        check(run_prepared(c.c, wq.t, tb.t, mode, tx.t, M, N, &st),
+              what + " prepared mode " + std::to_string(mode));
+        ASSERT_EQ(st, QNT_OK) << qnt_last_error_message();
+      }
+      T y;
+      make_q(y, QNT_DTYPE_F32, {M, N}, nullptr);
+      ASSERT_EQ(qnt_linear_weight_only(c.c, tx.t, wq.t, tb.t, y.t), QNT_OK);
+      check(floats_of(y.t), what + " one-shot");
+    }
+}

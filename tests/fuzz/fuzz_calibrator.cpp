@@ -2,7 +2,7 @@
 // with a valid checksum first, so the fuzzer reaches the state checks behind it (a checksum
 // protects nothing against a crafted buffer). Whatever deserializes must compute to a
 // documented status in bounded time (libFuzzer's -timeout catches a hang), serialize back to
-// the same bytes, merge and observe.
+// the same bytes, merge (and a merged state serialize and deserialize back) and observe.
 #include "calib/calibrator.hpp"
 #include "fuzz_common.hpp"
 
@@ -35,7 +35,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (again != buf) std::abort();
   qnt_calibrator *d = nullptr;
   FUZZ_CALL(qnt_calibrator_deserialize(again.data(), again.size(), &d));
-  FUZZ_CALL(qnt_calibrator_merge(c, d));
+  const qnt_status merged = qnt_calibrator_merge(c, d);
+  FUZZ_CALL(merged);
+  if (merged == QNT_OK) {  // merge refuses what it could not serialize back
+    FUZZ_CALL(qnt_calibrator_serialize(c, nullptr, 0, &n));
+    std::vector<uint8_t> m(n);
+    FUZZ_CALL(qnt_calibrator_serialize(c, m.data(), m.size(), &n));
+    qnt_calibrator *back = nullptr;
+    if (qnt_calibrator_deserialize(m.data(), m.size(), &back) != QNT_OK) std::abort();
+    qnt_calibrator_destroy(back);
+  }
   qp = nullptr;
   if (compute) FUZZ_CALL(qnt_calibrator_compute(nullptr, c, &qp));
   qnt_qparams_destroy(qp);
