@@ -228,11 +228,11 @@ void prepared(fuzz::Bytes &in, State &s) {
     qnt_prepared *p = nullptr;
     qnt_context *ctx = (in.u8() & 1) ? s.ctx : nullptr;
     const qnt_op_desc *d = (in.u8() & 1) ? s.desc : nullptr;
-    const int kind = in.u8() % 5;
+    const int op = in.u8() % 5;
     // A matmul's b of any batch count costs nothing when it is empty and its N is small (its
     // per-column tables are N long); the other operators' per-channel tables grow with w.
-    if (s.huge[w] && !(kind == 0 && s.empty_small_n[w])) return;
-    switch (kind) {
+    if (s.huge[w] && !(op == 0 && s.empty_small_n[w])) return;
+    switch (op) {
       case 0:
         FUZZ_CALL(qnt_prepared_create_matmul(ctx, tw, tbias, d, &p));
         break;
