@@ -71,7 +71,10 @@ inline V add32(V a, V b) {
 #define __AVX512VNNI__ 1
 #define QNT_TEST_DEFINED_VNNI
 #endif
+// The tiles' intrinsic code only: the VNNI full tile's assembly runs natively on VNNI machines.
+#define QNT_GEMM_EMULATED 1
 #include "kernels/gemm/tiles_x86.hpp"
+#undef QNT_GEMM_EMULATED
 #if defined(QNT_TEST_DEFINED_BW)
 #undef __AVX512BW__
 #endif
