@@ -25,6 +25,12 @@
 //   a_bytes 4: a'(4g), a'(4g+1), a'(4g+2), a'(4g+3) as bytes (VNNI's operand);
 //   a_bytes 8: the same as four int16, even ks first: a'(4g), a'(4g+2), a'(4g+1), a'(4g+3)
 //              (the split kernels multiply int16 pairs with vpmaddwd).
+// Or, for kernels with a_rows (a_bytes 4): the micro-panel's rows one after the other, row r's
+// a' values at a + r * gemm_row_stride(groups) (zero past K): the tile broadcasts each row's 4
+// bytes from there, so that packing a row is writing it once (a convolution's window is
+// gathered straight into its place) instead of interleaving it 4 bytes at a time. The stride
+// is one cache line more than the row: rows of 4 KiB would all fall in one L1 set, with the B
+// panels (64-byte multiples of 4 KiB apart too), more streams than the set has ways.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +40,9 @@ namespace qnt::kern {
 
 constexpr int kGemmPanel = 16;  // columns per panel of packed B
 constexpr int kGemmGroup = 4;   // k per group
+
+// The distance between the rows of an a_rows micro-panel (see above).
+constexpr size_t gemm_row_stride(size_t groups) { return groups * 4 + 64; }
 
 // c[r * ldc + j] = sum over the groups of a'(r, k) * b'(k, j), wrapping, for r < rows (<= mr)
 // and j < 16 * panels (panels <= np); a is one micro-panel, b the first panel.
@@ -60,6 +69,12 @@ using GemmEpilogueFn = void (*)(const GemmEpilogueArgs &e, const int32_t *acc, s
                                 int rows, size_t c0, size_t n, uint8_t *y, size_t i0,
                                 size_t y_ld) noexcept;
 
+// acc[r * ldc + j] = acc - zb[j] * row_sum[r] + col[j] * za[r] (modulo 2^32), for r < rows and
+// j < cols: the raw sums of a tile turned into exact accumulators (see above; src/ops/gemm.hpp).
+using GemmCorrectFn = void (*)(const int32_t *zb, const int32_t *col, int cols,
+                               const int32_t *row_sum, const int32_t *za, int rows, int32_t *acc,
+                               size_t ldc) noexcept;
+
 struct GemmKernel {
   const char *name;
   int mr;       // rows of A per micro-tile
@@ -75,6 +90,8 @@ struct GemmKernel {
                    int8_t *out) noexcept = nullptr;
   GemmTileFn tile_unpacked = nullptr;
   int unpacked_bytes = 0;
+  GemmCorrectFn correct = nullptr;  // null: the driver's scalar loop
+  bool a_rows = false;              // packed A as plain rows (a_bytes 4; see above)
 };
 
 // The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.

@@ -46,10 +46,9 @@ struct RowDispatch {
 };
 
 #if defined(__AVX512VNNI__)
-// One row of the VNNI assembly tile: the row's four A bytes at byte `off` of the group,
-// broadcast, times the four B vectors in zmm0-3 into the row's accumulators zmm<c>..zmm<c+3>.
-#define QNT_VNNI_ROW(off, c0, c1, c2, c3)       \
-  "vpbroadcastd " #off "(%[a]), %%zmm4\n\t"    \
+// One row of the VNNI assembly tile: the row's four A bytes at `addr`, broadcast, times the four B vectors in zmm0-3 into the row's accumulators zmm<c>..zmm<c+3>.
+#define QNT_VNNI_ROW(addr, c0, c1, c2, c3)      \
+  "vpbroadcastd " addr ", %%zmm4\n\t"          \
   "vpdpbusd %%zmm0, %%zmm4, %%zmm" #c0 "\n\t"   \
   "vpdpbusd %%zmm1, %%zmm4, %%zmm" #c1 "\n\t"   \
   "vpdpbusd %%zmm2, %%zmm4, %%zmm" #c2 "\n\t"   \
@@ -62,8 +61,9 @@ struct RowDispatch {
   "vmovdqu32 %%zmm" #c3 ", 192(%[c])\n\t"       \
   "add %[ldc], %[c]\n\t"
 
-// mr 6 x np 4 (64 columns): 24 accumulators, 4 B vectors, A broadcast from memory: per group 4
-// loads, 6 broadcasts and 24 vpdpbusd, nothing else but the loop's 5 scalar instructions. The
+// mr 6 x np 4 (64 columns): 24 accumulators, 4 B vectors, A broadcast from its rows (a_rows:
+// row r at a + r * gemm_row_stride(groups)): per group 4 loads, 6 broadcasts and 24 vpdpbusd, nothing else
+// but the loop's 6 scalar instructions. The
 // full tile is one block of assembly with the accumulators in zmm8-31: with the intrinsics, GCC
 // 12 copies each accumulator around the destructive vpdpbusd and spills them to the stack (67
 // moves and stores per 24 vpdpbusd, measured in the -O3 object: 0.4 of the VNNI peak); the
@@ -75,7 +75,8 @@ struct Vnni512 {
   static void full(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
                    size_t ldc) noexcept {
     const int8_t *b3 = b + 3 * ps;
-    const size_t ldc_bytes = ldc * 4;
+    const size_t ldc_bytes = ldc * 4, stride = gemm_row_stride(groups);  // A as rows (a_rows)
+    const uint8_t *a3 = a + 3 * stride;
     __asm__ volatile(
         "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"
         "vmovdqa64 %%zmm8, %%zmm9\n\t"   "vmovdqa64 %%zmm8, %%zmm10\n\t"
@@ -97,20 +98,22 @@ struct Vnni512 {
         "vmovdqu64 (%[b], %[ps]), %%zmm1\n\t"
         "vmovdqu64 (%[b], %[ps], 2), %%zmm2\n\t"
         "vmovdqu64 (%[b3]), %%zmm3\n\t"
-        QNT_VNNI_ROW(0, 8, 9, 10, 11) QNT_VNNI_ROW(4, 12, 13, 14, 15)
-        QNT_VNNI_ROW(8, 16, 17, 18, 19) QNT_VNNI_ROW(12, 20, 21, 22, 23)
-        QNT_VNNI_ROW(16, 24, 25, 26, 27) QNT_VNNI_ROW(20, 28, 29, 30, 31)
+        QNT_VNNI_ROW("(%[a])", 8, 9, 10, 11) QNT_VNNI_ROW("(%[a], %[s])", 12, 13, 14, 15)
+        QNT_VNNI_ROW("(%[a], %[s], 2)", 16, 17, 18, 19) QNT_VNNI_ROW("(%[a3])", 20, 21, 22, 23)
+        QNT_VNNI_ROW("(%[a3], %[s])", 24, 25, 26, 27)
+        QNT_VNNI_ROW("(%[a3], %[s], 2)", 28, 29, 30, 31)
         "add $64, %[b]\n\t"
         "add $64, %[b3]\n\t"
-        "add $24, %[a]\n\t"
+        "add $4, %[a]\n\t"
+        "add $4, %[a3]\n\t"
         "dec %[g]\n\t"
         "jnz 1b\n\t"
         "2:\n\t"
         QNT_VNNI_STORE(8, 9, 10, 11) QNT_VNNI_STORE(12, 13, 14, 15)
         QNT_VNNI_STORE(16, 17, 18, 19) QNT_VNNI_STORE(20, 21, 22, 23)
         QNT_VNNI_STORE(24, 25, 26, 27) QNT_VNNI_STORE(28, 29, 30, 31)
-        : [a] "+r"(a), [b] "+r"(b), [b3] "+r"(b3), [g] "+r"(groups), [c] "+r"(c)
-        : [ps] "r"(ps), [ldc] "r"(ldc_bytes)
+        : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [b3] "+r"(b3), [g] "+r"(groups), [c] "+r"(c)
+        : [ps] "r"(ps), [s] "r"(stride), [ldc] "r"(ldc_bytes)
         : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
           "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21",
           "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",
@@ -130,9 +133,9 @@ struct Vnni512 {
     for (size_t g = 0; g < groups; ++g) {
       __m512i bv[P];
       for (int p = 0; p < P; ++p) bv[p] = _mm512_loadu_si512(b + p * ps + g * 64);
-      const uint8_t *ag = a + g * kMR * 4;
+      const uint8_t *ag = a + g * 4;  // A as rows (a_rows)
       for (int r = 0; r < R; ++r) {
-        const __m512i av = _mm512_set1_epi32(load_i32(ag + 4 * r));
+        const __m512i av = _mm512_set1_epi32(load_i32(ag + static_cast<size_t>(r) * gemm_row_stride(groups)));
         for (int p = 0; p < P; ++p) acc[r][p] = _mm512_dpbusd_epi32(acc[r][p], av, bv[p]);
       }
     }
@@ -302,6 +305,31 @@ inline void unpack_split256(const int8_t *b, size_t ps, size_t groups, int panel
 #undef QNT_AVX2_EVEN_ROWS
 #undef QNT_AVX2_ODD_ROWS
 #undef QNT_AVX2_OPERANDS
+
+// The zero-point correction of a tile (GemmCorrectFn) on 8 lanes: vpmulld and vpsubd / vpaddd
+// wrap as the scalar uint32 arithmetic does. Columns past the last multiple of 8 go one by one
+// (zb and col end at N).
+inline void gemm_correct_avx2(const int32_t *zb, const int32_t *col, int cols,
+                              const int32_t *row_sum, const int32_t *za, int rows, int32_t *acc,
+                              size_t ldc) noexcept {
+  for (int r = 0; r < rows; ++r) {
+    int32_t *a = acc + static_cast<size_t>(r) * ldc;
+    const __m256i s = _mm256_set1_epi32(row_sum[r]), z = _mm256_set1_epi32(za[r]);
+    int j = 0;
+    for (; j + 8 <= cols; j += 8) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + j));
+      const __m256i zbv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(zb + j));
+      const __m256i cv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(col + j));
+      const __m256i out = _mm256_add_epi32(_mm256_sub_epi32(v, _mm256_mullo_epi32(zbv, s)),
+                                           _mm256_mullo_epi32(cv, z));
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(a + j), out);
+    }
+    for (; j < cols; ++j)
+      a[j] = static_cast<int32_t>(static_cast<uint32_t>(a[j]) -
+                                  static_cast<uint32_t>(zb[j]) * static_cast<uint32_t>(row_sum[r]) +
+                                  static_cast<uint32_t>(col[j]) * static_cast<uint32_t>(za[r]));
+  }
+}
 
 // The epilogue rules of src/ops/epilogue.hpp on 8 lanes, bit for bit: vcvtdq2ps converts as the
 // scalar cast does (the current rounding mode), the multiplies, additions and the division are

@@ -31,7 +31,8 @@ GemmPlan::GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int 
     : kernel(&k), M(rows) {
   const auto mr = static_cast<size_t>(k.mr);
   m_panels = (static_cast<size_t>(M) + mr - 1) / mr;
-  a_panel_bytes = b.groups * mr * static_cast<size_t>(k.a_bytes);
+  a_panel_bytes = k.a_rows ? mr * kern::gemm_row_stride(b.groups)
+                          : b.groups * mr * static_cast<size_t>(k.a_bytes);
   tile_cols = static_cast<size_t>(k.np) * kern::kGemmPanel;
   n_tiles = (static_cast<size_t>(b.N) + tile_cols - 1) / tile_cols;
   row_bytes = b.groups * kern::kGemmGroup;
@@ -56,6 +57,11 @@ GemmPlan::GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int 
     else
       mb = (mb + 1) / 2;
   }
+  // Blocks of equal size: 22 panels in blocks of 16 left one worker 16 panels and the other 6
+  // (M = 128 on two threads). The same block count, its panels shared out evenly.
+  mb = (std::max<size_t>(1, m_panels) + m_blocks - 1) / m_blocks;
+  nb = (std::max<size_t>(1, n_tiles) + n_blocks - 1) / n_blocks;
+  count();
   workers = parallel_workers(threads, tasks(), 1);
   unpack = k.unpack_b != nullptr && k.tile_unpacked != nullptr && mb >= 2;
 }
@@ -95,6 +101,11 @@ void gemm_pack_a(const GemmPlan &plan, int64_t m, const uint8_t *row, uint8_t *p
   const size_t groups = plan.row_bytes / kern::kGemmGroup;
   const auto stride = static_cast<size_t>(k.mr) * static_cast<size_t>(k.a_bytes);
   *row_sum = static_cast<int32_t>(byte_sum(row, plan.row_bytes));
+  if (k.a_rows) {
+    uint8_t *place = panel + r * kern::gemm_row_stride(groups);
+    if (row != place) std::memcpy(place, row, plan.row_bytes);
+    return;
+  }
   uint8_t *dst = panel + r * static_cast<size_t>(k.a_bytes);
   if (k.a_bytes == 4) {
     for (size_t g = 0; g < groups; ++g) std::memcpy(dst + g * stride, row + 4 * g, 4);

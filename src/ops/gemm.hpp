@@ -102,7 +102,8 @@ struct GemmPlan {
   size_t scratch_bytes() const noexcept { return workers * worker_bytes(); }
 };
 
-// Packs row m's a' values (row: row_bytes, zero past K) into its micro-panel; sets its sum.
+// Packs row m's a' values (row: row_bytes, zero past K) into its micro-panel; sets its sum. With
+// a kernel whose A is rows (a_rows), row is already the row's place in the panel.
 void gemm_pack_a(const GemmPlan &plan, int64_t m, const uint8_t *row, uint8_t *panel,
                  int32_t *row_sum) noexcept;
 // Turns the raw sums of a tile into exact accumulators (see kernels/gemm/gemm.hpp).
@@ -144,11 +145,14 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
           for (size_t r = 0; r < mr; ++r) {
             const auto m = static_cast<int64_t>(p * mr + r);
             const size_t i = (p - p0) * mr + r;
+            uint8_t *panel = apack + (p - p0) * plan.a_panel_bytes;
+            // A as rows: the source writes the row in its place, nothing is moved after.
+            uint8_t *dst = k.a_rows ? panel + r * kern::gemm_row_stride(b.groups) : row;
             // The source writes all K values; past K (and in the panel's rows past M) zeros.
             const size_t from = m < plan.M ? plan.K : 0;
-            if (plan.row_bytes > from) std::memset(row + from, 0, plan.row_bytes - from);
-            za[i] = m < plan.M ? source(m, row) : 0;
-            gemm_pack_a(plan, m, row, apack + (p - p0) * plan.a_panel_bytes, row_sum + i);
+            if (plan.row_bytes > from) std::memset(dst + from, 0, plan.row_bytes - from);
+            za[i] = m < plan.M ? source(m, dst) : 0;
+            gemm_pack_a(plan, m, dst, panel, row_sum + i);
           }
         packed = mi;
         std::memcpy(header, &packed, sizeof packed);
@@ -176,7 +180,11 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
           const size_t i = (p - p0) * mr;
           tile(apack + (p - p0) * plan.a_panel_bytes, bp, bps, b.groups, rows, panels, acc,
                plan.tile_cols);
-          gemm_tile_correct(b, n0, cols, row_sum + i, za + i, rows, acc, plan.tile_cols);
+          if (k.correct != nullptr)
+            k.correct(b.zb.data() + n0, b.col.data() + n0, cols, row_sum + i, za + i, rows, acc,
+                      plan.tile_cols);
+          else
+            gemm_tile_correct(b, n0, cols, row_sum + i, za + i, rows, acc, plan.tile_cols);
           epi(m0, rows, n0, cols, static_cast<const int32_t *>(acc), plan.tile_cols);
         }
       }

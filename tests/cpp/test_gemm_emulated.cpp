@@ -95,7 +95,8 @@ namespace {
 
 const qnt::kern::GemmKernel kVnni{"emulated_avx512_vnni", qnt::kern::Vnni512::kMR,
                                   qnt::kern::Vnni512::kNP, 4,
-                                  &qnt::kern::gemm_tile<qnt::kern::Vnni512>, nullptr, nullptr, nullptr, 0};
+                                  &qnt::kern::gemm_tile<qnt::kern::Vnni512>, nullptr, nullptr, nullptr, 0,
+                                  nullptr, /*a_rows=*/true};
 const qnt::kern::GemmKernel kSplit{"emulated_avx512", qnt::kern::Split512::kMR,
                                    qnt::kern::Split512::kNP, 8,
                                    &qnt::kern::gemm_tile<qnt::kern::Split512>, nullptr, nullptr, nullptr, 0};
