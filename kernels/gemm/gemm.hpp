@@ -45,7 +45,8 @@ constexpr int kGemmGroup = 4;   // k per group
 constexpr size_t gemm_row_stride(size_t groups) { return groups * 4 + 64; }
 
 // c[r * ldc + j] = sum over the groups of a'(r, k) * b'(k, j), wrapping, for r < rows (<= mr)
-// and j < 16 * panels (panels <= np); a is one micro-panel, b the first panel.
+// and j < 16 * panels (panels <= np); a is one micro-panel, b the first panel. c has room for
+// mr rows: a tile may compute the panel's rows past `rows` too (zero rows of A) and store them.
 using GemmTileFn = void (*)(const uint8_t *a, const int8_t *b, size_t panel_stride, size_t groups,
                             int rows, int panels, int32_t *c, size_t ldc) noexcept;
 
@@ -71,6 +72,7 @@ using GemmEpilogueFn = void (*)(const GemmEpilogueArgs &e, const int32_t *acc, s
 
 // acc[r * ldc + j] = acc - zb[j] * row_sum[r] + col[j] * za[r] (modulo 2^32), for r < rows and
 // j < cols: the raw sums of a tile turned into exact accumulators (see above; src/ops/gemm.hpp).
+// zb null: every zb[j] is 0 (symmetric i8 weights), so that term is left out.
 using GemmCorrectFn = void (*)(const int32_t *zb, const int32_t *col, int cols,
                                const int32_t *row_sum, const int32_t *za, int rows, int32_t *acc,
                                size_t ldc) noexcept;

@@ -125,7 +125,9 @@ struct Vnni512 {
   static void run(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
                   size_t ldc) noexcept {
 #if !defined(QNT_GEMM_EMULATED)  // the emulated suite models the intrinsics, not the assembly
-    if constexpr (R == kMR && P == kNP) return full(a, b, ps, groups, c, ldc);
+    // From 3 rows: the panel's rows past R are zeros and c has room for them (GemmTileFn); fewer
+    // rows (M = 1, 2: memory-bound GEMV) would multiply mostly zeros.
+    if constexpr (P == kNP && R >= 3) return full(a, b, ps, groups, c, ldc);
 #endif
     __m512i acc[R][P];
     for (int r = 0; r < R; ++r)
@@ -317,17 +319,20 @@ inline void gemm_correct_avx2(const int32_t *zb, const int32_t *col, int cols,
     const __m256i s = _mm256_set1_epi32(row_sum[r]), z = _mm256_set1_epi32(za[r]);
     int j = 0;
     for (; j + 8 <= cols; j += 8) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + j));
-      const __m256i zbv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(zb + j));
+      __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + j));
+      if (zb != nullptr)
+        v = _mm256_sub_epi32(v, _mm256_mullo_epi32(
+                                    _mm256_loadu_si256(reinterpret_cast<const __m256i *>(zb + j)), s));
       const __m256i cv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(col + j));
-      const __m256i out = _mm256_add_epi32(_mm256_sub_epi32(v, _mm256_mullo_epi32(zbv, s)),
-                                           _mm256_mullo_epi32(cv, z));
-      _mm256_storeu_si256(reinterpret_cast<__m256i *>(a + j), out);
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(a + j),
+                          _mm256_add_epi32(v, _mm256_mullo_epi32(cv, z)));
     }
-    for (; j < cols; ++j)
+    for (; j < cols; ++j) {
+      const uint32_t zbj = zb != nullptr ? static_cast<uint32_t>(zb[j]) : 0u;
       a[j] = static_cast<int32_t>(static_cast<uint32_t>(a[j]) -
-                                  static_cast<uint32_t>(zb[j]) * static_cast<uint32_t>(row_sum[r]) +
+                                  zbj * static_cast<uint32_t>(row_sum[r]) +
                                   static_cast<uint32_t>(col[j]) * static_cast<uint32_t>(za[r]));
+    }
   }
 }
 

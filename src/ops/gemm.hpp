@@ -46,6 +46,7 @@ struct GemmB {
   std::vector<int8_t> data;
   std::vector<int32_t> zb;   // zb' = zb - 128 for u8 b, zb for i8 b
   std::vector<int32_t> col;  // K * zb' - sum_k b'(k, n), modulo 2^32
+  bool zb_zero = true;       // every zb' is 0 (i8 b with zero points 0): no row-sum term
 
   size_t panel_stride() const noexcept { return groups * 64; }
   size_t bytes() const noexcept { return data.size() + 4 * (zb.size() + col.size()); }
@@ -56,6 +57,7 @@ struct GemmB {
             Get &&get) {
     K = k_count;
     N = n_count;
+    zb_zero = true;
     groups = static_cast<size_t>((K + kern::kGemmGroup - 1) / kern::kGemmGroup);
     panels = static_cast<size_t>((N + kern::kGemmPanel - 1) / kern::kGemmPanel);
     data.assign(panels * panel_stride(), 0);
@@ -74,6 +76,7 @@ struct GemmB {
       }
       const int32_t z = zero_points[n] - (is_signed ? 0 : 128);
       zb[static_cast<size_t>(n)] = z;
+      if (z != 0) zb_zero = false;
       col[static_cast<size_t>(n)] = static_cast<int32_t>(
           static_cast<uint32_t>(K) * static_cast<uint32_t>(z) - sum);
     }
@@ -180,11 +183,16 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
           const size_t i = (p - p0) * mr;
           tile(apack + (p - p0) * plan.a_panel_bytes, bp, bps, b.groups, rows, panels, acc,
                plan.tile_cols);
-          if (k.correct != nullptr)
-            k.correct(b.zb.data() + n0, b.col.data() + n0, cols, row_sum + i, za + i, rows, acc,
-                      plan.tile_cols);
-          else
+          // Nothing to correct when every zero point is 0 (the raw sums are the result).
+          bool za_zero = true;
+          for (int r = 0; r < rows; ++r) za_zero = za_zero && za[i + static_cast<size_t>(r)] == 0;
+          if (b.zb_zero && za_zero) {
+          } else if (k.correct != nullptr) {
+            k.correct(b.zb_zero ? nullptr : b.zb.data() + n0, b.col.data() + n0, cols,
+                      row_sum + i, za + i, rows, acc, plan.tile_cols);
+          } else {
             gemm_tile_correct(b, n0, cols, row_sum + i, za + i, rows, acc, plan.tile_cols);
+          }
           epi(m0, rows, n0, cols, static_cast<const int32_t *>(acc), plan.tile_cols);
         }
       }
