@@ -18,6 +18,8 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <utility>
 #include <vector>
 
 namespace qnt::ops {
@@ -38,18 +40,48 @@ class Scratch {
   uint8_t *data_ = nullptr;
 };
 
+// An allocator that leaves new elements uninitialized: packed B is written whole by its packers,
+// so a zero fill first would be one more pass over memory (a third of pack_kn's time).
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U> &) noexcept {}
+  template <class U>
+  void construct(U *p) noexcept {
+    ::new (static_cast<void *>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U *p, Args &&...args) {
+    ::new (static_cast<void *>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
 // A constant B [K, N] in the packed layout, with the per-column terms of the zero-point
 // correction.
 struct GemmB {
   int64_t K = 0, N = 0;
   size_t groups = 0, panels = 0;
-  std::vector<int8_t> data;
+  std::vector<int8_t, UninitializedAllocator<int8_t>> data;
   std::vector<int32_t> zb;   // zb' = zb - 128 for u8 b, zb for i8 b
   std::vector<int32_t> col;  // K * zb' - sum_k b'(k, n), modulo 2^32
   bool zb_zero = true;       // every zb' is 0 (i8 b with zero points 0): no row-sum term
 
   size_t panel_stride() const noexcept { return groups * 64; }
   size_t bytes() const noexcept { return data.size() + 4 * (zb.size() + col.size()); }
+
+  // B stored [K, N] row-major (ld bytes between rows; qnt_qmatmul's b), or [N, K] (ld bytes
+  // between the rows of K values; the linear layers' w): packed in parallel over panels on the
+  // context's threads, 64-byte groups built by vector interleaves (pack_rows.cpp's notes), at
+  // memory speed rather than one strided byte at a time.
+  void pack_kn(const Context &ctx, int64_t k_count, int64_t n_count, bool is_signed,
+               const int32_t *zero_points, const uint8_t *b, size_t ld);
+  void pack_nk(const Context &ctx, int64_t k_count, int64_t n_count, bool is_signed,
+               const int32_t *zero_points, const uint8_t *w, size_t ld);
 
   // get(k, n) gives b(k, n)'s stored byte; zero_points[n] is column n's zero point.
   template <class Get>

@@ -197,9 +197,8 @@ class PreparedMatmul final : public Prepared {
     if (kernel_ != nullptr) {
       fast_.resize(static_cast<size_t>(batches));
       for (int64_t i = 0; i < batches; ++i) {
-        const uint8_t *bi = b.data() + i * K * N;
-        fast_[static_cast<size_t>(i)].pack(K, N, w_.is_signed, pb.zero_points.data(),
-                                           [&](int64_t k, int64_t n) { return bi[k * N + n]; });
+        fast_[static_cast<size_t>(i)].pack_kn(ctx, K, N, w_.is_signed, pb.zero_points.data(),
+                                              b.data() + i * K * N, static_cast<size_t>(N));
       }
       return;
     }
@@ -308,9 +307,8 @@ struct LinearWeights {
     ref.is_signed = w.info().is_signed;
     ref.scales = pw.scales;
     if (kernel != nullptr) {
-      const uint8_t *d = w.data();
-      fast.pack(K, N, ref.is_signed, pw.zero_points.data(),
-                [&](int64_t k, int64_t n) { return d[n * K + k]; });
+      fast.pack_nk(ctx, K, N, ref.is_signed, pw.zero_points.data(), w.data(),
+                   static_cast<size_t>(K));
       return;
     }
     ref.data.assign(w.data(), w.data() + w.byte_size());

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -367,6 +368,68 @@ void bench_conv(int threads, double limit) {
 
 }  // namespace
 
+// Packing: prepare a [K, N] b (qnt_qmatmul's orientation) and an [N, K] w (the linear layers'),
+// 4096 x 4096 bytes, as a share of a streaming copy of the same bytes on the same threads
+// (ratio = copy time / pack time); and one-shot qnt_qmatmul at M = 1 against pack + run.
+void bench_packing(int threads, double limit) {
+  qnt_context *ctx = nullptr;
+  check(qnt_context_create(&ctx), "ctx");
+  check(qnt_context_set_num_threads(ctx, threads), "threads");
+  const int64_t K = 4096, N = 4096;
+  const size_t bytes = static_cast<size_t>(K * N);
+  const auto bv = random_bytes(bytes, 21);
+  std::vector<uint8_t> dst(bytes);
+  const double copy = best_time([&] {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int c = 0; c < 64; ++c)
+      std::memcpy(dst.data() + bytes / 64 * static_cast<size_t>(c),
+                  bv.data() + bytes / 64 * static_cast<size_t>(c), bytes / 64);
+  });
+  // The same copy into memory allocated for it, as a prepared operator allocates its own
+  // (first touch of new pages: the kernel's page faults and zeroing).
+  const double copy_fresh = best_time([&] {
+    std::unique_ptr<uint8_t[]> fresh(new uint8_t[bytes]);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int c = 0; c < 64; ++c)
+      std::memcpy(fresh.get() + bytes / 64 * static_cast<size_t>(c),
+                  bv.data() + bytes / 64 * static_cast<size_t>(c), bytes / 64);
+    volatile uint8_t sink = fresh[bytes / 2];
+    (void)sink;
+  });
+  Tensor b, w, a, y;
+  b.t = make(QNT_DTYPE_I8, {K, N}, nullptr, bv.data(), bytes);
+  qnt_qparams *wq = nullptr;
+  check(qnt_qparams_create_per_tensor(QNT_DTYPE_I8, 0.01f, 0, &wq), "wq");
+  w.t = make(QNT_DTYPE_I8, {N, K}, wq, bv.data(), bytes);
+  qnt_qparams_destroy(wq);
+  const auto av = random_bytes(static_cast<size_t>(K), 22);
+  a.t = make(QNT_DTYPE_U8, {1, K}, nullptr, av.data(), av.size());
+  y.t = make(QNT_DTYPE_I32, {1, N}, nullptr);
+  qnt_prepared *p = nullptr;
+  const double pack_kn = best_time([&] {
+    check(qnt_prepared_create_matmul(ctx, b.t, nullptr, nullptr, &p), "prepare");
+    qnt_prepared_destroy(p);
+  });
+  const double pack_nk = best_time([&] {
+    check(qnt_prepared_create_linear_dynamic(ctx, w.t, nullptr, nullptr, &p), "prepare");
+    qnt_prepared_destroy(p);
+  });
+  check(qnt_prepared_create_matmul(ctx, b.t, nullptr, nullptr, &p), "prepare");
+  const double run = best_time([&] { check(qnt_prepared_run(ctx, p, a.t, y.t), "run"); });
+  qnt_prepared_destroy(p);
+  const double one_shot = best_time([&] { check(qnt_qmatmul(ctx, a.t, b.t, nullptr, y.t), "qmatmul"); });
+  const double ops = static_cast<double>(bytes);  // bytes packed
+  row("pack_matmul_b [K4096, N4096] (vs streaming copy)", threads, pack_kn, "copy", copy, ops, limit);
+  row("pack_linear_w [N4096, K4096] (vs streaming copy)", threads, pack_nk, "copy", copy, ops, limit);
+  row("pack_matmul_b [K4096, N4096] (vs copy into new memory)", threads, pack_kn, "copy_new",
+      copy_fresh, ops, limit);
+  row("pack_linear_w [N4096, K4096] (vs copy into new memory)", threads, pack_nk, "copy_new",
+      copy_fresh, ops, limit);
+  row("qmatmul_one_shot M1 K4096 N4096 (vs pack + prepared run)", threads, one_shot,
+      "pack+run", pack_kn + run, 2.0 * K * N, limit);
+  qnt_context_destroy(ctx);
+}
+
 int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--quick") == 0) g_quick = true;
@@ -386,6 +449,7 @@ int main(int argc, char **argv) {
     bench_gemm(threads, limit);
     bench_linear(threads, limit);
     bench_conv(threads, limit);
+    bench_packing(threads, limit);
   }
   return 0;
 }
