@@ -77,6 +77,16 @@ using GemmCorrectFn = void (*)(const int32_t *zb, const int32_t *col, int cols,
                                const int32_t *row_sum, const int32_t *za, int rows, int32_t *acc,
                                size_t ldc) noexcept;
 
+// Packs B's interior for the driver (src/ops/gemm.cpp handles the edges): panels p0 .. p1, all
+// 16 of whose columns exist, and groups 0 .. groups, all 4 of whose k exist. B is [K, N]
+// (pack_kn: row k at src + k * ld) or [N, K] (pack_nk: row n at src + n * ld); bytes are XORed
+// with flip (0x80 for u8 b: b' = b - 128); panel p's group g goes to data + p * panel_stride +
+// g * 64; colsum[(p - p0) * 16 + j] += the sum of b' over the groups of column 16p + j
+// (wrapping).
+using GemmPackFn = void (*)(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
+                            uint8_t flip, int8_t *data, size_t panel_stride,
+                            uint32_t *colsum) noexcept;
+
 struct GemmKernel {
   const char *name;
   int mr;       // rows of A per micro-tile
@@ -94,6 +104,8 @@ struct GemmKernel {
   int unpacked_bytes = 0;
   GemmCorrectFn correct = nullptr;  // null: the driver's scalar loop
   bool a_rows = false;              // packed A as plain rows (a_bytes 4; see above)
+  GemmPackFn pack_kn = nullptr;     // null: the driver's SSE2 / portable packers
+  GemmPackFn pack_nk = nullptr;
 };
 
 // The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.

@@ -308,6 +308,124 @@ inline void unpack_split256(const int8_t *b, size_t ps, size_t groups, int panel
 #undef QNT_AVX2_ODD_ROWS
 #undef QNT_AVX2_OPERANDS
 
+// The packers of B's interior (GemmPackFn) on 32-byte vectors. Column sums of b' by vpmaddubsw
+// with all-ones as its unsigned operand, where it cannot saturate (|1 * b'| <= 128, a pair <=
+// 256), then vpmaddwd by ones: four k of a column, exact in int32.
+inline __m256i column_sums_avx2(__m256i packed) noexcept {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), packed), _mm256_set1_epi16(1));
+}
+
+// [K, N]: two panels at a time (32 columns), blocks of 16 groups per pair of panels so that
+// each visit of a row (a page apart when N is large) reads 32 of its bytes for 16 groups of
+// output; the 4 x 32 bytes of a group interleaved by two rounds of in-lane unpacks and the
+// lanes put in order by vperm2i128. An odd last panel goes through its 16-byte half.
+inline void gemm_pack_kn_avx2(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
+                              uint8_t flip, int8_t *data, size_t ps, uint32_t *colsum) noexcept {
+  const __m256i fl = _mm256_set1_epi8(static_cast<char>(flip));
+  constexpr size_t kGroupBlock = 16;
+  for (size_t g0 = 0; g0 < groups; g0 += kGroupBlock) {
+    const size_t g1 = groups < g0 + kGroupBlock ? groups : g0 + kGroupBlock;
+    for (size_t p = p0; p < p1; p += 2) {
+      const bool pair = p + 1 < p1;
+      __m256i sa0 = _mm256_setzero_si256(), sa1 = sa0, sb0 = sa0, sb1 = sa0;
+      for (size_t g = g0; g < g1; ++g) {
+        __m256i r[4];
+        for (size_t i = 0; i < 4; ++i) {
+          const uint8_t *row = src + (4 * g + i) * ld + 16 * p;
+          r[i] = pair ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row))
+                      : _mm256_zextsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(row)));
+          r[i] = _mm256_xor_si256(r[i], fl);
+        }
+        const __m256i t0 = _mm256_unpacklo_epi8(r[0], r[1]), t1 = _mm256_unpackhi_epi8(r[0], r[1]);
+        const __m256i t2 = _mm256_unpacklo_epi8(r[2], r[3]), t3 = _mm256_unpackhi_epi8(r[2], r[3]);
+        const __m256i o0 = _mm256_unpacklo_epi16(t0, t2), o1 = _mm256_unpackhi_epi16(t0, t2);
+        const __m256i o2 = _mm256_unpacklo_epi16(t1, t3), o3 = _mm256_unpackhi_epi16(t1, t3);
+        const __m256i a0 = _mm256_permute2x128_si256(o0, o1, 0x20);  // panel p, columns 0-7
+        const __m256i a1 = _mm256_permute2x128_si256(o2, o3, 0x20);  // columns 8-15
+        auto *out = reinterpret_cast<__m256i *>(data + p * ps + g * 64);
+        _mm256_storeu_si256(out, a0);
+        _mm256_storeu_si256(out + 1, a1);
+        sa0 = _mm256_add_epi32(sa0, column_sums_avx2(a0));
+        sa1 = _mm256_add_epi32(sa1, column_sums_avx2(a1));
+        if (pair) {
+          const __m256i b0 = _mm256_permute2x128_si256(o0, o1, 0x31);
+          const __m256i b1 = _mm256_permute2x128_si256(o2, o3, 0x31);
+          auto *outb = reinterpret_cast<__m256i *>(data + (p + 1) * ps + g * 64);
+          _mm256_storeu_si256(outb, b0);
+          _mm256_storeu_si256(outb + 1, b1);
+          sb0 = _mm256_add_epi32(sb0, column_sums_avx2(b0));
+          sb1 = _mm256_add_epi32(sb1, column_sums_avx2(b1));
+        }
+      }
+      auto add = [](uint32_t *c, __m256i v) {
+        auto *q = reinterpret_cast<__m256i *>(c);
+        _mm256_storeu_si256(q, _mm256_add_epi32(_mm256_loadu_si256(q), v));
+      };
+      uint32_t *ca = colsum + (p - p0) * 16;
+      add(ca, sa0);
+      add(ca + 8, sa1);
+      if (pair) {
+        add(ca + 16, sb0);
+        add(ca + 24, sb1);
+      }
+    }
+  }
+}
+
+// [N, K]: per panel, 8 groups (32 bytes) of each of its 16 rows at a time: two 8 x 8 dword
+// transposes (unpacks of 32 and 64 bits, then vperm2i128) make groups g .. g + 7, rows 0-7 in
+// a group's first 32 bytes and rows 8-15 in its last. A row's sum: vpsadbw over its bytes with
+// the sign bit flipped, less 128 a byte. Groups past the last multiple of 8 are left to the
+// driver.
+inline void gemm_pack_nk_avx2(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
+                              uint8_t flip, int8_t *data, size_t ps, uint32_t *colsum) noexcept {
+  const __m256i fl = _mm256_set1_epi8(static_cast<char>(flip));
+  const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+  const size_t steps = groups / 8;
+  for (size_t p = p0; p < p1; ++p) {
+    int8_t *out = data + p * ps;
+    for (size_t h = 0; h < 2; ++h) {  // rows 0-7, then 8-15
+      const uint8_t *rows = src + (16 * p + 8 * h) * ld;
+      __m256i sad[8];
+      for (auto &v : sad) v = _mm256_setzero_si256();
+      for (size_t st = 0; st < steps; ++st) {
+        __m256i a[8];
+        for (size_t j = 0; j < 8; ++j) {
+          a[j] = _mm256_xor_si256(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i *>(rows + j * ld + 32 * st)), fl);
+          sad[j] = _mm256_add_epi64(sad[j], _mm256_sad_epu8(_mm256_xor_si256(a[j], bias),
+                                                            _mm256_setzero_si256()));
+        }
+        __m256i t[8], u[8];
+        for (size_t j = 0; j < 8; j += 2) {
+          t[j] = _mm256_unpacklo_epi32(a[j], a[j + 1]);
+          t[j + 1] = _mm256_unpackhi_epi32(a[j], a[j + 1]);
+        }
+        for (size_t j = 0; j < 8; j += 4) {
+          u[j] = _mm256_unpacklo_epi64(t[j], t[j + 2]);
+          u[j + 1] = _mm256_unpackhi_epi64(t[j], t[j + 2]);
+          u[j + 2] = _mm256_unpacklo_epi64(t[j + 1], t[j + 3]);
+          u[j + 3] = _mm256_unpackhi_epi64(t[j + 1], t[j + 3]);
+        }
+        int8_t *o = out + 8 * st * 64 + 32 * h;
+        for (size_t q = 0; q < 4; ++q) {
+          _mm256_storeu_si256(reinterpret_cast<__m256i *>(o + q * 64),
+                              _mm256_permute2x128_si256(u[q], u[q + 4], 0x20));
+          _mm256_storeu_si256(reinterpret_cast<__m256i *>(o + (q + 4) * 64),
+                              _mm256_permute2x128_si256(u[q], u[q + 4], 0x31));
+        }
+      }
+      for (size_t j = 0; j < 8; ++j) {
+        alignas(32) uint64_t l[4];
+        _mm256_store_si256(reinterpret_cast<__m256i *>(l), sad[j]);
+        const uint64_t total = l[0] + l[1] + l[2] + l[3];
+        colsum[(p - p0) * 16 + 8 * h + j] +=
+            static_cast<uint32_t>(total - 128 * static_cast<uint64_t>(32 * steps));
+      }
+    }
+  }
+}
+
 // The zero-point correction of a tile (GemmCorrectFn) on 8 lanes: vpmulld and vpsubd / vpaddd
 // wrap as the scalar uint32 arithmetic does. Columns past the last multiple of 8 go one by one
 // (zb and col end at N).

@@ -192,86 +192,144 @@ inline void add_i16_to_i32(__m128i v, __m128i &lo, __m128i &hi) noexcept {
 
 }  // namespace
 
+namespace {
+
+// Panel p's groups g0 .. g1 (at most 16) of a [K, N] b, adding its columns' sums of b' to sums.
+void kn_panel(GemmB &gb, const uint8_t *b, size_t ld, bool is_signed, size_t p, size_t g0,
+              size_t g1, uint32_t *sums) {
+  const auto n0 = static_cast<int64_t>(p) * kern::kGemmPanel;
+  const auto cols = static_cast<size_t>(std::min<int64_t>(kern::kGemmPanel, gb.N - n0));
+  int8_t *out = gb.data.data() + p * gb.panel_stride();
+#if defined(__SSE2__)
+  // Per group: rows 4g .. 4g + 3 of the panel's 16 columns (16 bytes each), interleaved into
+  // 16 columns x 4 bytes by two rounds of unpacks; sums in int16 (16 groups: at most 64 x 128).
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(is_signed ? 0 : 0x80));
+  __m128i s16lo = _mm_setzero_si128(), s16hi = _mm_setzero_si128();
+  for (size_t g = g0; g < g1; ++g) {
+    __m128i r[4];
+    for (int i = 0; i < 4; ++i) {
+      const auto k = static_cast<int64_t>(4 * g) + i;
+      const uint8_t *src = b + static_cast<size_t>(k) * ld + static_cast<size_t>(n0);
+      r[i] = k < gb.K ? load_part(src, cols, flip) : _mm_setzero_si128();
+      __m128i lo, hi;
+      widen_i8(r[i], lo, hi);
+      s16lo = _mm_add_epi16(s16lo, lo);
+      s16hi = _mm_add_epi16(s16hi, hi);
+    }
+    const __m128i t0 = _mm_unpacklo_epi8(r[0], r[1]), t1 = _mm_unpackhi_epi8(r[0], r[1]);
+    const __m128i t2 = _mm_unpacklo_epi8(r[2], r[3]), t3 = _mm_unpackhi_epi8(r[2], r[3]);
+    auto *o = reinterpret_cast<__m128i *>(out + g * 64);
+    _mm_storeu_si128(o, _mm_unpacklo_epi16(t0, t2));
+    _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(t0, t2));
+    _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(t1, t3));
+    _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(t1, t3));
+  }
+  __m128i s32[4];
+  for (int i = 0; i < 4; ++i) s32[i] = _mm_loadu_si128(reinterpret_cast<const __m128i *>(sums + 4 * i));
+  add_i16_to_i32(s16lo, s32[0], s32[1]);
+  add_i16_to_i32(s16hi, s32[2], s32[3]);
+  for (int i = 0; i < 4; ++i) _mm_storeu_si128(reinterpret_cast<__m128i *>(sums + 4 * i), s32[i]);
+#else
+  const uint8_t fl = is_signed ? 0 : 0x80;
+  for (size_t g = g0; g < g1; ++g)
+    for (size_t j = 0; j < 16; ++j)
+      for (size_t i = 0; i < 4; ++i) {
+        const auto k = static_cast<int64_t>(4 * g + i);
+        const auto v = static_cast<int8_t>(
+            k < gb.K && j < cols ? b[static_cast<size_t>(k) * ld + static_cast<size_t>(n0) + j] ^ fl : 0);
+        out[g * 64 + 4 * j + i] = v;
+        sums[j] += static_cast<uint32_t>(static_cast<int32_t>(v));
+      }
+#endif
+}
+
+// Panel p's groups g0 .. groups (g0 a multiple of 4) of an [N, K] w, adding its rows' sums of
+// b' to sums.
+void nk_panel(GemmB &gb, const uint8_t *w, size_t ld, bool is_signed, size_t p, size_t g0,
+              uint32_t *sums) {
+  const auto n0 = static_cast<int64_t>(p) * kern::kGemmPanel;
+  const auto rows = static_cast<size_t>(std::min<int64_t>(kern::kGemmPanel, gb.N - n0));
+  const auto K = static_cast<size_t>(gb.K);
+  const size_t groups = gb.groups;
+  int8_t *out = gb.data.data() + p * gb.panel_stride();
+  const uint8_t *src[16];
+  for (size_t j = 0; j < 16; ++j) src[j] = j < rows ? w + (static_cast<size_t>(n0) + j) * ld : nullptr;
+#if defined(__SSE2__)
+  // Four groups (16 bytes) of each of the 16 rows at a time: four 4 x 4 transposes of dwords
+  // (unpacks of 32 and 64 bits). A row's sum: psadbw over its bytes with the sign bit flipped,
+  // less 128 a byte (bytes past K are 0 and count as 128 too: the padded chunk is taken off).
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(is_signed ? 0 : 0x80));
+  const __m128i bias = _mm_set1_epi8(static_cast<char>(0x80));
+  __m128i sad[16];
+  for (auto &v : sad) v = _mm_setzero_si128();
+  for (size_t g = g0; g < groups; g += 4) {
+    const size_t k0 = 4 * g, have = K > k0 ? K - k0 : 0;
+    const size_t ng = std::min<size_t>(4, groups - g);
+    __m128i v[16];
+    for (size_t j = 0; j < 16; ++j) {
+      v[j] = src[j] != nullptr ? load_part(src[j] + k0, have, flip) : _mm_setzero_si128();
+      sad[j] = _mm_add_epi64(sad[j], _mm_sad_epu8(_mm_xor_si128(v[j], bias), _mm_setzero_si128()));
+    }
+    for (size_t q = 0; q < 4; ++q) {
+      const __m128i a = v[4 * q], bb = v[4 * q + 1], c = v[4 * q + 2], d = v[4 * q + 3];
+      const __m128i u0 = _mm_unpacklo_epi32(a, bb), u1 = _mm_unpacklo_epi32(c, d);
+      const __m128i u2 = _mm_unpackhi_epi32(a, bb), u3 = _mm_unpackhi_epi32(c, d);
+      const __m128i t[4] = {_mm_unpacklo_epi64(u0, u1), _mm_unpackhi_epi64(u0, u1),
+                            _mm_unpacklo_epi64(u2, u3), _mm_unpackhi_epi64(u2, u3)};
+      for (size_t i = 0; i < ng; ++i)
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(out + (g + i) * 64 + 16 * q), t[i]);
+    }
+  }
+  const uint64_t padded = static_cast<uint64_t>((groups - g0 + 3) / 4 * 16);
+  for (size_t j = 0; j < rows; ++j) {
+    const uint64_t total = static_cast<uint64_t>(_mm_cvtsi128_si64(sad[j])) +
+                           static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sad[j], sad[j])));
+    sums[j] += static_cast<uint32_t>(total - 128 * padded);
+  }
+#else
+  const uint8_t fl = is_signed ? 0 : 0x80;
+  for (size_t j = 0; j < 16; ++j)
+    for (size_t g = g0; g < groups; ++g)
+      for (size_t i = 0; i < 4; ++i) {
+        const size_t k = 4 * g + i;
+        const auto v = static_cast<int8_t>(src[j] != nullptr && k < K ? src[j][k] ^ fl : 0);
+        out[g * 64 + 4 * j + i] = v;
+        sums[j] += static_cast<uint32_t>(static_cast<int32_t>(v));
+      }
+#endif
+}
+
+constexpr size_t kPackBlock = 64;  // panels packed together (their column sums on the stack)
+
+}  // namespace
+
 void GemmB::pack_kn(const Context &ctx, int64_t k_count, int64_t n_count, bool is_signed,
                     const int32_t *zero_points, const uint8_t *b, size_t ld) {
   start_pack(*this, k_count, n_count, is_signed, zero_points);
-  // Blocks of 16 panels (256 columns) x 16 groups (64 rows): a row of B is a page away from the
-  // next when N is large, so each visit reads 256 of its bytes, not 16 (one panel at a time
-  // paid a TLB miss every 16 bytes: 0.16 of the copy bandwidth).
-  constexpr size_t kPanelBlock = 64, kGroupBlock = 16;
-  const size_t blocks = (panels + kPanelBlock - 1) / kPanelBlock;
-  const size_t grain = std::max<size_t>(1, panel_grain(*this) / kPanelBlock);
-  parallel_for(ctx.threads(), blocks, grain, [&](size_t q0, size_t q1) {
+  const kern::GemmKernel *k = ctx.kernels().gemm;
+  const kern::GemmPackFn fast = k != nullptr ? k->pack_kn : nullptr;
+  const size_t full_panels = static_cast<size_t>(N / kern::kGemmPanel);
+  const size_t full_groups = static_cast<size_t>(K / kern::kGemmGroup);
+  const uint8_t flip = is_signed ? 0 : 0x80;
+  // Blocks of 64 panels (1 KiB of each row of B) x 16 groups: a row is a page away from the
+  // next when N is large, so each visit of a row reads 1 KiB of it, not 16 bytes (one panel at
+  // a time paid a TLB miss every 16 bytes).
+  const size_t blocks = (panels + kPackBlock - 1) / kPackBlock;
+  parallel_for(ctx.threads(), blocks, 1, [&](size_t q0, size_t q1) {
     for (size_t q = q0; q < q1; ++q) {
-      const size_t pb = q * kPanelBlock, pe = std::min(panels, pb + kPanelBlock);
-#if defined(__SSE2__)
-      // Per group: rows 4g .. 4g + 3 of a panel's 16 columns (16 bytes each), interleaved into
-      // 16 columns x 4 bytes by two rounds of unpacks; column sums in int16 over a block of 16
-      // groups (at most 64 x 128), then int32.
-      const __m128i flip = _mm_set1_epi8(static_cast<char>(is_signed ? 0 : 0x80));
-      __m128i s32[kPanelBlock][4];
-      for (auto &v : s32) v[0] = v[1] = v[2] = v[3] = _mm_setzero_si128();
-      for (size_t g0 = 0; g0 < groups; g0 += kGroupBlock) {
-        const size_t g1 = std::min(groups, g0 + kGroupBlock);
-        for (size_t p = pb; p < pe; ++p) {
-          const auto n0 = static_cast<int64_t>(p) * kern::kGemmPanel;
-          const auto cols = static_cast<size_t>(std::min<int64_t>(kern::kGemmPanel, N - n0));
-          int8_t *out = data.data() + p * panel_stride();
-          __m128i s16lo = _mm_setzero_si128(), s16hi = _mm_setzero_si128();
-          for (size_t g = g0; g < g1; ++g) {
-            __m128i r[4];
-            const bool whole = cols == 16 && static_cast<int64_t>(4 * g + 4) <= K;
-            for (int i = 0; i < 4; ++i) {
-              const auto k = static_cast<int64_t>(4 * g) + i;
-              const uint8_t *src = b + static_cast<size_t>(k) * ld + static_cast<size_t>(n0);
-              r[i] = whole ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)), flip)
-                     : k < K ? load_part(src, cols, flip)
-                             : _mm_setzero_si128();
-              __m128i lo, hi;
-              widen_i8(r[i], lo, hi);
-              s16lo = _mm_add_epi16(s16lo, lo);
-              s16hi = _mm_add_epi16(s16hi, hi);
-            }
-            const __m128i t0 = _mm_unpacklo_epi8(r[0], r[1]), t1 = _mm_unpackhi_epi8(r[0], r[1]);
-            const __m128i t2 = _mm_unpacklo_epi8(r[2], r[3]), t3 = _mm_unpackhi_epi8(r[2], r[3]);
-            auto *o = reinterpret_cast<__m128i *>(out + g * 64);
-            _mm_storeu_si128(o, _mm_unpacklo_epi16(t0, t2));
-            _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(t0, t2));
-            _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(t1, t3));
-            _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(t1, t3));
-          }
-          __m128i *acc = s32[p - pb];
-          add_i16_to_i32(s16lo, acc[0], acc[1]);
-          add_i16_to_i32(s16hi, acc[2], acc[3]);
-        }
-      }
-      for (size_t p = pb; p < pe; ++p) {
-        const auto n0 = static_cast<int64_t>(p) * kern::kGemmPanel;
-        const auto cols = static_cast<size_t>(std::min<int64_t>(kern::kGemmPanel, N - n0));
-        uint32_t sums[16];
-        for (int i = 0; i < 4; ++i)
-          _mm_storeu_si128(reinterpret_cast<__m128i *>(sums + 4 * i), s32[p - pb][i]);
-        for (size_t j = 0; j < cols; ++j) finish_column(*this, n0 + static_cast<int64_t>(j), sums[j]);
-      }
-#else
-      const uint8_t fl = is_signed ? 0 : 0x80;
-      for (size_t p = pb; p < pe; ++p) {
-        const auto n0 = static_cast<int64_t>(p) * kern::kGemmPanel;
-        const auto cols = static_cast<size_t>(std::min<int64_t>(kern::kGemmPanel, N - n0));
-        int8_t *out = data.data() + p * panel_stride();
-        uint32_t sums[16] = {};
-        for (size_t g = 0; g < groups; ++g)
-          for (size_t j = 0; j < 16; ++j)
-            for (size_t i = 0; i < 4; ++i) {
-              const auto k = static_cast<int64_t>(4 * g + i);
-              const auto v = static_cast<int8_t>(
-                  k < K && j < cols ? b[static_cast<size_t>(k) * ld + static_cast<size_t>(n0) + j] ^ fl : 0);
-              out[g * 64 + 4 * j + i] = v;
-              sums[j] += static_cast<uint32_t>(static_cast<int32_t>(v));
-            }
-        for (size_t j = 0; j < cols; ++j) finish_column(*this, n0 + static_cast<int64_t>(j), sums[j]);
-      }
-#endif
+      const size_t pb = q * kPackBlock, pe = std::min(panels, pb + kPackBlock);
+      uint32_t sums[kPackBlock * 16] = {};
+      // The kernel's interior: whole panels and groups; the rest here.
+      const size_t fe = fast != nullptr && full_groups > 0 ? std::max(pb, std::min(pe, full_panels)) : pb;
+      if (fe > pb) fast(b, ld, pb, fe, full_groups, flip, data.data(), panel_stride(), sums);
+      for (size_t p = pb; p < fe; ++p)
+        if (full_groups < groups) kn_panel(*this, b, ld, is_signed, p, full_groups, groups, sums + (p - pb) * 16);
+      for (size_t g0 = 0; g0 < groups; g0 += 16)
+        for (size_t p = fe; p < pe; ++p)
+          kn_panel(*this, b, ld, is_signed, p, g0, std::min(groups, g0 + 16), sums + (p - pb) * 16);
+      for (size_t p = pb; p < pe; ++p)
+        for (int64_t j = 0; j < kern::kGemmPanel && static_cast<int64_t>(p) * kern::kGemmPanel + j < N; ++j)
+          finish_column(*this, static_cast<int64_t>(p) * kern::kGemmPanel + j, sums[(p - pb) * 16 + static_cast<size_t>(j)]);
     }
   });
 }
@@ -279,68 +337,23 @@ void GemmB::pack_kn(const Context &ctx, int64_t k_count, int64_t n_count, bool i
 void GemmB::pack_nk(const Context &ctx, int64_t k_count, int64_t n_count, bool is_signed,
                     const int32_t *zero_points, const uint8_t *w, size_t ld) {
   start_pack(*this, k_count, n_count, is_signed, zero_points);
-  const auto Kb = static_cast<size_t>(K);
-  parallel_for(ctx.threads(), panels, panel_grain(*this), [&](size_t p0, size_t p1) {
-    for (size_t p = p0; p < p1; ++p) {
-      const auto n0 = static_cast<int64_t>(p) * kern::kGemmPanel;
-      const auto rows = static_cast<size_t>(std::min<int64_t>(kern::kGemmPanel, N - n0));
-      int8_t *out = data.data() + p * panel_stride();
-      const uint8_t *src[16];
-      for (size_t j = 0; j < 16; ++j)
-        src[j] = j < rows ? w + (static_cast<size_t>(n0) + j) * ld : nullptr;
-#if defined(__SSE2__)
-      // Four groups (16 bytes) of each of the 16 rows at a time: four 4 x 4 transposes of
-      // dwords (unpacks of 32 and 64 bits) make groups g .. g + 3, 64 bytes each. A row's sum:
-      // psadbw over its bytes with the sign bit flipped, less 128 a byte.
-      const __m128i flip = _mm_set1_epi8(static_cast<char>(is_signed ? 0 : 0x80));
-      const __m128i bias = _mm_set1_epi8(static_cast<char>(0x80));
-      __m128i sad[16];
-      for (auto &v : sad) v = _mm_setzero_si128();
-      for (size_t g = 0; g < groups; g += 4) {
-        const size_t k0 = 4 * g, have = Kb > k0 ? Kb - k0 : 0;
-        const size_t ng = std::min<size_t>(4, groups - g);
-        __m128i v[16];
-        const bool whole = have >= 16 && rows == 16;
-        for (size_t j = 0; j < 16; ++j) {
-          v[j] = whole ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src[j] + k0)), flip)
-                 : src[j] != nullptr ? load_part(src[j] + k0, have, flip)
-                                     : _mm_setzero_si128();
-          // Bytes past K are 0 in v (b' = 0): they add 128 each to the psadbw sum, taken off
-          // below with the K * 128 of the real bytes.
-          sad[j] = _mm_add_epi64(sad[j], _mm_sad_epu8(_mm_xor_si128(v[j], bias), _mm_setzero_si128()));
-        }
-        for (size_t q = 0; q < 4; ++q) {
-          const __m128i a = v[4 * q], bb = v[4 * q + 1], c = v[4 * q + 2], d = v[4 * q + 3];
-          const __m128i u0 = _mm_unpacklo_epi32(a, bb), u1 = _mm_unpacklo_epi32(c, d);
-          const __m128i u2 = _mm_unpackhi_epi32(a, bb), u3 = _mm_unpackhi_epi32(c, d);
-          const __m128i t[4] = {_mm_unpacklo_epi64(u0, u1), _mm_unpackhi_epi64(u0, u1),
-                                _mm_unpacklo_epi64(u2, u3), _mm_unpackhi_epi64(u2, u3)};
-          for (size_t i = 0; i < ng; ++i)
-            _mm_storeu_si128(reinterpret_cast<__m128i *>(out + (g + i) * 64 + 16 * q), t[i]);
-        }
+  const kern::GemmKernel *k = ctx.kernels().gemm;
+  const kern::GemmPackFn fast = k != nullptr ? k->pack_nk : nullptr;
+  const size_t full_panels = static_cast<size_t>(N / kern::kGemmPanel);
+  const size_t groups8 = static_cast<size_t>(K / 32) * 8;  // whole steps of 8 groups
+  const uint8_t flip = is_signed ? 0 : 0x80;
+  parallel_for(ctx.threads(), panels, panel_grain(*this), [&](size_t c0, size_t c1) {
+    for (size_t pb = c0; pb < c1; pb += kPackBlock) {
+      const size_t pe = std::min(c1, pb + kPackBlock);
+      uint32_t sums[kPackBlock * 16] = {};
+      const size_t fe = fast != nullptr && groups8 > 0 ? std::max(pb, std::min(pe, full_panels)) : pb;
+      if (fe > pb) fast(w, ld, pb, fe, groups8, flip, data.data(), panel_stride(), sums);
+      for (size_t p = pb; p < pe; ++p) {
+        const size_t g0 = p < fe ? groups8 : 0;
+        if (g0 < groups) nk_panel(*this, w, ld, is_signed, p, g0, sums + (p - pb) * 16);
+        for (int64_t j = 0; j < kern::kGemmPanel && static_cast<int64_t>(p) * kern::kGemmPanel + j < N; ++j)
+          finish_column(*this, static_cast<int64_t>(p) * kern::kGemmPanel + j, sums[(p - pb) * 16 + static_cast<size_t>(j)]);
       }
-      for (size_t j = 0; j < rows; ++j) {
-        const uint64_t total = static_cast<uint64_t>(_mm_cvtsi128_si64(sad[j])) +
-                               static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sad[j], sad[j])));
-        // psadbw counted every byte of the padded groups as b' + 128.
-        const uint64_t padded = static_cast<uint64_t>((groups + 3) / 4 * 16);
-        finish_column(*this, n0 + static_cast<int64_t>(j),
-                      static_cast<uint32_t>(total - 128 * padded));
-      }
-#else
-      const uint8_t fl = is_signed ? 0 : 0x80;
-      for (size_t j = 0; j < 16; ++j) {
-        uint32_t sum = 0;
-        for (size_t g = 0; g < groups; ++g)
-          for (size_t i = 0; i < 4; ++i) {
-            const size_t k = 4 * g + i;
-            const auto v = static_cast<int8_t>(src[j] != nullptr && k < Kb ? src[j][k] ^ fl : 0);
-            out[g * 64 + 4 * j + i] = v;
-            sum += static_cast<uint32_t>(static_cast<int32_t>(v));
-          }
-        if (j < rows) finish_column(*this, n0 + static_cast<int64_t>(j), sum);
-      }
-#endif
     }
   });
 }
