@@ -72,7 +72,8 @@ using GemmEpilogueFn = void (*)(const GemmEpilogueArgs &e, const int32_t *acc, s
 
 // acc[r * ldc + j] = acc - zb[j] * row_sum[r] + col[j] * za[r] (modulo 2^32), for r < rows and
 // j < cols: the raw sums of a tile turned into exact accumulators (see above; src/ops/gemm.hpp).
-// zb null: every zb[j] is 0 (symmetric i8 weights), so that term is left out.
+// zb null: every zb[j] is 0 (symmetric i8 weights), so that term is left out and row_sum is not
+// read (the driver computes no row sums then).
 using GemmCorrectFn = void (*)(const int32_t *zb, const int32_t *col, int cols,
                                const int32_t *row_sum, const int32_t *za, int rows, int32_t *acc,
                                size_t ldc) noexcept;

@@ -434,7 +434,8 @@ inline void gemm_correct_avx2(const int32_t *zb, const int32_t *col, int cols,
                               size_t ldc) noexcept {
   for (int r = 0; r < rows; ++r) {
     int32_t *a = acc + static_cast<size_t>(r) * ldc;
-    const __m256i s = _mm256_set1_epi32(row_sum[r]), z = _mm256_set1_epi32(za[r]);
+    // (row sums exist only where the zero points of b do: zb not null)
+    const __m256i s = _mm256_set1_epi32(zb != nullptr ? row_sum[r] : 0), z = _mm256_set1_epi32(za[r]);
     int j = 0;
     for (; j + 8 <= cols; j += 8) {
       __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + j));
@@ -448,7 +449,7 @@ inline void gemm_correct_avx2(const int32_t *zb, const int32_t *col, int cols,
     for (; j < cols; ++j) {
       const uint32_t zbj = zb != nullptr ? static_cast<uint32_t>(zb[j]) : 0u;
       a[j] = static_cast<int32_t>(static_cast<uint32_t>(a[j]) -
-                                  zbj * static_cast<uint32_t>(row_sum[r]) +
+                                  zbj * static_cast<uint32_t>(zb != nullptr ? row_sum[r] : 0) +
                                   static_cast<uint32_t>(col[j]) * static_cast<uint32_t>(za[r]));
     }
   }

@@ -100,7 +100,7 @@ void gemm_pack_a(const GemmPlan &plan, int64_t m, const uint8_t *row, uint8_t *p
   const auto r = static_cast<size_t>(m % k.mr);
   const size_t groups = plan.row_bytes / kern::kGemmGroup;
   const auto stride = static_cast<size_t>(k.mr) * static_cast<size_t>(k.a_bytes);
-  *row_sum = static_cast<int32_t>(byte_sum(row, plan.row_bytes));
+  if (row_sum != nullptr) *row_sum = static_cast<int32_t>(byte_sum(row, plan.row_bytes));
   if (k.a_rows) {
     uint8_t *place = panel + r * kern::gemm_row_stride(groups);
     if (row != place) std::memcpy(place, row, plan.row_bytes);
@@ -364,7 +364,7 @@ void gemm_tile_correct(const GemmB &b, int64_t n0, int cols, const int32_t *row_
   const int32_t *zb = b.zb.data() + n0;
   const int32_t *col = b.col.data() + n0;
   for (int r = 0; r < rows; ++r) {
-    const auto s = static_cast<uint32_t>(row_sum[r]);
+    const auto s = b.zb_zero ? 0u : static_cast<uint32_t>(row_sum[r]);  // no sums without zb
     const auto z = static_cast<uint32_t>(za[r]);
     auto *a = reinterpret_cast<uint32_t *>(acc + static_cast<size_t>(r) * ldc);
     for (int j = 0; j < cols; ++j)

@@ -137,7 +137,8 @@ struct GemmPlan {
   size_t scratch_bytes() const noexcept { return workers * worker_bytes(); }
 };
 
-// Packs row m's a' values (row: row_bytes, zero past K) into its micro-panel; sets its sum. With
+// Packs row m's a' values (row: row_bytes, zero past K) into its micro-panel; sets its sum
+// unless row_sum is null (the sums serve only B's zero points: none for symmetric weights). With
 // a kernel whose A is rows (a_rows), row is already the row's place in the panel.
 void gemm_pack_a(const GemmPlan &plan, int64_t m, const uint8_t *row, uint8_t *panel,
                  int32_t *row_sum) noexcept;
@@ -187,7 +188,7 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
             const size_t from = m < plan.M ? plan.K : 0;
             if (plan.row_bytes > from) std::memset(dst + from, 0, plan.row_bytes - from);
             za[i] = m < plan.M ? source(m, dst) : 0;
-            gemm_pack_a(plan, m, dst, panel, row_sum + i);
+            gemm_pack_a(plan, m, dst, panel, b.zb_zero ? nullptr : row_sum + i);
           }
         packed = mi;
         std::memcpy(header, &packed, sizeof packed);
