@@ -220,8 +220,10 @@ inline __m512i halves_epi32(int32_t a, int32_t b) noexcept {
 }
 
 // PP features from p0 (all four for one or two rows; two for more, so that the 2 * MR * PP
-// sums stay in the 32 zmm registers).
-template <int MR, int PP>
+// sums stay in the 32 zmm registers). The code kind is a template parameter and a unit's chunks
+// are counted, not divided: the loop had a branch on the kind and an integer division per
+// 64-element chunk. A 4-bit group's two chunks (low and high nibbles) come from one load.
+template <WoCode Code, int MR, int PP>
 void int8_feat_vnni(const WoPanelArgs &w, const WoActs &a, int p0, float *out) noexcept {
   __m512 facc[MR][PP];
   __m512i iacc[MR][PP];
@@ -233,29 +235,53 @@ void int8_feat_vnni(const WoPanelArgs &w, const WoActs &a, int p0, float *out) n
   const __m512i nib = _mm512_set1_epi8(0x0F);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i nf4 = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(kNF4U8)));
-  const bool four_bit = w.code != WoCode::Byte;
+  constexpr bool four_bit = Code != WoCode::Byte;
+  // The u8 operand of a code byte or nibble.
+  auto operand = [&](__m512i v) {
+    if constexpr (Code == WoCode::NF4) return _mm512_shuffle_epi8(nf4, v);
+    else return v;
+  };
   // The zero point in the u8 operand's terms, when every block shares it.
-  const int32_t zk = w.code == WoCode::NF4 ? 128 : w.zp_const;
+  const int32_t zk = Code == WoCode::NF4 ? 128 : w.zp_const;
   const size_t nc = w.chunks;
-  size_t unit = 0;
-  for (size_t c = 0; c < nc; ++c) {
-    const uint8_t *src = four_bit ? w.codes + (c / 2) * P * 64 : w.codes + c * P * 64;
-    __m512i xq[MR];
-    for (int m = 0; m < MR; ++m) xq[m] = _mm512_loadu_si512(a.qx + m * a.qx_stride + 64 * c);
-    for (int p = 0; p < PP; ++p) {
-      const __m512i raw = _mm512_loadu_si512(src + (p0 + p) * 64);
-      __m512i u;
-      if (four_bit) {
-        u = (c & 1) ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), nib) : _mm512_and_si512(raw, nib);
-        if (w.code == WoCode::NF4) u = _mm512_shuffle_epi8(nf4, u);
-      } else {
-        u = _mm512_xor_si512(raw, flip);
+  for (size_t c = 0, unit = 0; c < nc; ++unit) {
+    const size_t cend = nc - c < w.unit_chunks ? nc : c + w.unit_chunks;
+    while (c < cend) {
+      if (four_bit && (c & 1) == 0 && c + 1 < cend) {  // both nibbles of a group
+        const uint8_t *src = w.codes + (c / 2) * P * 64;
+        __m512i x0[MR], x1[MR];
+        for (int m = 0; m < MR; ++m) {
+          x0[m] = _mm512_loadu_si512(a.qx + m * a.qx_stride + 64 * c);
+          x1[m] = _mm512_loadu_si512(a.qx + m * a.qx_stride + 64 * (c + 1));
+        }
+        for (int p = 0; p < PP; ++p) {
+          const __m512i raw = _mm512_loadu_si512(src + (p0 + p) * 64);
+          const __m512i lo = operand(_mm512_and_si512(raw, nib));
+          const __m512i hi = operand(_mm512_and_si512(_mm512_srli_epi16(raw, 4), nib));
+          for (int m = 0; m < MR; ++m) {
+            iacc[m][p] = _mm512_dpbusd_epi32(iacc[m][p], lo, x0[m]);
+            iacc[m][p] = _mm512_dpbusd_epi32(iacc[m][p], hi, x1[m]);
+          }
+        }
+        c += 2;
+        continue;
       }
-      for (int m = 0; m < MR; ++m) iacc[m][p] = _mm512_dpbusd_epi32(iacc[m][p], u, xq[m]);
+      const uint8_t *src = four_bit ? w.codes + (c / 2) * P * 64 : w.codes + c * P * 64;
+      __m512i xq[MR];
+      for (int m = 0; m < MR; ++m) xq[m] = _mm512_loadu_si512(a.qx + m * a.qx_stride + 64 * c);
+      for (int p = 0; p < PP; ++p) {
+        const __m512i raw = _mm512_loadu_si512(src + (p0 + p) * 64);
+        __m512i u;
+        if constexpr (four_bit)
+          u = operand((c & 1) ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), nib) : _mm512_and_si512(raw, nib));
+        else
+          u = _mm512_xor_si512(raw, flip);
+        for (int m = 0; m < MR; ++m) iacc[m][p] = _mm512_dpbusd_epi32(iacc[m][p], u, xq[m]);
+      }
+      ++c;
     }
-    if ((c + 1) % w.unit_chunks != 0 && c + 1 != nc) continue;
     // The unit ends: each lane's integer sum into its float sum.
-    const auto mk = static_cast<__mmask16>(c + 1 == nc ? w.last_unit_lanes : 0xFFFFu);
+    const auto mk = static_cast<__mmask16>(c == nc ? w.last_unit_lanes : 0xFFFFu);
     __m512i sums[MR], corr[MR];
     __m512 sxv[MR];
     for (int m = 0; m < MR; ++m) {
@@ -284,24 +310,32 @@ void int8_feat_vnni(const WoPanelArgs &w, const WoActs &a, int p0, float *out) n
         iacc[m][p] = _mm512_setzero_si512();
       }
     }
-    ++unit;
   }
   for (int m = 0; m < MR; ++m)
     for (int p = 0; p < PP; ++p) out[m * P + p0 + p] = reduce16(facc[m][p]);
 }
 
-template <int MR>
+template <WoCode Code, int MR>
 void int8_rows_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
   constexpr int PP = MR <= 2 ? P : 2;
-  for (int p0 = 0; p0 < P; p0 += PP) int8_feat_vnni<MR, PP>(w, a, p0, out);
+  for (int p0 = 0; p0 < P; p0 += PP) int8_feat_vnni<Code, MR, PP>(w, a, p0, out);
+}
+
+template <WoCode Code>
+void int8_code_vnni(const WoPanelArgs &w, const WoActs &a, size_t rows, float *out) noexcept {
+  switch (rows) {
+    case 1: return int8_rows_vnni<Code, 1>(w, a, out);
+    case 2: return int8_rows_vnni<Code, 2>(w, a, out);
+    case 3: return int8_rows_vnni<Code, 3>(w, a, out);
+    default: return int8_rows_vnni<Code, 4>(w, a, out);
+  }
 }
 
 inline void int8_vnni(const WoPanelArgs &w, const WoActs &a, size_t rows, float *out) noexcept {
-  switch (rows) {
-    case 1: return int8_rows_vnni<1>(w, a, out);
-    case 2: return int8_rows_vnni<2>(w, a, out);
-    case 3: return int8_rows_vnni<3>(w, a, out);
-    default: return int8_rows_vnni<4>(w, a, out);
+  switch (w.code) {
+    case WoCode::NF4: return int8_code_vnni<WoCode::NF4>(w, a, rows, out);
+    case WoCode::Byte: return int8_code_vnni<WoCode::Byte>(w, a, rows, out);
+    default: return int8_code_vnni<WoCode::Int4>(w, a, rows, out);
   }
 }
 

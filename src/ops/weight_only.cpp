@@ -40,7 +40,7 @@ using kern::kWoPanel;
 using kern::WoCode;
 
 constexpr size_t P = kWoPanel;
-constexpr size_t kStreams = 4;
+constexpr size_t kAhead = 3;  // panels requested ahead of the one being read (run_packed)
 // From this many rows on, the f32 mode dequantizes each panel once into a buffer and runs the
 // register-blocked float dot kernel over all rows (below, the fused kernel decodes per 4 rows).
 constexpr size_t kDequantRows = 8;
@@ -351,23 +351,20 @@ class PreparedWeightOnly final : public Prepared {
   void run_packed(const Context &ctx, size_t rows, Body &&body, float *out) const {
     const size_t N = static_cast<size_t>(N_);
     const size_t grain = std::max<size_t>(1, (size_t{1} << 15) / (static_cast<size_t>(K_) * P * std::min<size_t>(rows, 16)));
-    parallel_for(ctx.threads(), pw_.panels, grain, [&](size_t p0, size_t p1) {
+    // Each worker streams one contiguous range of panels (its own bytes, in memory order),
+    // requesting into L2 (prefetcht1) the panel kAhead places ahead. Measured on Zen 4 with the
+    // weights rotated through DRAM (one thread, 4096 x 4096 int4, W4A8): 1.1 ms with the next
+    // panel requested into L1 (136 lines at once, ahead of the loads that need them) and ranges
+    // of two panels, 0.51-0.53 ms this way; 0.74 ms with prefetcht2.
+    const size_t per_worker = (pw_.panels + static_cast<size_t>(ctx.threads()) - 1) /
+                              static_cast<size_t>(std::max(ctx.threads(), 1));
+    const size_t chunk = std::max(grain, per_worker);
+    parallel_for(ctx.threads(), pw_.panels, chunk, [&](size_t p0, size_t p1) {
       float o[kWoMaxRows * P];
-      // The worker's panels as kStreams interleaved sequential streams: one stream does not keep
-      // enough lines in flight to read at DRAM speed from one core (measured: 17 GB/s with
-      // one, 24 with four, on the machine of the README's table).
-      const size_t count = p1 - p0;
-      const size_t streams = std::min(kStreams, count);
-      const size_t per = (count + streams - 1) / streams;
-      for (size_t j = 0; j < per * streams; ++j) {
-        const size_t pn = p0 + (j % streams) * per + j / streams;
-        if (pn >= p1 || (j % streams) * per + j / streams >= count) continue;
-        if (j + 1 < per * streams) {  // and the next panel requested ahead
-          const size_t nx = (j + 1) % streams * per + (j + 1) / streams;
-          if (nx < count) {
-            const uint8_t *next = pw_.data.get() + (p0 + nx) * pw_.panel_stride;
-            for (size_t off = 0; off < pw_.panel_stride; off += 64) __builtin_prefetch(next + off);
-          }
+      for (size_t pn = p0; pn < p1; ++pn) {
+        if (pn + kAhead < p1) {
+          const uint8_t *next = pw_.data.get() + (pn + kAhead) * pw_.panel_stride;
+          for (size_t off = 0; off < pw_.panel_stride; off += 64) __builtin_prefetch(next + off, 0, 2);
         }
         const kern::WoPanelArgs a = pw_.panel(pn);
         for (size_t m0 = 0; m0 < rows; m0 += kWoMaxRows) {
