@@ -9,8 +9,8 @@ namespace qnt::simd {
 namespace {
 constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni512::kNP, 4,
                                  &kern::gemm_tile<kern::Vnni512>,
-                                  &kern::gemm_epilogue_avx2, nullptr, nullptr, 0,
-                                  &kern::gemm_correct_avx2, /*a_rows=*/true,
+                                  &kern::gemm_epilogue_avx512, nullptr, nullptr, 0,
+                                  &kern::gemm_correct_avx512, /*a_rows=*/true,
                                   &kern::gemm_pack_kn_avx2, &kern::gemm_pack_nk_avx2};
 constexpr kern::WoKernels kWo{"avx512_vnni", &kern::wo::f32_512, &kern::wo::int8_vnni,
                               &kern::wo::dot512, &kern::wo::dequant512};

@@ -509,7 +509,7 @@ inline void epi8(const GemmEpilogueArgs &e, const int32_t *acc, size_t c, uint8_
   _mm_storel_epi64(reinterpret_cast<__m128i *>(out), b);
 }
 
-void epilogue_row(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0, size_t n, uint8_t *y,
+inline void epilogue_row(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0, size_t n, uint8_t *y,
                   size_t i0) noexcept {
   const size_t size = e.mode == 0 || e.mode == 2 ? 4 : 1;
   size_t j = 0;
@@ -536,7 +536,7 @@ void epilogue_row(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0, size
   std::memcpy(y + (i0 + j) * size, out, rest * size);
 }
 
-void gemm_epilogue_avx2(const GemmEpilogueArgs &e, const int32_t *acc, size_t acc_ld, int rows,
+inline void gemm_epilogue_avx2(const GemmEpilogueArgs &e, const int32_t *acc, size_t acc_ld, int rows,
                         size_t c0, size_t n, uint8_t *y, size_t i0,
                         size_t y_ld) noexcept {
   GemmEpilogueArgs row = e;
@@ -544,6 +544,91 @@ void gemm_epilogue_avx2(const GemmEpilogueArgs &e, const int32_t *acc, size_t ac
     if (e.row_scales != nullptr) row.row_scale = e.row_scales[r];
     epilogue_row(row, acc + static_cast<size_t>(r) * acc_ld, c0, n, y,
                  i0 + static_cast<size_t>(r) * y_ld);
+  }
+}
+#endif
+
+#if defined(__AVX512BW__) && !defined(QNT_GEMM_EMULATED)
+// The same rules on 16 lanes (the avx512 and avx512_vnni tables), with masks for a row's last
+// columns instead of a staging buffer: lanes past n compute on zeros and are never stored.
+// vrndscaleps rounds ties to even by its immediate; max/min pass the second operand for a NaN
+// as their 256-bit forms do, and NaN lanes are then set to 0 (zy after the shift) the same way.
+inline __m512i epi_round_saturate16(__m512 v, const GemmEpilogueArgs &e) noexcept {
+  const __m512 r = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 lo = _mm512_set1_ps(static_cast<float>(e.qmin - e.zy));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(e.qmax - e.zy));
+  __m512 c = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
+  c = _mm512_mask_mov_ps(c, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_setzero_ps());
+  __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(c), _mm512_set1_epi32(e.zy));
+  if (e.relu) q = _mm512_max_epi32(q, _mm512_set1_epi32(e.zy));
+  return q;
+}
+
+// Sixteen elements (those of mask k), of channels c .. c + 16.
+inline void epi16(const GemmEpilogueArgs &e, const int32_t *acc, size_t c, __mmask16 k,
+                  uint8_t *out) noexcept {
+  __m512i a = _mm512_maskz_loadu_epi32(k, acc);
+  if (e.bias_i32 != nullptr) a = _mm512_add_epi32(a, _mm512_maskz_loadu_epi32(k, e.bias_i32 + c));
+  if (e.mode == 0) {
+    if (e.relu) a = _mm512_max_epi32(a, _mm512_setzero_si512());
+    _mm512_mask_storeu_epi32(out, k, a);
+    return;
+  }
+  __m512 m = _mm512_maskz_loadu_ps(k, e.multiplier + c);
+  if (e.mode == 2 && e.row_scale != 0.0f) m = _mm512_mul_ps(_mm512_set1_ps(e.row_scale), m);
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), m);
+  __m512i q;
+  if (e.mode == 1) {
+    q = epi_round_saturate16(v, e);
+  } else {
+    v = _mm512_add_ps(v, e.bias_f32 != nullptr ? _mm512_maskz_loadu_ps(k, e.bias_f32 + c)
+                                               : _mm512_setzero_ps());
+    if (e.mode == 2) {
+      if (e.relu)
+        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ),
+                               _mm512_setzero_ps());
+      // NaN: the canonical quiet NaN (rules::canonical_nan).
+      v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+                             _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+      _mm512_mask_storeu_ps(out, k, v);
+      return;
+    }
+    q = epi_round_saturate16(_mm512_div_ps(v, _mm512_set1_ps(e.sy)), e);
+  }
+  // Values in [qmin, qmax] (a byte's range): their low bytes are the outputs.
+  _mm512_mask_cvtepi32_storeu_epi8(out, k, q);
+}
+
+inline void gemm_epilogue_avx512(const GemmEpilogueArgs &e, const int32_t *acc, size_t acc_ld, int rows,
+                          size_t c0, size_t n, uint8_t *y, size_t i0, size_t y_ld) noexcept {
+  const size_t size = e.mode == 0 || e.mode == 2 ? 4 : 1;
+  GemmEpilogueArgs row = e;
+  for (int r = 0; r < rows; ++r) {
+    if (e.row_scales != nullptr) row.row_scale = e.row_scales[r];
+    const int32_t *a = acc + static_cast<size_t>(r) * acc_ld;
+    uint8_t *out = y + (i0 + static_cast<size_t>(r) * y_ld) * size;
+    for (size_t j = 0; j < n; j += 16) {
+      const auto k = static_cast<__mmask16>(n - j >= 16 ? 0xFFFFu : (1u << (n - j)) - 1u);
+      epi16(row, a + j, c0 + j, k, out + j * size);
+    }
+  }
+}
+
+// The zero-point correction (GemmCorrectFn) on 16 lanes, masked at a tile's last columns.
+inline void gemm_correct_avx512(const int32_t *zb, const int32_t *col, int cols,
+                                const int32_t *row_sum, const int32_t *za, int rows, int32_t *acc,
+                                size_t ldc) noexcept {
+  for (int j = 0; j < cols; j += 16) {
+    const auto k = static_cast<__mmask16>(cols - j >= 16 ? 0xFFFFu : (1u << (cols - j)) - 1u);
+    const __m512i cv = _mm512_maskz_loadu_epi32(k, col + j);
+    const __m512i zbv = zb != nullptr ? _mm512_maskz_loadu_epi32(k, zb + j) : _mm512_setzero_si512();
+    for (int r = 0; r < rows; ++r) {
+      int32_t *a = acc + static_cast<size_t>(r) * ldc + j;
+      __m512i v = _mm512_maskz_loadu_epi32(k, a);
+      if (zb != nullptr) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(zbv, _mm512_set1_epi32(row_sum[r])));
+      v = _mm512_add_epi32(v, _mm512_mullo_epi32(cv, _mm512_set1_epi32(za[r])));
+      _mm512_mask_storeu_epi32(a, k, v);
+    }
   }
 }
 #endif
