@@ -161,6 +161,13 @@ void finish_column(GemmB &g, int64_t n, uint32_t sum) {
       static_cast<uint32_t>(g.K) * static_cast<uint32_t>(g.zb[static_cast<size_t>(n)]) - sum);
 }
 
+// The columns of panel p (those inside N) from their sums.
+void finish_panel(GemmB &g, size_t p, const uint32_t *sums) {
+  const auto n0 = static_cast<int64_t>(p) * kern::kGemmPanel;
+  for (int64_t j = 0; j < kern::kGemmPanel && n0 + j < g.N; ++j)
+    finish_column(g, n0 + j, sums[j]);
+}
+
 // Panels per task: about 64 KiB of packed B.
 size_t panel_grain(const GemmB &g) {
   return std::max<size_t>(1, (size_t{1} << 16) / std::max<size_t>(1, g.panel_stride()));
@@ -327,9 +334,7 @@ void GemmB::pack_kn(const Context &ctx, int64_t k_count, int64_t n_count, bool i
       for (size_t g0 = 0; g0 < groups; g0 += 16)
         for (size_t p = fe; p < pe; ++p)
           kn_panel(*this, b, ld, is_signed, p, g0, std::min(groups, g0 + 16), sums + (p - pb) * 16);
-      for (size_t p = pb; p < pe; ++p)
-        for (int64_t j = 0; j < kern::kGemmPanel && static_cast<int64_t>(p) * kern::kGemmPanel + j < N; ++j)
-          finish_column(*this, static_cast<int64_t>(p) * kern::kGemmPanel + j, sums[(p - pb) * 16 + static_cast<size_t>(j)]);
+      for (size_t p = pb; p < pe; ++p) finish_panel(*this, p, sums + (p - pb) * 16);
     }
   });
 }
@@ -351,8 +356,7 @@ void GemmB::pack_nk(const Context &ctx, int64_t k_count, int64_t n_count, bool i
       for (size_t p = pb; p < pe; ++p) {
         const size_t g0 = p < fe ? groups8 : 0;
         if (g0 < groups) nk_panel(*this, w, ld, is_signed, p, g0, sums + (p - pb) * 16);
-        for (int64_t j = 0; j < kern::kGemmPanel && static_cast<int64_t>(p) * kern::kGemmPanel + j < N; ++j)
-          finish_column(*this, static_cast<int64_t>(p) * kern::kGemmPanel + j, sums[(p - pb) * 16 + static_cast<size_t>(j)]);
+        finish_panel(*this, p, sums + (p - pb) * 16);
       }
     }
   });
