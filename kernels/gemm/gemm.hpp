@@ -88,6 +88,13 @@ using GemmPackFn = void (*)(const uint8_t *src, size_t ld, size_t p0, size_t p1,
                             uint8_t flip, int8_t *data, size_t panel_stride,
                             uint32_t *colsum) noexcept;
 
+// Depthwise convolution (src/ops/conv.cpp), one output pixel: acc[c] = the sum over its taps t
+// of (x[t][c] - zx) * w[t * C + c] for the C channels (x[t]: the tap's input pixel, null outside
+// the image; i8 when is_signed, else u8; w: each tap's weights less their zero points), wrapping
+// modulo 2^32 (kernels/gemm/depthwise.hpp).
+using GemmDepthwiseFn = void (*)(const uint8_t *const *x, size_t taps, bool is_signed, int32_t zx,
+                                 const int16_t *w, size_t C, int32_t *acc) noexcept;
+
 struct GemmKernel {
   const char *name;
   int mr;       // rows of A per micro-tile
@@ -107,6 +114,7 @@ struct GemmKernel {
   bool a_rows = false;              // packed A as plain rows (a_bytes 4; see above)
   GemmPackFn pack_kn = nullptr;     // null: the driver's SSE2 / portable packers
   GemmPackFn pack_nk = nullptr;
+  GemmDepthwiseFn depthwise = nullptr;  // null: depthwise convs run as grouped GEMMs
 };
 
 // The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.

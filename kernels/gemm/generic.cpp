@@ -1,5 +1,6 @@
 // The portable GEMM micro-tile: plain C++ over the packed layouts of gemm.hpp, in uint32 so
 // that the wrap-around is defined; the compiler vectorizes it for the base ISA (SSE2, NEON).
+#include "kernels/gemm/depthwise.hpp"
 #include "kernels/gemm/gemm.hpp"
 
 namespace qnt::kern {
@@ -30,6 +31,8 @@ void generic_tile(const uint8_t *a, const int8_t *b, size_t panel_stride, size_t
 
 }  // namespace
 
-const GemmKernel kGenericGemm{"generic", kMR, 1, 4, &generic_tile, nullptr, nullptr, nullptr, 0};
+const GemmKernel kGenericGemm{"generic", kMR,    1,       4,        &generic_tile, nullptr,
+                               nullptr,   nullptr, 0,       nullptr,  false,         nullptr,
+                               nullptr,   &depthwise};
 
 }  // namespace qnt::kern

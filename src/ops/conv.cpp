@@ -146,6 +146,20 @@ class PreparedConv final : public Prepared {
     w_.K = Cg * KH * KW;
     w_.is_signed = w.info().is_signed;
     w_.scales = pw.scales;
+    if (kernel_ != nullptr && kernel_->depthwise != nullptr && Cg == 1 && g_.groups == M) {
+      // Depthwise (one filter per channel): each tap's weights less their zero points, [tap][m]
+      // as int16 (|w - zw| <= 255), for the direct kernel.
+      const int64_t taps = KH * KW;
+      dw_.resize(static_cast<size_t>(taps * M));
+      const uint8_t *wd = w.data();
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t t = 0; t < taps; ++t) {
+          const uint8_t b = wd[m * taps + t];
+          const int32_t v = w_.is_signed ? static_cast<int32_t>(static_cast<int8_t>(b)) : b;
+          dw_[static_cast<size_t>(t * M + m)] = static_cast<int16_t>(v - pw.zero_points[static_cast<size_t>(m)]);
+        }
+      return;
+    }
     if (kernel_ != nullptr) {
       // One packed B per group: K in (kh, kw, c) order, the order of an NHWC window.
       const int64_t G = g_.groups, Mg = M / G;
@@ -165,7 +179,7 @@ class PreparedConv final : public Prepared {
   }
 
   size_t packed_size() const noexcept override {
-    size_t n = w_.bytes() + bias_.bytes();
+    size_t n = w_.bytes() + bias_.bytes() + 2 * dw_.size();
     for (const GemmB &f : fast_) n += f.bytes();
     return n;
   }
@@ -200,7 +214,9 @@ class PreparedConv final : public Prepared {
         make_epilogue(mode, y.qparams().get(), bias_, sx, scales ? w_.scales : std::vector<float>(),
                       relu_, kernel_);
     const int32_t zx = x.qparams() ? x.qparams()->zero_points()[0] : 0;
-    if (kernel_ != nullptr)
+    if (!dw_.empty())
+      run_depthwise(ctx, s, x, zx, epi, y);
+    else if (kernel_ != nullptr)
       run_fast(ctx, s, x, zx, epi, y);
     else
       run_reference(ctx, s, x, zx, epi, y);
@@ -211,17 +227,16 @@ class PreparedConv final : public Prepared {
     int64_t N, C, H, W, M, OH, OW;
   };
 
-  // Implicit GEMM per group: rows are output pixels, K their (kh, kw, c) window in an NHWC
-  // image (NCHW x is first transposed into the workspace), columns the group's filters.
-  void run_fast(const Context &ctx, const Shape &s, const Tensor &x, int32_t zx,
-                const Epilogue &epi, Tensor &y) const {
-    const int64_t G = g_.groups, Cg = s.C / G, Mg = s.M / G, KH = wdims_[2], KW = wdims_[3];
-    const int64_t P = s.OH * s.OW, rows = s.N * P;
-    const GemmPlan plan(*kernel_, fast_[0], rows, ctx.threads());
-    // NCHW: x transposed to NHWC in the workspace first, y made NHWC there and transposed last.
+  // Runs body(x, y, work) over NHWC data: an NCHW x is first transposed into the workspace, y
+  // made NHWC there and transposed last (16 x 16 byte transposes, in parallel); work is
+  // `work_bytes` more of the workspace.
+  template <class Body>
+  void in_nhwc(const Context &ctx, const Shape &s, const Tensor &x, Tensor &y, size_t work_bytes,
+               Body &&body) const {
+    const int64_t P = s.OH * s.OW;
     const size_t x_bytes = g_.nhwc ? 0 : (x.byte_size() + 63) / 64 * 64;
     const size_t y_bytes = g_.nhwc ? 0 : (y.byte_size() + 63) / 64 * 64;
-    Scratch scratch(ctx, x_bytes + y_bytes + plan.scratch_bytes());
+    Scratch scratch(ctx, x_bytes + y_bytes + work_bytes);
     const uint8_t *xin = x.data();
     const int64_t HW = s.H * s.W;
     if (!g_.nhwc) {
@@ -238,42 +253,9 @@ class PreparedConv final : public Prepared {
       });
       xin = t;
     }
-    const bool is_signed = x.info().is_signed;
-    const uint8_t flip = is_signed ? 0x80 : 0;
-    const auto pad = static_cast<uint8_t>((static_cast<uint32_t>(zx) & 0xFFu) ^ flip);
-    const int32_t za = zx + (is_signed ? 128 : 0);
-    const auto cg = static_cast<size_t>(Cg);
     const size_t y_size = static_cast<size_t>(y.info().bits / 8);
     uint8_t *yd = g_.nhwc ? y.data() : scratch.data() + x_bytes;  // NHWC, [N, OH, OW, M]
-    for (int64_t gi = 0; gi < G; ++gi) {
-      auto source = [&](int64_t m, uint8_t *row) {
-        const int64_t img = m / P, p = m % P, oh = p / s.OW, ow = p % s.OW;
-        for (int64_t i = 0; i < KH; ++i) {
-          const int64_t h = oh * g_.stride_h - g_.pad_top + i * g_.dilation_h;
-          for (int64_t j = 0; j < KW; ++j) {
-            const int64_t w = ow * g_.stride_w - g_.pad_left + j * g_.dilation_w;
-            uint8_t *dst = row + (i * KW + j) * Cg;
-            if (h < 0 || h >= s.H || w < 0 || w >= s.W) {
-              if (cg > 0) std::memset(dst, pad, cg);
-              continue;
-            }
-            const uint8_t *src = xin + ((img * s.H + h) * s.W + w) * s.C + gi * Cg;
-            if (is_signed)
-              for (size_t c = 0; c < cg; ++c) dst[c] = static_cast<uint8_t>(src[c] ^ 0x80u);
-            else if (cg > 0)
-              std::memcpy(dst, src, cg);
-          }
-        }
-        return za;
-      };
-      auto tile = [&](int64_t m0, int n_rows, int64_t n0, int cols, const int32_t *acc,
-                      size_t ldc) {
-        epi.block(acc, ldc, n_rows, static_cast<size_t>(gi * Mg + n0), static_cast<size_t>(cols),
-                  yd, static_cast<size_t>(m0 * s.M + gi * Mg + n0), static_cast<size_t>(s.M));
-      };
-      gemm_run(ctx, plan, fast_[static_cast<size_t>(gi)], scratch.data() + x_bytes + y_bytes,
-               source, tile);
-    }
+    body(xin, yd, scratch.data() + x_bytes + y_bytes);
     if (!g_.nhwc) {
       const auto images = static_cast<size_t>(s.N);
       const auto strips = static_cast<size_t>((P + 255) / 256);
@@ -289,6 +271,90 @@ class PreparedConv final : public Prepared {
         }
       });
     }
+  }
+
+  // Implicit GEMM per group: rows are output pixels, K their (kh, kw, c) window in an NHWC
+  // image, columns the group's filters.
+  void run_fast(const Context &ctx, const Shape &s, const Tensor &x, int32_t zx,
+                const Epilogue &epi, Tensor &y) const {
+    const int64_t G = g_.groups, Cg = s.C / G, Mg = s.M / G, KH = wdims_[2], KW = wdims_[3];
+    const int64_t P = s.OH * s.OW, rows = s.N * P;
+    const GemmPlan plan(*kernel_, fast_[0], rows, ctx.threads());
+    const bool is_signed = x.info().is_signed;
+    const uint8_t flip = is_signed ? 0x80 : 0;
+    const auto pad = static_cast<uint8_t>((static_cast<uint32_t>(zx) & 0xFFu) ^ flip);
+    const int32_t za = zx + (is_signed ? 128 : 0);
+    const auto cg = static_cast<size_t>(Cg);
+    in_nhwc(ctx, s, x, y, plan.scratch_bytes(), [&](const uint8_t *xin, uint8_t *yd, uint8_t *work) {
+      for (int64_t gi = 0; gi < G; ++gi) {
+        auto source = [&](int64_t m, uint8_t *row) {
+          const int64_t img = m / P, p = m % P, oh = p / s.OW, ow = p % s.OW;
+          for (int64_t i = 0; i < KH; ++i) {
+            const int64_t h = oh * g_.stride_h - g_.pad_top + i * g_.dilation_h;
+            for (int64_t j = 0; j < KW; ++j) {
+              const int64_t w = ow * g_.stride_w - g_.pad_left + j * g_.dilation_w;
+              uint8_t *dst = row + (i * KW + j) * Cg;
+              if (h < 0 || h >= s.H || w < 0 || w >= s.W) {
+                if (cg > 0) std::memset(dst, pad, cg);
+                continue;
+              }
+              const uint8_t *src = xin + ((img * s.H + h) * s.W + w) * s.C + gi * Cg;
+              if (is_signed)
+                for (size_t c = 0; c < cg; ++c) dst[c] = static_cast<uint8_t>(src[c] ^ 0x80u);
+              else if (cg > 0)
+                std::memcpy(dst, src, cg);
+            }
+          }
+          return za;
+        };
+        auto tile = [&](int64_t m0, int n_rows, int64_t n0, int cols, const int32_t *acc,
+                        size_t ldc) {
+          epi.block(acc, ldc, n_rows, static_cast<size_t>(gi * Mg + n0), static_cast<size_t>(cols),
+                    yd, static_cast<size_t>(m0 * s.M + gi * Mg + n0), static_cast<size_t>(s.M));
+        };
+        gemm_run(ctx, plan, fast_[static_cast<size_t>(gi)], work, source, tile);
+      }
+    });
+  }
+
+  // Depthwise (groups == C == M): per output pixel, the kernel set's depthwise kernel sums
+  // (x - zx) * (w - zw) over the taps inside the image for all channels at once (taps outside
+  // hold zx: they add nothing); blocks of 16 pixels then go through the epilogue.
+  void run_depthwise(const Context &ctx, const Shape &s, const Tensor &x, int32_t zx,
+                     const Epilogue &epi, Tensor &y) const {
+    const int64_t KH = wdims_[2], KW = wdims_[3];
+    const auto C = static_cast<size_t>(s.C);
+    constexpr size_t kPixels = 16;
+    const size_t pixels = static_cast<size_t>(s.N * s.OH * s.OW);
+    const size_t blocks = (pixels + kPixels - 1) / kPixels;
+    const size_t workers = parallel_workers(ctx.threads(), blocks, 1);
+    const bool is_signed = x.info().is_signed;
+    in_nhwc(ctx, s, x, y, workers * kPixels * C * 4, [&](const uint8_t *xin, uint8_t *yd, uint8_t *work) {
+      parallel_for_workers(ctx.threads(), blocks, 1, [&](size_t b0, size_t b1, size_t wk) {
+        auto *acc = reinterpret_cast<int32_t *>(work) + wk * kPixels * C;
+        std::vector<const uint8_t *> taps(static_cast<size_t>(KH * KW));
+        for (size_t b = b0; b < b1; ++b) {
+          const size_t p0 = b * kPixels, n = std::min(kPixels, pixels - p0);
+          for (size_t r = 0; r < n; ++r) {
+            const auto pix = static_cast<int64_t>(p0 + r);
+            const int64_t img = pix / (s.OH * s.OW), p = pix % (s.OH * s.OW);
+            const int64_t oh = p / s.OW, ow = p % s.OW;
+            for (int64_t i = 0; i < KH; ++i) {
+              const int64_t h = oh * g_.stride_h - g_.pad_top + i * g_.dilation_h;
+              for (int64_t j = 0; j < KW; ++j) {
+                const int64_t w = ow * g_.stride_w - g_.pad_left + j * g_.dilation_w;
+                taps[static_cast<size_t>(i * KW + j)] =
+                    h < 0 || h >= s.H || w < 0 || w >= s.W
+                        ? nullptr
+                        : xin + static_cast<size_t>((img * s.H + h) * s.W + w) * C;
+              }
+            }
+            kernel_->depthwise(taps.data(), taps.size(), is_signed, zx, dw_.data(), C, acc + r * C);
+          }
+          epi.block(acc, C, static_cast<int>(n), 0, C, yd, p0 * C, C);
+        }
+      });
+    });
   }
 
   void run_reference(const Context &ctx, const Shape &s, const Tensor &x, int32_t zx,
@@ -371,6 +437,7 @@ class PreparedConv final : public Prepared {
   std::shared_ptr<const QParams> wq_;
   PackedWeights w_;  // the reference path's weights (fast path: K, scales only)
   std::vector<GemmB> fast_;  // the fast path's, one per group
+  std::vector<int16_t> dw_;  // depthwise: w - zw as [tap][channel] (then fast_ is empty)
   Bias bias_;
 };
 

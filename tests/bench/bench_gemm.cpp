@@ -301,12 +301,12 @@ void bench_conv(int threads, double limit) {
   check(qnt_context_create(&ctx), "ctx");
   check(qnt_context_set_num_threads(ctx, threads), "threads");
   struct Shape {
-    int64_t C, H;
+    int64_t C, H, G;  // G: groups (G == C: depthwise)
   };
-  for (const Shape s : {Shape{64, 56}, Shape{256, 14}}) {
-    const int64_t C = s.C, H = s.H, W = s.H, M = s.C;
+  for (const Shape s : {Shape{64, 56, 1}, Shape{256, 14, 1}, Shape{256, 28, 256}}) {
+    const int64_t C = s.C, H = s.H, W = s.H, M = s.C, G = s.G, Cg = C / G;
     const auto xv = random_bytes(static_cast<size_t>(C * H * W), 7);
-    const auto wv = random_bytes(static_cast<size_t>(M * C * 9), 8);
+    const auto wv = random_bytes(static_cast<size_t>(M * Cg * 9), 8);
     std::vector<float> sw(static_cast<size_t>(M), 0.003f), bv(static_cast<size_t>(M), 0.1f);
     std::vector<int32_t> zw(static_cast<size_t>(M), 0);
     qnt_qparams *wq = nullptr, *xq = nullptr, *yq = nullptr;
@@ -314,7 +314,7 @@ void bench_conv(int threads, double limit) {
     check(qnt_qparams_create_per_tensor(QNT_DTYPE_U8, 0.02f, 128, &xq), "xq");
     check(qnt_qparams_create_per_tensor(QNT_DTYPE_U8, 0.1f, 100, &yq), "yq");
     Tensor w, bias;
-    w.t = make(QNT_DTYPE_I8, {M, C, 3, 3}, wq, wv.data(), wv.size());
+    w.t = make(QNT_DTYPE_I8, {M, Cg, 3, 3}, wq, wv.data(), wv.size());
     bias.t = make(QNT_DTYPE_F32, {M}, nullptr, bv.data(), 4 * bv.size());
     double qt[2] = {0, 0};
     for (int layout : {QNT_LAYOUT_NCHW, QNT_LAYOUT_NHWC}) {
@@ -323,6 +323,7 @@ void bench_conv(int threads, double limit) {
       for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
         check(qnt_op_desc_set(d, k, 1), "pad");
       check(qnt_op_desc_set(d, QNT_OP_LAYOUT, layout), "layout");
+      check(qnt_op_desc_set(d, QNT_OP_GROUPS, G), "groups");
       const bool nhwc = layout == QNT_LAYOUT_NHWC;
       Tensor x, y;
       x.t = make(QNT_DTYPE_U8, nhwc ? std::vector<int64_t>{1, H, W, C} : std::vector<int64_t>{1, C, H, W},
@@ -337,7 +338,8 @@ void bench_conv(int threads, double limit) {
     // oneDNN: NHWC u8 in and out, s8 weights in its layout, per-channel scales, f32 bias.
     engine eng(engine::kind::cpu, 0);
     stream st(eng);
-    memory::desc src({1, C, H, W}, dt::u8, tag::nhwc), wts({M, C, 3, 3}, dt::s8, tag::any),
+    const memory::dims wdims = G == 1 ? memory::dims{M, C, 3, 3} : memory::dims{G, M / G, Cg, 3, 3};
+    memory::desc src({1, C, H, W}, dt::u8, tag::nhwc), wts(wdims, dt::s8, tag::any),
         bmd({M}, dt::f32, tag::a), dst({1, M, H, W}, dt::u8, tag::nhwc);
     primitive_attr attr;
     attr.set_output_scales(1 << 1, std::vector<float>(static_cast<size_t>(M), 0.02f * 0.003f / 0.1f));
@@ -346,7 +348,7 @@ void bench_conv(int threads, double limit) {
     convolution_forward::primitive_desc pd(cd, attr, eng);
     memory sm(src, eng), dm(dst, eng), bm(bmd, eng), wm(pd.weights_desc(), eng);
     std::memcpy(sm.get_data_handle(), xv.data(), xv.size());
-    memory wu({{M, C, 3, 3}, dt::s8, tag::oihw}, eng);
+    memory wu({wdims, dt::s8, G == 1 ? tag::oihw : tag::goihw}, eng);
     std::memcpy(wu.get_data_handle(), wv.data(), wv.size());
     reorder(wu, wm).execute(st, wu, wm);
     convolution_forward conv(pd);
@@ -355,8 +357,9 @@ void bench_conv(int threads, double limit) {
       conv.execute(st, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, dm}});
       st.wait();
     });
-    const double ops = 2.0 * M * C * 9 * H * W;
-    const std::string shape = std::to_string(C) + "->" + std::to_string(M) + " " + std::to_string(H) + "^2 3x3";
+    const double ops = 2.0 * M * Cg * 9 * H * W;
+    const std::string shape = std::to_string(C) + "->" + std::to_string(M) + " " + std::to_string(H) +
+                              "^2 3x3" + (G == C ? " depthwise" : "");
     row("conv_nhwc " + shape, threads, qt[1], "onednn_nhwc", ds, ops, limit);
     row("conv_nchw " + shape, threads, qt[0], "onednn_nhwc", ds, ops, limit);
     qnt_qparams_destroy(wq);
