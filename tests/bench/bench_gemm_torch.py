@@ -36,10 +36,10 @@ def torch_times(quick):
             out[("linear_dynamic_f32", m, threads)] = best(lambda: lin(x), budget)
             qx = torch.quantize_per_tensor(x, 0.02, 128, torch.quint8)
             out[("linear_static_u8", m, threads)] = best(lambda: slin(qx), budget)
-        for c, h in ((64, 56), (256, 14)):
-            conv = nnq.Conv2d(c, c, 3, padding=1)
+        for c, h, groups in ((64, 56, 1), (256, 14, 1), (256, 28, 256)):
+            conv = nnq.Conv2d(c, c, 3, padding=1, groups=groups)
             qx = torch.quantize_per_tensor(torch.randn(1, c, h, h), 0.02, 128, torch.quint8)
-            out[("conv_nchw", c, threads)] = best(lambda: conv(qx), budget)
+            out[("conv_nchw", c, h, groups > 1, threads)] = best(lambda: conv(qx), budget)
     return out
 
 
@@ -64,8 +64,10 @@ def main():
         name = work.split(" ")[0]
         if name in ("linear_dynamic_f32", "linear_static_u8"):
             key = (name, int(work.split(" ")[1][1:]), threads)
-        elif name == "conv_nchw":
-            key = (name, int(work.split(" ")[1].split("->")[0]), threads)
+        elif name == "conv_nchw":  # "conv_nchw C->M H^2 3x3[ depthwise]"
+            parts = work.split(" ")
+            key = (name, int(parts[1].split("->")[0]), int(parts[2].split("^")[0]),
+                   "depthwise" in parts, threads)
         t = tt.get(key) if key else None
         torch_cols = f"{t * 1e3:.3f} | {t / qs:.2f}" if t else "— | —"
         share = f"{gops / limit:.2f}" if limit > 0 and peer != "roofline" else "—"
