@@ -1,7 +1,6 @@
 // The xsimd kernels (kernels/simd/kernels.hpp) and the GEMM tile (kernels/gemm/tiles_x86.hpp)
 // instantiated for AVX-512 (F, BW, VL); this translation unit is compiled with its own -m flags
 // and runs only where the CPU and the OS support them.
-#include "kernels/gemm/depthwise.hpp"
 #include "kernels/gemm/tiles_x86.hpp"
 #include "kernels/simd/kernels.hpp"
 #include "kernels/simd/tables.hpp"
@@ -13,7 +12,7 @@ constexpr kern::GemmKernel kGemm{"avx512", kern::Split512::kMR, kern::Split512::
                                  &kern::gemm_tile<kern::Split512>, &kern::gemm_epilogue_avx512,
                                  nullptr, nullptr, 0, &kern::gemm_correct_avx512, false,
                                  &kern::gemm_pack_kn_avx2, &kern::gemm_pack_nk_avx2,
-                                 &kern::depthwise};
+                                 &kern::depthwise_avx512};
 // The f32 weight-only kernel with 16-entry vpermps; the int8 mode keeps AVX2's vpmaddubsw.
 constexpr kern::WoKernels kWo{"avx512", &kern::wo::f32_512, &kern::wo::int8_256,
                               &kern::wo::dot512, &kern::wo::dequant512};

@@ -1,7 +1,6 @@
 // The AVX-512 VNNI table: the GEMM tile with vpdpbusd (kernels/gemm/tiles_x86.hpp); every
 // other entry is left to the AVX-512 table. Compiled with its own -m flags; runs only where the
 // CPU and the OS support them.
-#include "kernels/gemm/depthwise.hpp"
 #include "kernels/gemm/tiles_x86.hpp"
 #include "kernels/simd/tables.hpp"
 #include "kernels/wo/wo_x86.hpp"
@@ -13,7 +12,7 @@ constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni51
                                   &kern::gemm_epilogue_avx512, nullptr, nullptr, 0,
                                   &kern::gemm_correct_avx512, /*a_rows=*/true,
                                   &kern::gemm_pack_kn_avx2, &kern::gemm_pack_nk_avx2,
-                                  &kern::depthwise};
+                                  &kern::depthwise_avx512};
 constexpr kern::WoKernels kWo{"avx512_vnni", &kern::wo::f32_512, &kern::wo::int8_vnni,
                               &kern::wo::dot512, &kern::wo::dequant512};
 constexpr kern::KernelTable make() {

@@ -614,6 +614,48 @@ inline void gemm_epilogue_avx512(const GemmEpilogueArgs &e, const int32_t *acc, 
   }
 }
 
+// Depthwise (GemmDepthwiseFn) on 32 channels at a time: x and w widened to int16 (x - zx and
+// w - zw within +-255), taps taken in pairs and interleaved per channel by vpunpck{l,h}wd, so
+// that one vpmaddwd adds two taps' products into each channel's int32 sum (at most 2 * 255 *
+// 255: exact; vpaddd wraps as the rule says). The unpacks order the sums by 128-bit lane
+// (channels 8L .. 8L + 3 in one vector, 8L + 4 .. 8L + 7 in the other), put back in channel
+// order by vpermt2d once per 32 channels. A missing tap (outside the image) is a zero vector.
+inline void depthwise_avx512(const uint8_t *const *x, size_t taps, bool is_signed, int32_t zx,
+                             const int16_t *w, size_t C, int32_t *acc) noexcept {
+  const __m512i z = _mm512_set1_epi16(static_cast<int16_t>(zx));
+  const __m512i lo_idx = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i hi_idx =
+      _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  for (size_t c0 = 0; c0 < C; c0 += 32) {
+    const size_t n = C - c0 < 32 ? C - c0 : 32;
+    const auto k = static_cast<__mmask32>(n == 32 ? 0xFFFFFFFFu : (1u << n) - 1u);
+    // A tap's x - zx as int16 (0 for lanes past n and for taps outside the image).
+    auto xv = [&](size_t t) {
+      if (t >= taps || x[t] == nullptr) return _mm512_setzero_si512();
+      const __m256i b = _mm256_maskz_loadu_epi8(k, x[t] + c0);
+      const __m512i v = is_signed ? _mm512_cvtepi8_epi16(b) : _mm512_cvtepu8_epi16(b);
+      return _mm512_maskz_sub_epi16(k, v, z);
+    };
+    auto wv = [&](size_t t) {
+      return t < taps ? _mm512_maskz_loadu_epi16(k, w + t * C + c0) : _mm512_setzero_si512();
+    };
+    __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+    for (size_t t = 0; t < taps; t += 2) {
+      const __m512i x0 = xv(t), x1 = xv(t + 1), w0 = wv(t), w1 = wv(t + 1);
+      a0 = _mm512_add_epi32(a0, _mm512_madd_epi16(_mm512_unpacklo_epi16(x0, x1),
+                                                   _mm512_unpacklo_epi16(w0, w1)));
+      a1 = _mm512_add_epi32(a1, _mm512_madd_epi16(_mm512_unpackhi_epi16(x0, x1),
+                                                   _mm512_unpackhi_epi16(w0, w1)));
+    }
+    const __m512i first = _mm512_permutex2var_epi32(a0, lo_idx, a1);   // channels 0-15
+    const __m512i second = _mm512_permutex2var_epi32(a0, hi_idx, a1);  // channels 16-31
+    const auto k0 = static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
+    const auto k1 = static_cast<__mmask16>(n <= 16 ? 0u : n == 32 ? 0xFFFFu : (1u << (n - 16)) - 1u);
+    _mm512_mask_storeu_epi32(acc + c0, k0, first);
+    _mm512_mask_storeu_epi32(acc + c0 + 16, k1, second);
+  }
+}
+
 // The zero-point correction (GemmCorrectFn) on 16 lanes, masked at a tile's last columns.
 inline void gemm_correct_avx512(const int32_t *zb, const int32_t *col, int cols,
                                 const int32_t *row_sum, const int32_t *za, int rows, int32_t *acc,
