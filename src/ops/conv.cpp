@@ -329,10 +329,13 @@ class PreparedConv final : public Prepared {
     const size_t blocks = (pixels + kPixels - 1) / kPixels;
     const size_t workers = parallel_workers(ctx.threads(), blocks, 1);
     const bool is_signed = x.info().is_signed;
+    // Each worker's tap pointers, allocated once (the body runs once per block of pixels).
+    const auto ntaps = static_cast<size_t>(KH * KW);
+    std::vector<const uint8_t *> tap_table(workers * ntaps);
     in_nhwc(ctx, s, x, y, workers * kPixels * C * 4, [&](const uint8_t *xin, uint8_t *yd, uint8_t *work) {
       parallel_for_workers(ctx.threads(), blocks, 1, [&](size_t b0, size_t b1, size_t wk) {
         auto *acc = reinterpret_cast<int32_t *>(work) + wk * kPixels * C;
-        std::vector<const uint8_t *> taps(static_cast<size_t>(KH * KW));
+        const uint8_t **taps = tap_table.data() + wk * ntaps;
         for (size_t b = b0; b < b1; ++b) {
           const size_t p0 = b * kPixels, n = std::min(kPixels, pixels - p0);
           for (size_t r = 0; r < n; ++r) {
@@ -349,7 +352,7 @@ class PreparedConv final : public Prepared {
                         : xin + static_cast<size_t>((img * s.H + h) * s.W + w) * C;
               }
             }
-            kernel_->depthwise(taps.data(), taps.size(), is_signed, zx, dw_.data(), C, acc + r * C);
+            kernel_->depthwise(taps, ntaps, is_signed, zx, dw_.data(), C, acc + r * C);
           }
           epi.block(acc, C, static_cast<int>(n), 0, C, yd, p0 * C, C);
         }
