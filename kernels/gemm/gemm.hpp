@@ -63,6 +63,9 @@ struct GemmEpilogueArgs {
   float sy = 1.0f;
   int32_t zy = 0, qmin = 0, qmax = 0;
   bool relu = false;
+  // Every multiplier and f32 bias is finite, so that modes 1 and 3 can make no NaN (a finite
+  // product or sum overflows to an infinity at worst): a kernel may skip its NaN handling.
+  bool finite = false;
 };
 // For rows r < rows: elements i0 + r * y_ld + j, j < n, of y (4 bytes each in modes 0 and 2,
 // 1 byte otherwise) from acc[r * acc_ld + j], the channel of element j being c0 + j.
@@ -95,6 +98,25 @@ using GemmPackFn = void (*)(const uint8_t *src, size_t ld, size_t p0, size_t p1,
 using GemmDepthwiseFn = void (*)(const uint8_t *const *x, size_t taps, bool is_signed, int32_t zx,
                                  const int16_t *w, size_t C, int32_t *acc) noexcept;
 
+// Depthwise on 8-bit weights (VNNI), one output pixel: acc[c] = sum over the taps of
+// x'[t][c] * v[t][c] - corr[c], wrapping, where x' is the tap's input byte (XORed with 0x80 when
+// is_signed: the u8 operand of vpdpbusd) or `pad` (zx') for a tap outside the image (null),
+// v = w - zw as int8 (the prepared op checks that every one fits), and corr[c] = zx' * sum_t
+// v[t][c]: so acc[c] = sum_t (x'[t][c] - zx') * v[t][c], the same sums as GemmDepthwiseFn's.
+// w8 is laid out in blocks of 64 channels and groups of 4 taps (gemm_depthwise8_index): block b's
+// group q is 256 bytes at w8 + (b * tap_groups + q) * 256, four vectors of 16 channels x 4 taps,
+// in the order in which unpacking four tap vectors by bytes then by words leaves the channels:
+// vector k's dword d of 128-bit lane L is channel 64b + 16L + 4k + d, its byte i tap 4q + i.
+// Channels past C and taps past `taps` are zeros.
+using GemmDepthwise8Fn = void (*)(const uint8_t *const *x, size_t taps, bool is_signed,
+                                  uint8_t pad, const int8_t *w8, const int32_t *corr, size_t C,
+                                  int32_t *acc) noexcept;
+// The byte of w8 that holds channel c's weight of tap t (see above).
+constexpr size_t gemm_depthwise8_index(size_t c, size_t t, size_t taps) {
+  return ((c / 64) * ((taps + 3) / 4) + t / 4) * 256 + ((c % 16) / 4) * 64 + ((c % 64) / 16) * 16 +
+         (c % 4) * 4 + t % 4;
+}
+
 struct GemmKernel {
   const char *name;
   int mr;       // rows of A per micro-tile
@@ -115,6 +137,7 @@ struct GemmKernel {
   GemmPackFn pack_kn = nullptr;     // null: the driver's SSE2 / portable packers
   GemmPackFn pack_nk = nullptr;
   GemmDepthwiseFn depthwise = nullptr;  // null: depthwise convs run as grouped GEMMs
+  GemmDepthwise8Fn depthwise8 = nullptr;  // null: `depthwise` for every weight
 };
 
 // The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.

@@ -553,64 +553,107 @@ inline void gemm_epilogue_avx2(const GemmEpilogueArgs &e, const int32_t *acc, si
 // columns instead of a staging buffer: lanes past n compute on zeros and are never stored.
 // vrndscaleps rounds ties to even by its immediate; max/min pass the second operand for a NaN
 // as their 256-bit forms do, and NaN lanes are then set to 0 (zy after the shift) the same way.
-inline __m512i epi_round_saturate16(__m512 v, const GemmEpilogueArgs &e) noexcept {
-  const __m512 r = _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 lo = _mm512_set1_ps(static_cast<float>(e.qmin - e.zy));
-  const __m512 hi = _mm512_set1_ps(static_cast<float>(e.qmax - e.zy));
-  __m512 c = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
-  c = _mm512_mask_mov_ps(c, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_setzero_ps());
-  __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(c), _mm512_set1_epi32(e.zy));
-  if (e.relu) q = _mm512_max_epi32(q, _mm512_set1_epi32(e.zy));
-  return q;
-}
+// Everything an epilogue reads from its arguments, in locals, so that the loops below keep
+// them in registers: the outputs are bytes, which may alias anything in memory, so fields read
+// through the arguments would be reloaded (and their vectors rebuilt) after every store.
+struct Epi512 {
+  const int32_t *bias_i32;
+  const float *bias_f32, *mult;
+  __m512 lo, hi, sy;
+  __m512i zy;
+  bool relu, finite;
+  explicit Epi512(const GemmEpilogueArgs &e, size_t c0) noexcept
+      : bias_i32(e.bias_i32 != nullptr ? e.bias_i32 + c0 : nullptr),
+        bias_f32(e.bias_f32 != nullptr ? e.bias_f32 + c0 : nullptr),
+        mult(e.multiplier != nullptr ? e.multiplier + c0 : nullptr),
+        lo(_mm512_set1_ps(static_cast<float>(e.qmin - e.zy))),
+        hi(_mm512_set1_ps(static_cast<float>(e.qmax - e.zy))),
+        sy(_mm512_set1_ps(e.sy)),
+        zy(_mm512_set1_epi32(e.zy)),
+        relu(e.relu),
+        finite(e.finite) {}
 
-// Sixteen elements (those of mask k), of channels c .. c + 16.
-inline void epi16(const GemmEpilogueArgs &e, const int32_t *acc, size_t c, __mmask16 k,
-                  uint8_t *out) noexcept {
-  __m512i a = _mm512_maskz_loadu_epi32(k, acc);
-  if (e.bias_i32 != nullptr) a = _mm512_add_epi32(a, _mm512_maskz_loadu_epi32(k, e.bias_i32 + c));
-  if (e.mode == 0) {
-    if (e.relu) a = _mm512_max_epi32(a, _mm512_setzero_si512());
-    _mm512_mask_storeu_epi32(out, k, a);
-    return;
+  // Clamped to [qmin - zy, qmax - zy] (integers: clamping first rounds the same), then rounded
+  // to nearest even by the conversion's embedded rounding, then shifted by zy. max/min pass the
+  // second operand for a NaN, as their 256-bit forms do, and NaN lanes are then set to 0 (zy
+  // after the shift) the same way; with `finite` there is none to look for.
+  __m512i round_saturate(__m512 v) const noexcept {
+    __m512 c = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+    if (!finite)
+      c = _mm512_mask_mov_ps(c, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_setzero_ps());
+    __m512i q = _mm512_add_epi32(
+        _mm512_cvt_roundps_epi32(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zy);
+    if (relu) q = _mm512_max_epi32(q, zy);
+    return q;
   }
-  __m512 m = _mm512_maskz_loadu_ps(k, e.multiplier + c);
-  if (e.mode == 2 && e.row_scale != 0.0f) m = _mm512_mul_ps(_mm512_set1_ps(e.row_scale), m);
-  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), m);
-  __m512i q;
-  if (e.mode == 1) {
-    q = epi_round_saturate16(v, e);
-  } else {
-    v = _mm512_add_ps(v, e.bias_f32 != nullptr ? _mm512_maskz_loadu_ps(k, e.bias_f32 + c)
-                                               : _mm512_setzero_ps());
-    if (e.mode == 2) {
-      if (e.relu)
-        v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ),
-                               _mm512_setzero_ps());
-      // NaN: the canonical quiet NaN (rules::canonical_nan).
-      v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
-                             _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
-      _mm512_mask_storeu_ps(out, k, v);
-      return;
+
+  // Sixteen elements (those of mask k) of the channels j .. j + 16 (from c0), row scale rs
+  // (mode 2; 0: none).
+  template <int Mode>
+  void put16(const int32_t *acc, size_t j, __mmask16 k, float rs, uint8_t *out) const noexcept {
+    __m512i a = _mm512_maskz_loadu_epi32(k, acc);
+    if (bias_i32 != nullptr) a = _mm512_add_epi32(a, _mm512_maskz_loadu_epi32(k, bias_i32 + j));
+    if constexpr (Mode == 0) {
+      if (relu) a = _mm512_max_epi32(a, _mm512_setzero_si512());
+      _mm512_mask_storeu_epi32(out, k, a);
+    } else {
+      __m512 m = _mm512_maskz_loadu_ps(k, mult + j);
+      if (Mode == 2 && rs != 0.0f) m = _mm512_mul_ps(_mm512_set1_ps(rs), m);
+      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(a), m);
+      __m512i q;
+      if constexpr (Mode == 1) {
+        q = round_saturate(v);
+      } else {
+        if (bias_f32 != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, bias_f32 + j));
+        else v = _mm512_add_ps(v, _mm512_setzero_ps());
+        if constexpr (Mode == 2) {
+          if (relu)
+            v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ),
+                                   _mm512_setzero_ps());
+          // NaN: the canonical quiet NaN (rules::canonical_nan).
+          v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+                                 _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+          _mm512_mask_storeu_ps(out, k, v);
+          return;
+        }
+        q = round_saturate(_mm512_div_ps(v, sy));
+      }
+      // Values in [qmin, qmax] (a byte's range): their low bytes are the outputs, narrowed in
+      // a register and then stored.
+      const __m128i b = _mm512_cvtepi32_epi8(q);
+      if (k == 0xFFFF)
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(out), b);
+      else
+        _mm_mask_storeu_epi8(out, k, b);
     }
-    q = epi_round_saturate16(_mm512_div_ps(v, _mm512_set1_ps(e.sy)), e);
   }
-  // Values in [qmin, qmax] (a byte's range): their low bytes are the outputs.
-  _mm512_mask_cvtepi32_storeu_epi8(out, k, q);
+};
+
+template <int Mode>
+void epilogue_rows_avx512(const GemmEpilogueArgs &e, const int32_t *acc, size_t acc_ld, int rows,
+                          size_t c0, size_t n, uint8_t *y, size_t i0, size_t y_ld) noexcept {
+  constexpr size_t size = Mode == 0 || Mode == 2 ? 4 : 1;
+  const Epi512 p(e, c0);
+  const float *row_scales = e.row_scales;
+  const float row_scale = e.row_scale;
+  const size_t whole = n / 16 * 16;
+  const auto tail = static_cast<__mmask16>((1u << (n - whole)) - 1u);
+  for (int r = 0; r < rows; ++r) {
+    const float rs = row_scales != nullptr ? row_scales[r] : row_scale;
+    const int32_t *a = acc + static_cast<size_t>(r) * acc_ld;
+    uint8_t *out = y + (i0 + static_cast<size_t>(r) * y_ld) * size;
+    for (size_t j = 0; j < whole; j += 16) p.put16<Mode>(a + j, j, 0xFFFF, rs, out + j * size);
+    if (tail != 0) p.put16<Mode>(a + whole, whole, tail, rs, out + whole * size);
+  }
 }
 
 inline void gemm_epilogue_avx512(const GemmEpilogueArgs &e, const int32_t *acc, size_t acc_ld, int rows,
                           size_t c0, size_t n, uint8_t *y, size_t i0, size_t y_ld) noexcept {
-  const size_t size = e.mode == 0 || e.mode == 2 ? 4 : 1;
-  GemmEpilogueArgs row = e;
-  for (int r = 0; r < rows; ++r) {
-    if (e.row_scales != nullptr) row.row_scale = e.row_scales[r];
-    const int32_t *a = acc + static_cast<size_t>(r) * acc_ld;
-    uint8_t *out = y + (i0 + static_cast<size_t>(r) * y_ld) * size;
-    for (size_t j = 0; j < n; j += 16) {
-      const auto k = static_cast<__mmask16>(n - j >= 16 ? 0xFFFFu : (1u << (n - j)) - 1u);
-      epi16(row, a + j, c0 + j, k, out + j * size);
-    }
+  switch (e.mode) {
+    case 0: return epilogue_rows_avx512<0>(e, acc, acc_ld, rows, c0, n, y, i0, y_ld);
+    case 1: return epilogue_rows_avx512<1>(e, acc, acc_ld, rows, c0, n, y, i0, y_ld);
+    case 2: return epilogue_rows_avx512<2>(e, acc, acc_ld, rows, c0, n, y, i0, y_ld);
+    default: return epilogue_rows_avx512<3>(e, acc, acc_ld, rows, c0, n, y, i0, y_ld);
   }
 }
 
@@ -655,6 +698,58 @@ inline void depthwise_avx512(const uint8_t *const *x, size_t taps, bool is_signe
     _mm512_mask_storeu_epi32(acc + c0 + 16, k1, second);
   }
 }
+
+#if defined(__AVX512VNNI__)
+// GemmDepthwise8Fn: per 64 channels, the taps four at a time: four tap vectors interleaved by
+// bytes (vpunpck{l,h}bw) then by words (vpunpck{l,h}wd) give every channel's four x' bytes in
+// one dword, against the weights laid out in the same order, so one vpdpbusd adds four taps'
+// products for 16 channels (u8 x s8 into int32, wrapping: exact). The four sums are put back in
+// channel order by a 4 x 4 transpose of 128-bit lanes (vshufi32x4) once per 64 channels.
+inline void depthwise_vnni(const uint8_t *const *x, size_t taps, bool is_signed, uint8_t pad,
+                           const int8_t *w8, const int32_t *corr, size_t C,
+                           int32_t *acc) noexcept {
+  const __m512i padv = _mm512_set1_epi8(static_cast<char>(pad));
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const size_t tap_groups = (taps + 3) / 4;
+  for (size_t c0 = 0; c0 < C; c0 += 64) {
+    const size_t n = C - c0 < 64 ? C - c0 : 64;
+    const __mmask64 k = n == 64 ? ~0ull : (1ull << n) - 1;
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    const int8_t *wb = w8 + (c0 / 64) * tap_groups * 256;
+    for (size_t q = 0; q < tap_groups; ++q) {
+      __m512i r[4];
+      for (size_t i = 0; i < 4; ++i) {
+        const size_t t = 4 * q + i;
+        if (t >= taps || x[t] == nullptr) {
+          r[i] = padv;
+          continue;
+        }
+        r[i] = _mm512_maskz_loadu_epi8(k, x[t] + c0);
+        if (is_signed) r[i] = _mm512_xor_si512(r[i], flip);
+      }
+      const __m512i t0 = _mm512_unpacklo_epi8(r[0], r[1]), t1 = _mm512_unpackhi_epi8(r[0], r[1]);
+      const __m512i t2 = _mm512_unpacklo_epi8(r[2], r[3]), t3 = _mm512_unpackhi_epi8(r[2], r[3]);
+      const int8_t *wq = wb + q * 256;
+      a0 = _mm512_dpbusd_epi32(a0, _mm512_unpacklo_epi16(t0, t2), _mm512_loadu_si512(wq));
+      a1 = _mm512_dpbusd_epi32(a1, _mm512_unpackhi_epi16(t0, t2), _mm512_loadu_si512(wq + 64));
+      a2 = _mm512_dpbusd_epi32(a2, _mm512_unpacklo_epi16(t1, t3), _mm512_loadu_si512(wq + 128));
+      a3 = _mm512_dpbusd_epi32(a3, _mm512_unpackhi_epi16(t1, t3), _mm512_loadu_si512(wq + 192));
+    }
+    // a_k's lane L holds channels 16L + 4k .. 16L + 4k + 3: out_L = (a0, a1, a2, a3) lanes L.
+    const __m512i u0 = _mm512_shuffle_i32x4(a0, a1, 0x44), u1 = _mm512_shuffle_i32x4(a2, a3, 0x44);
+    const __m512i u2 = _mm512_shuffle_i32x4(a0, a1, 0xEE), u3 = _mm512_shuffle_i32x4(a2, a3, 0xEE);
+    const __m512i o[4] = {_mm512_shuffle_i32x4(u0, u1, 0x88), _mm512_shuffle_i32x4(u0, u1, 0xDD),
+                          _mm512_shuffle_i32x4(u2, u3, 0x88), _mm512_shuffle_i32x4(u2, u3, 0xDD)};
+    for (size_t v = 0; v < 4 && 16 * v < n; ++v) {
+      const size_t m = n - 16 * v < 16 ? n - 16 * v : 16;
+      const auto km = static_cast<__mmask16>(m == 16 ? 0xFFFFu : (1u << m) - 1u);
+      const __m512i cv = _mm512_maskz_loadu_epi32(km, corr + c0 + 16 * v);
+      _mm512_mask_storeu_epi32(acc + c0 + 16 * v, km, _mm512_sub_epi32(o[v], cv));
+    }
+  }
+}
+
+#endif
 
 // The zero-point correction (GemmCorrectFn) on 16 lanes, masked at a tile's last columns.
 inline void gemm_correct_avx512(const int32_t *zb, const int32_t *col, int cols,

@@ -152,12 +152,28 @@ class PreparedConv final : public Prepared {
       const int64_t taps = KH * KW;
       dw_.resize(static_cast<size_t>(taps * M));
       const uint8_t *wd = w.data();
+      bool fits8 = true;  // every w - zw is an int8
       for (int64_t m = 0; m < M; ++m)
         for (int64_t t = 0; t < taps; ++t) {
           const uint8_t b = wd[m * taps + t];
           const int32_t v = w_.is_signed ? static_cast<int32_t>(static_cast<int8_t>(b)) : b;
-          dw_[static_cast<size_t>(t * M + m)] = static_cast<int16_t>(v - pw.zero_points[static_cast<size_t>(m)]);
+          const int32_t d = v - pw.zero_points[static_cast<size_t>(m)];
+          dw_[static_cast<size_t>(t * M + m)] = static_cast<int16_t>(d);
+          fits8 = fits8 && d >= -128 && d <= 127;
         }
+      if (kernel_->depthwise8 != nullptr && fits8) {
+        // The VNNI form (kernels/gemm/gemm.hpp): w - zw as int8 in its interleaved layout, and
+        // each channel's sum over the taps for the zero-point term.
+        const auto C = static_cast<size_t>(M), T = static_cast<size_t>(taps);
+        dw8_.assign((C + 63) / 64 * ((T + 3) / 4) * 256, 0);
+        dw_sum_.assign(C, 0);
+        for (size_t c = 0; c < C; ++c)
+          for (size_t t = 0; t < T; ++t) {
+            const int16_t d = dw_[t * C + c];
+            dw8_[kern::gemm_depthwise8_index(c, t, T)] = static_cast<int8_t>(d);
+            dw_sum_[c] += d;
+          }
+      }
       return;
     }
     if (kernel_ != nullptr) {
@@ -179,7 +195,8 @@ class PreparedConv final : public Prepared {
   }
 
   size_t packed_size() const noexcept override {
-    size_t n = w_.bytes() + bias_.bytes() + 2 * dw_.size();
+    size_t n = w_.bytes() + bias_.bytes() + 2 * dw_.size() + dw8_.size() +
+               4 * dw_sum_.size();
     for (const GemmB &f : fast_) n += f.bytes();
     return n;
   }
@@ -318,8 +335,10 @@ class PreparedConv final : public Prepared {
   }
 
   // Depthwise (groups == C == M): per output pixel, the kernel set's depthwise kernel sums
-  // (x - zx) * (w - zw) over the taps inside the image for all channels at once (taps outside
-  // hold zx: they add nothing); blocks of 16 pixels then go through the epilogue.
+  // (x - zx) * (w - zw) over the taps for all channels at once (taps outside the image hold zx:
+  // they add nothing); blocks of 16 pixels then go through the epilogue. With 8-bit weights and
+  // a depthwise8 kernel, the VNNI form: its zero-point terms (zx' times each channel's weight
+  // sum) are made once per run.
   void run_depthwise(const Context &ctx, const Shape &s, const Tensor &x, int32_t zx,
                      const Epilogue &epi, Tensor &y) const {
     const int64_t KH = wdims_[2], KW = wdims_[3];
@@ -329,30 +348,47 @@ class PreparedConv final : public Prepared {
     const size_t blocks = (pixels + kPixels - 1) / kPixels;
     const size_t workers = parallel_workers(ctx.threads(), blocks, 1);
     const bool is_signed = x.info().is_signed;
-    // Each worker's tap pointers, allocated once (the body runs once per block of pixels).
+    const bool vnni = !dw8_.empty();
+    // zx' (x' = x ^ 0x80 for i8 x: the u8 operand) and its terms.
+    const int32_t zxp = zx + (is_signed ? 128 : 0);
+    const auto pad = static_cast<uint8_t>(static_cast<uint32_t>(zxp) & 0xFFu);
+    std::vector<int32_t> corr(vnni ? C : 0);
+    for (size_t c = 0; c < corr.size(); ++c)
+      corr[c] = static_cast<int32_t>(static_cast<uint32_t>(zxp) * static_cast<uint32_t>(dw_sum_[c]));
+    // Each worker's tap pointers, allocated once (the body runs once per block of pixels), a
+    // cache line apart (the workers write them per pixel).
     const auto ntaps = static_cast<size_t>(KH * KW);
-    std::vector<const uint8_t *> tap_table(workers * ntaps);
+    const size_t tap_stride = (ntaps + 7) / 8 * 8 + 8;
+    std::vector<const uint8_t *> tap_table(workers * tap_stride);
     in_nhwc(ctx, s, x, y, workers * kPixels * C * 4, [&](const uint8_t *xin, uint8_t *yd, uint8_t *work) {
       parallel_for_workers(ctx.threads(), blocks, 1, [&](size_t b0, size_t b1, size_t wk) {
         auto *acc = reinterpret_cast<int32_t *>(work) + wk * kPixels * C;
-        const uint8_t **taps = tap_table.data() + wk * ntaps;
+        const uint8_t **taps = tap_table.data() + wk * tap_stride;
         for (size_t b = b0; b < b1; ++b) {
           const size_t p0 = b * kPixels, n = std::min(kPixels, pixels - p0);
+          // The block's first pixel, then one step along the row at a time (no division per
+          // pixel).
+          const auto first = static_cast<int64_t>(p0);
+          int64_t img = first / (s.OH * s.OW), oh = first % (s.OH * s.OW) / s.OW, ow = first % s.OW;
           for (size_t r = 0; r < n; ++r) {
-            const auto pix = static_cast<int64_t>(p0 + r);
-            const int64_t img = pix / (s.OH * s.OW), p = pix % (s.OH * s.OW);
-            const int64_t oh = p / s.OW, ow = p % s.OW;
             for (int64_t i = 0; i < KH; ++i) {
               const int64_t h = oh * g_.stride_h - g_.pad_top + i * g_.dilation_h;
+              const bool row_in = h >= 0 && h < s.H;
+              const uint8_t *line = xin + static_cast<size_t>((img * s.H + (row_in ? h : 0)) * s.W) * C;
               for (int64_t j = 0; j < KW; ++j) {
                 const int64_t w = ow * g_.stride_w - g_.pad_left + j * g_.dilation_w;
                 taps[static_cast<size_t>(i * KW + j)] =
-                    h < 0 || h >= s.H || w < 0 || w >= s.W
-                        ? nullptr
-                        : xin + static_cast<size_t>((img * s.H + h) * s.W + w) * C;
+                    !row_in || w < 0 || w >= s.W ? nullptr : line + static_cast<size_t>(w) * C;
               }
             }
-            kernel_->depthwise(taps, ntaps, is_signed, zx, dw_.data(), C, acc + r * C);
+            if (vnni)
+              kernel_->depthwise8(taps, ntaps, is_signed, pad, dw8_.data(), corr.data(), C, acc + r * C);
+            else
+              kernel_->depthwise(taps, ntaps, is_signed, zx, dw_.data(), C, acc + r * C);
+            if (++ow == s.OW) {
+              ow = 0;
+              if (++oh == s.OH) oh = 0, ++img;
+            }
           }
           epi.block(acc, C, static_cast<int>(n), 0, C, yd, p0 * C, C);
         }
@@ -441,6 +477,8 @@ class PreparedConv final : public Prepared {
   PackedWeights w_;  // the reference path's weights (fast path: K, scales only)
   std::vector<GemmB> fast_;  // the fast path's, one per group
   std::vector<int16_t> dw_;  // depthwise: w - zw as [tap][channel] (then fast_ is empty)
+  std::vector<int8_t> dw8_;  // and as int8 for the set's depthwise8, when every one fits
+  std::vector<int32_t> dw_sum_;  // sum over the taps of w - zw, per channel (with dw8_)
   Bias bias_;
 };
 

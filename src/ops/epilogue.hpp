@@ -15,6 +15,7 @@
 #include "ops/common.hpp"
 #include "ops/packed.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -29,6 +30,7 @@ struct Epilogue {
   float sy = 1.0f;
   int32_t zy = 0, qmin = 0, qmax = 0;
   bool relu = false;
+  bool finite = false;  // every multiplier and f32 bias is finite (GemmEpilogueArgs::finite)
   // The kernel set's vector epilogue (the same bits), or null for the scalar rules.
   kern::GemmEpilogueFn vector = nullptr;
 
@@ -43,6 +45,7 @@ struct Epilogue {
     a.qmin = qmin;
     a.qmax = qmax;
     a.relu = relu;
+    a.finite = finite;
     return a;
   }
 
@@ -125,6 +128,9 @@ inline Epilogue make_epilogue(OutputMode mode, const QParams *yq, const Bias &bi
     e.mode = Epilogue::Mode::Requantize;
     for (float s : sb) e.multiplier.push_back(ref::requant_multiplier(sa, s, e.sy));
   }
+  e.finite = true;
+  for (float m : e.multiplier) e.finite = e.finite && std::isfinite(m);
+  for (float b : bias.f32) e.finite = e.finite && std::isfinite(b);
   return e;
 }
 

@@ -176,6 +176,7 @@ struct DnnlMatmul {
 };
 
 void bench_gemm(int threads, double limit) {
+  omp_set_num_threads(threads);  // before oneDNN creates its primitives, which keep the count
   std::vector<std::array<int64_t, 3>> shapes = {{256, 256, 256},   {512, 512, 512},
                                                 {1024, 1024, 1024}, {2048, 2048, 2048},
                                                 {16, 4096, 4096},  {128, 4096, 4096},
@@ -236,6 +237,7 @@ void bench_gemm(int threads, double limit) {
 }
 
 void bench_linear(int threads, double limit) {
+  omp_set_num_threads(threads);  // before oneDNN creates its primitives, which keep the count
   qnt_context *ctx = nullptr;
   check(qnt_context_create(&ctx), "ctx");
   check(qnt_context_set_num_threads(ctx, threads), "threads");
@@ -297,6 +299,7 @@ void bench_linear(int threads, double limit) {
 }
 
 void bench_conv(int threads, double limit) {
+  omp_set_num_threads(threads);  // before oneDNN creates its primitives, which keep the count
   qnt_context *ctx = nullptr;
   check(qnt_context_create(&ctx), "ctx");
   check(qnt_context_set_num_threads(ctx, threads), "threads");
@@ -362,6 +365,37 @@ void bench_conv(int threads, double limit) {
                               "^2 3x3" + (G == C ? " depthwise" : "");
     row("conv_nhwc " + shape, threads, qt[1], "onednn_nhwc", ds, ops, limit);
     row("conv_nchw " + shape, threads, qt[0], "onednn_nhwc", ds, ops, limit);
+    if (G == 1) {
+      // The implicit GEMM against qnt's own GEMM of the same size: the static linear layer with
+      // x [H * W, 9C] (the im2col matrix, made once outside the timing) and the same
+      // parameters, epilogue included.
+      const int64_t P = H * W, K = 9 * C;
+      std::vector<uint8_t> cols(static_cast<size_t>(P * K));
+      for (int64_t oh = 0; oh < H; ++oh)
+        for (int64_t ow = 0; ow < W; ++ow)
+          for (int64_t i = 0; i < 3; ++i)
+            for (int64_t j = 0; j < 3; ++j)
+              for (int64_t c = 0; c < C; ++c) {
+                const int64_t h = oh + i - 1, w2 = ow + j - 1;
+                cols[static_cast<size_t>((oh * W + ow) * K + (i * 3 + j) * C + c)] =
+                    h < 0 || h >= H || w2 < 0 || w2 >= W ? 128 : xv[static_cast<size_t>((h * W + w2) * C + c)];
+              }
+      std::vector<uint8_t> wl(static_cast<size_t>(M * K));
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t t = 0; t < 9; ++t)
+          for (int64_t c = 0; c < C; ++c)  // k = (i, j, c), w's order (c, i, j)
+            wl[static_cast<size_t>(m * K + t * C + c)] = wv[static_cast<size_t>((m * C + c) * 9 + t)];
+      Tensor wt, xl, yl;
+      wt.t = make(QNT_DTYPE_I8, {M, K}, wq, wl.data(), wl.size());
+      xl.t = make(QNT_DTYPE_U8, {P, K}, xq, cols.data(), cols.size());
+      yl.t = make(QNT_DTYPE_U8, {P, M}, yq);
+      qnt_prepared *lin = nullptr;
+      check(qnt_prepared_create_linear_static(ctx, wt.t, bias.t, xq, yq, nullptr, &lin), "linear");
+      const double lt = best_time([&] { check(qnt_prepared_run(ctx, lin, xl.t, yl.t), "linear run"); });
+      qnt_prepared_destroy(lin);
+      row("conv_nhwc " + shape + " (vs qnt's static linear of the same GEMM)", threads, qt[1],
+          "qnt_gemm", lt, ops, limit);
+    }
     qnt_qparams_destroy(wq);
     qnt_qparams_destroy(xq);
     qnt_qparams_destroy(yq);
@@ -434,8 +468,13 @@ void bench_packing(int threads, double limit) {
 }
 
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; ++i)
+  // --only gemm|linear|conv|packing: one section (for working on it).
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) g_quick = true;
+    if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+  }
+  auto want = [&](const char *section) { return only.empty() || only == section; };
   qnt_context *c = nullptr;
   check(qnt_context_create(&c), "ctx");
   const char *kernels = nullptr;
@@ -449,10 +488,10 @@ int main(int argc, char **argv) {
   std::printf("work\tthreads\tqnt_s\tpeer\tpeer_s\tratio\tops\tqnt_gops\tlimit_gops\n");
   for (int threads : {1, 2}) {
     const double limit = peak_gops(vnni, threads);
-    bench_gemm(threads, limit);
-    bench_linear(threads, limit);
-    bench_conv(threads, limit);
-    bench_packing(threads, limit);
+    if (want("gemm")) bench_gemm(threads, limit);
+    if (want("linear")) bench_linear(threads, limit);
+    if (want("conv")) bench_conv(threads, limit);
+    if (want("packing")) bench_packing(threads, limit);
   }
   return 0;
 }

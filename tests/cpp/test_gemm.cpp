@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 #include <qnt/qnt.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -400,6 +402,108 @@ TEST(Gemm, ConvRandom) {
         return qnt_qconv2d(c, x.t, w.t, bias.t, d.d, y.t);
       });
       compare_all(what + " prepared", y.t, [&](qnt_context *c) {
+        Prep p;
+        qnt_status s = qnt_prepared_create_conv2d(c, w.t, bias.t, d.d, &p.p);
+        if (s != QNT_OK) return s;
+        return qnt_prepared_run(c, p.p, x.t, y.t);
+      });
+    }
+  }
+}
+
+// Depthwise with 8-bit weights whose w - zw all fit in int8 (symmetric i8 weights, or zero
+// points near the middle of a narrowed range): the sets with a depthwise8 kernel (VNNI) take
+// them, the rest the int16 kernel; every set must give the reference's bytes. Taps not a
+// multiple of 4, channels with tails, pads, strides, dilations; every output mode, with finite,
+// infinite and NaN f32 biases (the vector epilogue skips its NaN handling only when every bias
+// and multiplier is finite).
+TEST(Gemm, DepthwiseEightBitWeights) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  const ConvCase cases[] = {
+      {2, 100, 7, 6, 100, 3, 3, 1, 1, 1, 100}, {1, 64, 9, 9, 64, 3, 3, 2, 1, 1, 64},
+      {1, 130, 5, 6, 130, 5, 5, 1, 2, 1, 130}, {1, 16, 6, 6, 16, 1, 1, 1, 0, 1, 16},
+      {1, 72, 8, 7, 72, 2, 3, 1, 1, 2, 72},    {1, 256, 4, 4, 256, 3, 3, 1, 1, 1, 256},
+  };
+  std::mt19937 rng(23);
+  int iter = 0;
+  for (const ConvCase &cc : cases) {
+    for (int variant = 0; variant < 6; ++variant) {
+      ++iter;
+      const int layout = variant % 2 == 0 ? QNT_LAYOUT_NHWC : QNT_LAYOUT_NCHW;
+      const qnt_dtype xd = variant % 3 == 0 ? QNT_DTYPE_I8 : QNT_DTYPE_U8;
+      // Weights: i8 with zero points 0 (extremes included: -128 fits), or u8 within
+      // [zw - 128, zw + 127] of their channel's zero point zw.
+      const bool symmetric = variant < 3;
+      const qnt_dtype wd = symmetric ? QNT_DTYPE_I8 : QNT_DTYPE_U8;
+      const size_t wn = static_cast<size_t>(cc.M * cc.KH * cc.KW);
+      std::vector<uint8_t> wv = random_bytes(rng, wn, iter % 4 == 0);
+      std::vector<float> ws(static_cast<size_t>(cc.M));
+      std::vector<int32_t> wz(static_cast<size_t>(cc.M), 0);
+      for (int64_t m = 0; m < cc.M; ++m) {
+        ws[static_cast<size_t>(m)] = pick_scale(rng);
+        if (!symmetric) {
+          const int32_t z = std::uniform_int_distribution<int32_t>(0, 255)(rng);
+          wz[static_cast<size_t>(m)] = z;
+          std::uniform_int_distribution<int32_t> pick(std::max(0, z - 128), std::min(255, z + 127));
+          for (int64_t t = 0; t < cc.KH * cc.KW; ++t)
+            wv[static_cast<size_t>(m * cc.KH * cc.KW + t)] = static_cast<uint8_t>(pick(rng));
+        }
+      }
+      QP xq, wq, yq;
+      per_tensor(xq, xd, pick_scale(rng), pick_zp(rng, xd));
+      ASSERT_EQ(qnt_qparams_create_per_axis(wd, 0, static_cast<size_t>(cc.M), ws.data(),
+                                            wz.data(), &wq.p),
+                QNT_OK);
+      const int out = iter % 4;  // 0 i32, 1 u8, 2 i8, 3 f32
+      const qnt_dtype yd = out == 0   ? QNT_DTYPE_I32
+                           : out == 1 ? QNT_DTYPE_U8
+                           : out == 2 ? QNT_DTYPE_I8
+                                      : QNT_DTYPE_F32;
+      // An f32 bias in odd cases with an 8-bit or f32 y, every third one with an infinity and a
+      // NaN in it; y's zero point then off qmin (NaN -> zy must differ from a clamp to qmin).
+      const bool f32_bias = out != 0 && iter % 2 == 1, nan_bias = f32_bias && iter % 3 == 1;
+      if (out == 1 || out == 2)
+        per_tensor(yq, yd, pick_scale(rng), nan_bias ? 3 : pick_zp(rng, yd));
+      Desc d;
+      d.set(QNT_OP_STRIDE_H, cc.stride);
+      d.set(QNT_OP_STRIDE_W, cc.stride);
+      for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
+        d.set(k, cc.pad);
+      d.set(QNT_OP_DILATION_H, cc.dil);
+      d.set(QNT_OP_DILATION_W, cc.dil);
+      d.set(QNT_OP_GROUPS, cc.groups);
+      d.set(QNT_OP_LAYOUT, layout);
+      if (out != 0) d.set(QNT_OP_FUSE_RELU, iter % 3 == 0);
+      const std::vector<int64_t> xs = layout == QNT_LAYOUT_NHWC
+                                          ? std::vector<int64_t>{cc.N, cc.H, cc.W, cc.C}
+                                          : std::vector<int64_t>{cc.N, cc.C, cc.H, cc.W};
+      const auto xv = random_bytes(rng, static_cast<size_t>(cc.N * cc.C * cc.H * cc.W), iter % 5 == 0);
+      T x, w, y, bias;
+      make_raw(x, xd, xs, xq.p, xv.data(), xv.size());
+      make_raw(w, wd, {cc.M, 1, cc.KH, cc.KW}, wq.p, wv.data(), wv.size());
+      int64_t ys[4];
+      ASSERT_EQ(qnt_conv2d_output_shape(x.t, w.t, d.d, ys, 4), QNT_OK) << qnt_last_error_message();
+      make_q(y, yd, {ys[0], ys[1], ys[2], ys[3]}, yq.p);
+      const int64_t bs[1] = {cc.M};
+      if (f32_bias) {
+        std::vector<float> bf(static_cast<size_t>(cc.M));
+        for (auto &v : bf) v = std::uniform_real_distribution<float>(-3.0f, 3.0f)(rng);
+        if (nan_bias) {
+          bf[0] = std::numeric_limits<float>::infinity();
+          bf[bf.size() - 1] = std::numeric_limits<float>::quiet_NaN();
+        }
+        ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_F32, bs, 1, nullptr, bf.data(),
+                                              4 * bf.size(), &bias.t),
+                  QNT_OK);
+      } else if (iter % 2 == 1) {
+        std::vector<int32_t> bi(static_cast<size_t>(cc.M));
+        for (auto &v : bi) v = std::uniform_int_distribution<int32_t>(-5000, 5000)(rng);
+        ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_I32, bs, 1, nullptr, bi.data(),
+                                              4 * bi.size(), &bias.t),
+                  QNT_OK);
+      }
+      const std::string what = "depthwise case " + std::to_string(iter);
+      compare_all(what, y.t, [&](qnt_context *c) {
         Prep p;
         qnt_status s = qnt_prepared_create_conv2d(c, w.t, bias.t, d.d, &p.p);
         if (s != QNT_OK) return s;
