@@ -333,6 +333,23 @@ struct ConvCase {
   int64_t N, C, H, W, M, KH, KW, stride, pad, dil, groups;
 };
 
+// The case's strides, pads, dilations and groups, and the layout.
+void set_conv(Desc &d, const ConvCase &cc, int layout) {
+  d.set(QNT_OP_STRIDE_H, cc.stride);
+  d.set(QNT_OP_STRIDE_W, cc.stride);
+  for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
+    d.set(k, cc.pad);
+  d.set(QNT_OP_DILATION_H, cc.dil);
+  d.set(QNT_OP_DILATION_W, cc.dil);
+  d.set(QNT_OP_GROUPS, cc.groups);
+  d.set(QNT_OP_LAYOUT, layout);
+}
+
+std::vector<int64_t> conv_x_shape(const ConvCase &cc, int layout) {
+  return layout == QNT_LAYOUT_NHWC ? std::vector<int64_t>{cc.N, cc.H, cc.W, cc.C}
+                                   : std::vector<int64_t>{cc.N, cc.C, cc.H, cc.W};
+}
+
 TEST(Gemm, ConvRandom) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
   const ConvCase cases[] = {
@@ -362,18 +379,9 @@ TEST(Gemm, ConvRandom) {
                                       : QNT_DTYPE_F32;
       if (out == 1 || out == 2) per_tensor(yq, yd, pick_scale(rng), pick_zp(rng, yd));
       Desc d;
-      d.set(QNT_OP_STRIDE_H, cc.stride);
-      d.set(QNT_OP_STRIDE_W, cc.stride);
-      for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
-        d.set(k, cc.pad);
-      d.set(QNT_OP_DILATION_H, cc.dil);
-      d.set(QNT_OP_DILATION_W, cc.dil);
-      d.set(QNT_OP_GROUPS, cc.groups);
-      d.set(QNT_OP_LAYOUT, layout);
+      set_conv(d, cc, layout);
       if (out != 0) d.set(QNT_OP_FUSE_RELU, iter % 2);
-      const std::vector<int64_t> xs = layout == QNT_LAYOUT_NHWC
-                                          ? std::vector<int64_t>{cc.N, cc.H, cc.W, cc.C}
-                                          : std::vector<int64_t>{cc.N, cc.C, cc.H, cc.W};
+      const std::vector<int64_t> xs = conv_x_shape(cc, layout);
       const auto xv = random_bytes(rng, static_cast<size_t>(cc.N * cc.C * cc.H * cc.W), iter % 5 == 0);
       const auto wv = random_bytes(
           rng, static_cast<size_t>(cc.M * (cc.C / cc.groups) * cc.KH * cc.KW), iter % 5 == 0);
@@ -465,18 +473,9 @@ TEST(Gemm, DepthwiseEightBitWeights) {
       if (out == 1 || out == 2)
         per_tensor(yq, yd, pick_scale(rng), nan_bias ? 3 : pick_zp(rng, yd));
       Desc d;
-      d.set(QNT_OP_STRIDE_H, cc.stride);
-      d.set(QNT_OP_STRIDE_W, cc.stride);
-      for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
-        d.set(k, cc.pad);
-      d.set(QNT_OP_DILATION_H, cc.dil);
-      d.set(QNT_OP_DILATION_W, cc.dil);
-      d.set(QNT_OP_GROUPS, cc.groups);
-      d.set(QNT_OP_LAYOUT, layout);
+      set_conv(d, cc, layout);
       if (out != 0) d.set(QNT_OP_FUSE_RELU, iter % 3 == 0);
-      const std::vector<int64_t> xs = layout == QNT_LAYOUT_NHWC
-                                          ? std::vector<int64_t>{cc.N, cc.H, cc.W, cc.C}
-                                          : std::vector<int64_t>{cc.N, cc.C, cc.H, cc.W};
+      const std::vector<int64_t> xs = conv_x_shape(cc, layout);
       const auto xv = random_bytes(rng, static_cast<size_t>(cc.N * cc.C * cc.H * cc.W), iter % 5 == 0);
       T x, w, y, bias;
       make_raw(x, xd, xs, xq.p, xv.data(), xv.size());
