@@ -130,6 +130,75 @@ void transpose(const uint8_t *src, size_t rows, size_t cols, size_t src_ld, uint
     }
 }
 
+// n bytes copied, each XORed with flip (0, or 0x80 to make i8 values the u8 a').
+inline void copy_flip(uint8_t *dst, const uint8_t *src, size_t n, uint8_t flip) noexcept {
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+  for (; i + 16 <= n; i += 16)
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + i),
+                     _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i)), f));
+#endif
+  for (; i < n; ++i) dst[i] = static_cast<uint8_t>(src[i] ^ flip);
+}
+
+// The implicit GEMM's rows of A: output pixel m's window, its taps (kh, kw) in order, each the
+// group's cg channels of one input pixel of the NHWC images x (a' bytes: XORed with flip), or
+// `pad` (zx') for a tap outside the image. rows() walks the pixels of a range without dividing
+// per pixel, and copies a kernel row's taps as one run of bytes when they are adjacent pixels
+// inside the image and the group is all the channels.
+struct WindowRows {
+  const uint8_t *x;
+  const Geometry *g;
+  int64_t H, W, C, OH, OW, KH, KW, c0, cg;
+  uint8_t flip, pad;
+  int32_t za;
+
+  int32_t operator()(int64_t m, uint8_t *row) const noexcept { return rows(m, m + 1, row, 0); }
+
+  int32_t rows(int64_t m0, int64_t m1, uint8_t *dst, size_t stride) const noexcept {
+    if (m1 <= m0) return za;
+    const int64_t P = OH * OW;
+    int64_t img = m0 / P, oh = m0 % P / OW, ow = m0 % P % OW;
+    for (int64_t m = m0; m < m1; ++m, dst += stride) {
+      window(img, oh, ow, dst);
+      if (++ow == OW) {
+        ow = 0;
+        if (++oh == OH) {
+          oh = 0;
+          ++img;
+        }
+      }
+    }
+    return za;
+  }
+
+  void window(int64_t img, int64_t oh, int64_t ow, uint8_t *dst) const noexcept {
+    const auto n = static_cast<size_t>(cg);
+    const int64_t w0 = ow * g->stride_w - g->pad_left;
+    const bool run = g->dilation_w == 1 && cg == C && w0 >= 0 && w0 + KW <= W;
+    for (int64_t i = 0; i < KH; ++i, dst += KW * cg) {
+      const int64_t h = oh * g->stride_h - g->pad_top + i * g->dilation_h;
+      if (h < 0 || h >= H) {
+        std::memset(dst, pad, static_cast<size_t>(KW) * n);
+        continue;
+      }
+      const uint8_t *line = x + (img * H + h) * W * C + c0;
+      if (run) {
+        copy_flip(dst, line + w0 * C, static_cast<size_t>(KW) * n, flip);
+        continue;
+      }
+      for (int64_t j = 0; j < KW; ++j) {
+        const int64_t w = w0 + j * g->dilation_w;
+        if (w < 0 || w >= W)
+          std::memset(dst + j * cg, pad, n);
+        else
+          copy_flip(dst + j * cg, line + w * C, n, flip);
+      }
+    }
+  }
+};
+
 class PreparedConv final : public Prepared {
  public:
   PreparedConv(const Context &ctx, const Tensor &w, const Tensor *bias, const OpDesc &desc)
@@ -301,29 +370,10 @@ class PreparedConv final : public Prepared {
     const uint8_t flip = is_signed ? 0x80 : 0;
     const auto pad = static_cast<uint8_t>((static_cast<uint32_t>(zx) & 0xFFu) ^ flip);
     const int32_t za = zx + (is_signed ? 128 : 0);
-    const auto cg = static_cast<size_t>(Cg);
     in_nhwc(ctx, s, x, y, plan.scratch_bytes(), [&](const uint8_t *xin, uint8_t *yd, uint8_t *work) {
       for (int64_t gi = 0; gi < G; ++gi) {
-        auto source = [&](int64_t m, uint8_t *row) {
-          const int64_t img = m / P, p = m % P, oh = p / s.OW, ow = p % s.OW;
-          for (int64_t i = 0; i < KH; ++i) {
-            const int64_t h = oh * g_.stride_h - g_.pad_top + i * g_.dilation_h;
-            for (int64_t j = 0; j < KW; ++j) {
-              const int64_t w = ow * g_.stride_w - g_.pad_left + j * g_.dilation_w;
-              uint8_t *dst = row + (i * KW + j) * Cg;
-              if (h < 0 || h >= s.H || w < 0 || w >= s.W) {
-                if (cg > 0) std::memset(dst, pad, cg);
-                continue;
-              }
-              const uint8_t *src = xin + ((img * s.H + h) * s.W + w) * s.C + gi * Cg;
-              if (is_signed)
-                for (size_t c = 0; c < cg; ++c) dst[c] = static_cast<uint8_t>(src[c] ^ 0x80u);
-              else if (cg > 0)
-                std::memcpy(dst, src, cg);
-            }
-          }
-          return za;
-        };
+        const WindowRows source{xin, &g_, s.H, s.W, s.C, s.OH, s.OW, KH, KW, gi * Cg, Cg,
+                                flip, pad, za};
         auto tile = [&](int64_t m0, int n_rows, int64_t n0, int cols, const int32_t *acc,
                         size_t ldc) {
           epi.block(acc, ldc, n_rows, static_cast<size_t>(gi * Mg + n0), static_cast<size_t>(cols),

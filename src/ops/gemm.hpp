@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -146,6 +147,17 @@ void gemm_pack_a(const GemmPlan &plan, int64_t m, const uint8_t *row, uint8_t *p
 void gemm_tile_correct(const GemmB &b, int64_t n0, int cols, const int32_t *row_sum,
                        const int32_t *za, int rows, int32_t *acc, size_t ldc) noexcept;
 
+// A source of rows of A may also gather many at once (a convolution's windows, pixel after
+// pixel, without recomputing each pixel's coordinates): za = source.rows(m0, m1, dst, stride)
+// writes a'(m, 0 .. K) for m0 <= m < m1 at dst + (m - m0) * stride and returns za', the same for
+// every row. gemm_run uses it with the a_rows kernels, whose packed A is exactly those rows.
+template <class S, class = void>
+struct HasRows : std::false_type {};
+template <class S>
+struct HasRows<S, std::void_t<decltype(std::declval<const S &>().rows(
+                      int64_t{}, int64_t{}, static_cast<uint8_t *>(nullptr), size_t{}))>>
+    : std::true_type {};
+
 // source(m, row) writes all of a'(m, 0 .. K) into row (row_bytes long, zero past K) and returns
 // za'(m).
 // epi(m0, rows, n0, cols, acc, ldc): the tile of rows m0 .. m0 + rows and columns
@@ -176,6 +188,26 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
     for (size_t t = t0; t < t1; ++t) {
       const size_t mi = t / plan.n_blocks, ni = t % plan.n_blocks;
       const size_t p0 = mi * plan.mb, p1 = std::min(plan.m_panels, p0 + plan.mb);
+      if constexpr (HasRows<std::decay_t<Source>>::value) {
+        if (packed != mi && k.a_rows) {
+          // The block's rows are evenly spaced in apack (a_panel_bytes = mr * row stride).
+          const size_t stride = kern::gemm_row_stride(b.groups);
+          const auto m0 = static_cast<int64_t>(p0 * mr);
+          const int64_t m1 = std::min<int64_t>(plan.M, static_cast<int64_t>(p1 * mr));
+          const int32_t zr = source.rows(m0, m1, apack, stride);
+          for (size_t i = 0; i < (p1 - p0) * mr; ++i) {
+            const auto m = m0 + static_cast<int64_t>(i);
+            uint8_t *dst = apack + i * stride;
+            const size_t from = m < plan.M ? plan.K : 0;
+            if (plan.row_bytes > from) std::memset(dst + from, 0, plan.row_bytes - from);
+            za[i] = m < plan.M ? zr : 0;
+            gemm_pack_a(plan, m, dst, apack + i / mr * plan.a_panel_bytes,
+                        b.zb_zero ? nullptr : row_sum + i);  // (the row is in its place)
+          }
+          packed = mi;
+          std::memcpy(header, &packed, sizeof packed);
+        }
+      }
       if (packed != mi) {
         for (size_t p = p0; p < p1; ++p)
           for (size_t r = 0; r < mr; ++r) {

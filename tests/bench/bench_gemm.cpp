@@ -27,6 +27,8 @@
 namespace {
 
 bool g_quick = false;
+// --shape M,K,N (repeatable): the GEMM section's shapes instead of its own.
+std::vector<std::array<int64_t, 3>> g_shapes;
 
 using qnt_bench::check;
 using qnt_bench::make;
@@ -182,6 +184,7 @@ void bench_gemm(int threads, double limit) {
                                                 {16, 4096, 4096},  {128, 4096, 4096},
                                                 {1, 4096, 4096}};
   if (g_quick) shapes = {{512, 512, 512}, {16, 4096, 4096}, {1, 4096, 4096}};
+  if (!g_shapes.empty()) shapes = g_shapes;
   qnt_context *ctx = nullptr;
   check(qnt_context_create(&ctx), "ctx");
   check(qnt_context_set_num_threads(ctx, threads), "threads");
@@ -205,7 +208,7 @@ void bench_gemm(int threads, double limit) {
     row(name, threads, qs, "onednn", ds, 2.0 * M * K * N, limit);
   }
   // GEMV with the weights from DRAM: copies of B rotated so that none is in cache.
-  {
+  if (g_shapes.empty()) {
     const int64_t K = 4096, N = 4096;
     const int copies = g_quick ? 4 : 8;
     const auto av = random_bytes(static_cast<size_t>(K), 3);
@@ -468,11 +471,20 @@ void bench_packing(int threads, double limit) {
 }
 
 int main(int argc, char **argv) {
-  // --only gemm|linear|conv|packing: one section (for working on it).
+  // --only gemm|linear|conv|packing: one section (for working on it); --shape M,K,N: the GEMM
+  // section's shapes.
   std::string only;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) g_quick = true;
     if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+    if (std::strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+      long long m = 0, k = 0, n = 0;
+      if (std::sscanf(argv[++i], "%lld,%lld,%lld", &m, &k, &n) != 3 || m < 1 || k < 1 || n < 1) {
+        std::fprintf(stderr, "--shape M,K,N: three positive integers\n");
+        return 2;
+      }
+      g_shapes.push_back({m, k, n});
+    }
   }
   auto want = [&](const char *section) { return only.empty() || only == section; };
   qnt_context *c = nullptr;
