@@ -117,6 +117,18 @@ constexpr size_t gemm_depthwise8_index(size_t c, size_t t, size_t taps) {
          (c % 4) * 4 + t % 4;
 }
 
+// Direct convolution, one full tile (mr rows x np panels, src/ops/conv.cpp): c[r * ldc + j] =
+// c[j] (the first row's values on entry: the zero-point term, the same for every row) + the sum
+// over taps t < taps and groups g < tap_groups of a'(r, t, g) * b'(t * tap_groups + g, j),
+// wrapping, where row r's four a' bytes of group g of tap t are at
+//   a + r * row_stride + tap_off[t] + 4 * g
+// (an output pixel's window read in place from a padded NHWC image: no im2col). All mr rows are
+// computed, so every row's bytes must be readable; the caller keeps the rows it wants. b is the
+// tile's first panel of packed B, whose groups run tap after tap.
+using GemmConvTileFn = void (*)(const uint8_t *a, size_t row_stride, const size_t *tap_off,
+                                size_t taps, size_t tap_groups, const int8_t *b,
+                                size_t panel_stride, int32_t *c, size_t ldc) noexcept;
+
 struct GemmKernel {
   const char *name;
   int mr;       // rows of A per micro-tile
@@ -138,6 +150,7 @@ struct GemmKernel {
   GemmPackFn pack_nk = nullptr;
   GemmDepthwiseFn depthwise = nullptr;  // null: depthwise convs run as grouped GEMMs
   GemmDepthwise8Fn depthwise8 = nullptr;  // null: `depthwise` for every weight
+  GemmConvTileFn conv_tile = nullptr;     // null: convolutions gather their windows (im2col)
 };
 
 // The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.

@@ -121,6 +121,80 @@ struct Vnni512 {
   }
 #endif
 
+  // GemmConvTileFn: the full tile with A read in place, tap after tap (taps, tap_groups >= 1);
+  // every row's accumulators start from c's first row.
+  static void conv(const uint8_t *a, size_t s, const size_t *off, size_t taps, size_t tap_groups,
+                   const int8_t *b, size_t ps, int32_t *c, size_t ldc) noexcept {
+#if !defined(QNT_GEMM_EMULATED)
+    const int8_t *b3 = b + 3 * ps;
+    const size_t ldc_bytes = ldc * 4;
+    const uint8_t *at = nullptr, *a3 = nullptr;
+    size_t g = 0;
+    __asm__ volatile(
+        "vmovdqu32 (%[c]), %%zmm8\n\t"     "vmovdqu32 64(%[c]), %%zmm9\n\t"
+        "vmovdqu32 128(%[c]), %%zmm10\n\t" "vmovdqu32 192(%[c]), %%zmm11\n\t"
+        "vmovdqa64 %%zmm8, %%zmm12\n\t"  "vmovdqa64 %%zmm9, %%zmm13\n\t"
+        "vmovdqa64 %%zmm10, %%zmm14\n\t" "vmovdqa64 %%zmm11, %%zmm15\n\t"
+        "vmovdqa64 %%zmm8, %%zmm16\n\t"  "vmovdqa64 %%zmm9, %%zmm17\n\t"
+        "vmovdqa64 %%zmm10, %%zmm18\n\t" "vmovdqa64 %%zmm11, %%zmm19\n\t"
+        "vmovdqa64 %%zmm8, %%zmm20\n\t"  "vmovdqa64 %%zmm9, %%zmm21\n\t"
+        "vmovdqa64 %%zmm10, %%zmm22\n\t" "vmovdqa64 %%zmm11, %%zmm23\n\t"
+        "vmovdqa64 %%zmm8, %%zmm24\n\t"  "vmovdqa64 %%zmm9, %%zmm25\n\t"
+        "vmovdqa64 %%zmm10, %%zmm26\n\t" "vmovdqa64 %%zmm11, %%zmm27\n\t"
+        "vmovdqa64 %%zmm8, %%zmm28\n\t"  "vmovdqa64 %%zmm9, %%zmm29\n\t"
+        "vmovdqa64 %%zmm10, %%zmm30\n\t" "vmovdqa64 %%zmm11, %%zmm31\n\t"
+        "1:\n\t"
+        "mov (%[off]), %[at]\n\t"
+        "add %[a], %[at]\n\t"
+        "lea (%[at], %[s], 2), %[a3]\n\t"
+        "add %[s], %[a3]\n\t"
+        "mov %[tg], %[g]\n\t"
+        "2:\n\t"
+        "vmovdqu64 (%[b]), %%zmm0\n\t"
+        "vmovdqu64 (%[b], %[ps]), %%zmm1\n\t"
+        "vmovdqu64 (%[b], %[ps], 2), %%zmm2\n\t"
+        "vmovdqu64 (%[b3]), %%zmm3\n\t"
+        QNT_VNNI_ROW("(%[at])", 8, 9, 10, 11) QNT_VNNI_ROW("(%[at], %[s])", 12, 13, 14, 15)
+        QNT_VNNI_ROW("(%[at], %[s], 2)", 16, 17, 18, 19) QNT_VNNI_ROW("(%[a3])", 20, 21, 22, 23)
+        QNT_VNNI_ROW("(%[a3], %[s])", 24, 25, 26, 27)
+        QNT_VNNI_ROW("(%[a3], %[s], 2)", 28, 29, 30, 31)
+        "add $64, %[b]\n\t"
+        "add $64, %[b3]\n\t"
+        "add $4, %[at]\n\t"
+        "add $4, %[a3]\n\t"
+        "dec %[g]\n\t"
+        "jnz 2b\n\t"
+        "add $8, %[off]\n\t"
+        "dec %[t]\n\t"
+        "jnz 1b\n\t"
+        QNT_VNNI_STORE(8, 9, 10, 11) QNT_VNNI_STORE(12, 13, 14, 15)
+        QNT_VNNI_STORE(16, 17, 18, 19) QNT_VNNI_STORE(20, 21, 22, 23)
+        QNT_VNNI_STORE(24, 25, 26, 27) QNT_VNNI_STORE(28, 29, 30, 31)
+        : [at] "+&r"(at), [a3] "+&r"(a3), [g] "+&r"(g), [b] "+r"(b), [b3] "+r"(b3),
+          [off] "+r"(off), [t] "+r"(taps), [c] "+r"(c)
+        : [a] "r"(a), [ps] "r"(ps), [s] "r"(s), [tg] "r"(tap_groups), [ldc] "r"(ldc_bytes)
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+          "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21",
+          "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",
+          "xmm31", "memory", "cc");
+#else
+    __m512i acc[kMR][kNP];
+    for (int r = 0; r < kMR; ++r)
+      for (int p = 0; p < kNP; ++p) acc[r][p] = _mm512_loadu_si512(c + 16 * p);
+    for (size_t t = 0; t < taps; ++t)
+      for (size_t g = 0; g < tap_groups; ++g, b += 64) {
+        __m512i bv[kNP];
+        for (int p = 0; p < kNP; ++p) bv[p] = _mm512_loadu_si512(b + p * ps);
+        for (int r = 0; r < kMR; ++r) {
+          const __m512i av = _mm512_set1_epi32(load_i32(a + static_cast<size_t>(r) * s + off[t] + 4 * g));
+          for (int p = 0; p < kNP; ++p) acc[r][p] = _mm512_dpbusd_epi32(acc[r][p], av, bv[p]);
+        }
+      }
+    for (int r = 0; r < kMR; ++r)
+      for (int p = 0; p < kNP; ++p) _mm512_storeu_si512(c + r * ldc + 16 * p, acc[r][p]);
+#endif
+  }
+
   template <int R, int P>
   static void run(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
                   size_t ldc) noexcept {

@@ -135,6 +135,12 @@ inline void copy_flip(uint8_t *dst, const uint8_t *src, size_t n, uint8_t flip) 
   size_t i = 0;
 #if defined(__SSE2__)
   const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+  for (; i + 64 <= n; i += 64) {  // loads first: a store may seem to alias the next load
+    __m128i v[4];
+    for (int k = 0; k < 4; ++k)
+      v[k] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i) + k), f);
+    for (int k = 0; k < 4; ++k) _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + i) + k, v[k]);
+  }
   for (; i + 16 <= n; i += 16)
     _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + i),
                      _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + i)), f));
@@ -302,6 +308,8 @@ class PreparedConv final : public Prepared {
     const int32_t zx = x.qparams() ? x.qparams()->zero_points()[0] : 0;
     if (!dw_.empty())
       run_depthwise(ctx, s, x, zx, epi, y);
+    else if (kernel_ != nullptr && direct_fits(s))
+      run_direct(ctx, s, x, zx, epi, y);
     else if (kernel_ != nullptr)
       run_fast(ctx, s, x, zx, epi, y);
     else
@@ -381,6 +389,143 @@ class PreparedConv final : public Prepared {
         };
         gemm_run(ctx, plan, fast_[static_cast<size_t>(gi)], work, source, tile);
       }
+    });
+  }
+
+  // The direct form's lines (see run_direct): a line is a run of tile rows at one stride
+  // through the padded image. Stride 1: one line per image, row q being pixel q of the padded
+  // width Wp (q % Wp < OW are outputs: the other rows are computed and dropped); otherwise one
+  // line per output row, q its column.
+  struct Lines {
+    int64_t Hp, Wp, count, length, tiles;  // tiles per line, of mr rows
+    bool image;                            // one line per image (stride 1)
+  };
+  Lines lines(const Shape &s) const {
+    Lines l{};
+    l.Hp = s.H + g_.pad_top + g_.pad_bottom;
+    l.Wp = s.W + g_.pad_left + g_.pad_right;
+    l.image = g_.stride_h == 1 && g_.stride_w == 1;
+    l.count = l.image ? s.N : s.N * s.OH;
+    l.length = l.image ? (s.OH - 1) * l.Wp + s.OW : s.OW;
+    l.tiles = (l.length + kernel_->mr - 1) / kernel_->mr;
+    return l;
+  }
+
+  // Whether the direct form runs this shape: a kernel with a conv tile; one group whose channels
+  // are whole groups of 4 (a tap's groups then start at its pixel) and whose filters fill whole
+  // tiles; symmetric weights (no row sums: a window's sum is not formed); pads smaller than
+  // the kernel (the padded copy stays near the input's size); and few computed rows dropped:
+  // fewer than the share of the work that gathering windows costs (about 8 / M: a window is
+  // copied once for every M / 64 tiles that read it).
+  bool direct_fits(const Shape &s) const {
+    const kern::GemmKernel &k = *kernel_;
+    if (k.conv_tile == nullptr || g_.groups != 1 || s.C % 4 != 0 ||
+        s.M % (k.np * kern::kGemmPanel) != 0 || !fast_[0].zb_zero || s.OH <= 0 || s.OW <= 0)
+      return false;
+    const int64_t KH = wdims_[2], KW = wdims_[3];
+    if (g_.pad_top >= KH || g_.pad_bottom >= KH || g_.pad_left >= KW || g_.pad_right >= KW)
+      return false;
+    const Lines l = lines(s);
+    const double rows = static_cast<double>(l.count * l.tiles * k.mr);
+    const double dropped = 1.0 - static_cast<double>(s.N * s.OH * s.OW) / rows;
+    return dropped * static_cast<double>(s.M) < 8.0;
+  }
+
+  // Direct convolution (a kernel's conv_tile): the NHWC input copied once into a padded image
+  // (a' bytes, the pad zx'), then each tile of mr output pixels multiplies its windows in place,
+  // tap after tap, against the packed filters: no window is gathered. Tiles run along lines
+  // (see Lines); a task is a block of tiles, each meeting every n-tile in turn.
+  void run_direct(const Context &ctx, const Shape &s, const Tensor &x, int32_t zx,
+                  const Epilogue &epi, Tensor &y) const {
+    const kern::GemmKernel &k = *kernel_;
+    const GemmB &b = fast_[0];
+    const int64_t KH = wdims_[2], KW = wdims_[3], C = s.C, M = s.M;
+    const Lines l = lines(s);
+    const bool is_signed = x.info().is_signed;
+    const uint8_t flip = is_signed ? 0x80 : 0;
+    const auto pad = static_cast<uint8_t>((static_cast<uint32_t>(zx) & 0xFFu) ^ flip);
+    const int32_t za = zx + (is_signed ? 128 : 0);
+    const auto mr = static_cast<size_t>(k.mr);
+    const size_t tile_cols = static_cast<size_t>(k.np) * kern::kGemmPanel;
+    const auto n_tiles = static_cast<size_t>(M) / tile_cols;
+    const auto cz = static_cast<size_t>(C);
+    // Row strides and tap offsets, in bytes.
+    const size_t row_stride = static_cast<size_t>(g_.stride_w) * cz;
+    std::vector<size_t> tap_off(static_cast<size_t>(KH * KW));
+    for (int64_t i = 0; i < KH; ++i)
+      for (int64_t j = 0; j < KW; ++j)
+        tap_off[static_cast<size_t>(i * KW + j)] =
+            static_cast<size_t>(i * g_.dilation_h * l.Wp + j * g_.dilation_w) * cz;
+    // The last tile's rows past its line (up to mr - 1, stride_w pixels apart) read on past the
+    // images: slack for them.
+    const auto image_bytes = static_cast<size_t>(l.Hp * l.Wp) * cz;
+    const size_t padded_bytes =
+        (static_cast<size_t>(s.N) * image_bytes + (mr + 1) * row_stride + 64 + 63) / 64 * 64;
+    // The zero-point term of every row (weights symmetric: za' * col[j], see gemm.hpp), which
+    // the tile starts its accumulators from.
+    std::vector<int32_t> corr(static_cast<size_t>(M));
+    for (size_t j = 0; j < corr.size(); ++j)
+      corr[j] = static_cast<int32_t>(static_cast<uint32_t>(b.col[j]) * static_cast<uint32_t>(za));
+    constexpr size_t kTileBlock = 16;  // tiles per task
+    const auto total_tiles = static_cast<size_t>(l.count * l.tiles);
+    const size_t tasks = (total_tiles + kTileBlock - 1) / kTileBlock;
+    in_nhwc(ctx, s, x, y, padded_bytes, [&](const uint8_t *xin, uint8_t *yd, uint8_t *xp) {
+      // The padded image, a row of it at a time.
+      const auto prow = static_cast<size_t>(l.Wp) * cz;
+      const auto rows_total = static_cast<size_t>(s.N * l.Hp);
+      parallel_for(ctx.threads(), rows_total, 16, [&](size_t r0, size_t r1) {
+        for (size_t r = r0; r < r1; ++r) {
+          const auto img = static_cast<int64_t>(r) / l.Hp, h = static_cast<int64_t>(r) % l.Hp - g_.pad_top;
+          uint8_t *dst = xp + r * prow;
+          if (h < 0 || h >= s.H) {
+            std::memset(dst, pad, prow);
+            continue;
+          }
+          const auto left = static_cast<size_t>(g_.pad_left) * cz, inner = static_cast<size_t>(s.W) * cz;
+          std::memset(dst, pad, left);
+          copy_flip(dst + left, xin + static_cast<size_t>((img * s.H + h) * s.W) * cz, inner, flip);
+          std::memset(dst + left + inner, pad, prow - left - inner);
+        }
+      });
+      std::memset(xp + static_cast<size_t>(s.N) * image_bytes, pad,
+                  padded_bytes - static_cast<size_t>(s.N) * image_bytes);
+      parallel_for(ctx.threads(), tasks, 1, [&](size_t t0, size_t t1) {
+        alignas(64) int32_t acc[16 * 64];
+        for (size_t task = t0; task < t1; ++task) {
+          const size_t i0 = task * kTileBlock, i1 = std::min(total_tiles, i0 + kTileBlock);
+          for (size_t nt = 0; nt < n_tiles; ++nt) {
+            const size_t n0 = nt * tile_cols;
+            const int8_t *bp = b.data.data() + nt * static_cast<size_t>(k.np) * b.panel_stride();
+            for (size_t i = i0; i < i1; ++i) {
+              const auto line = static_cast<int64_t>(i / static_cast<size_t>(l.tiles));
+              const auto q0 = static_cast<int64_t>(i % static_cast<size_t>(l.tiles)) * k.mr;
+              // The line's first row: image `line` (stride 1), or output row `line` of its image.
+              const int64_t img = l.image ? line : line / s.OH, oh = l.image ? 0 : line % s.OH;
+              const size_t base = static_cast<size_t>(img) * image_bytes +
+                                  static_cast<size_t>(oh * g_.stride_h * l.Wp) * cz;
+              std::memcpy(acc, corr.data() + n0, tile_cols * sizeof(int32_t));
+              k.conv_tile(xp + base + static_cast<size_t>(q0) * row_stride, row_stride,
+                          tap_off.data(), tap_off.size(), cz / kern::kGemmGroup, bp,
+                          b.panel_stride(), acc, tile_cols);
+              // The rows that are outputs, in runs of consecutive output pixels.
+              const int64_t q1 = std::min<int64_t>(l.length, q0 + k.mr);
+              for (int64_t q = q0; q < q1;) {
+                const int64_t ow = l.image ? q % l.Wp : q, oh2 = l.image ? q / l.Wp : oh;
+                if (ow >= s.OW) {
+                  q += l.Wp - ow;  // the row's dropped pixels
+                  continue;
+                }
+                const int64_t run = std::min(q1 - q, s.OW - ow);
+                const int64_t m = (img * s.OH + oh2) * s.OW + ow;
+                epi.block(acc + static_cast<size_t>(q - q0) * tile_cols, tile_cols,
+                          static_cast<int>(run), n0, tile_cols, yd,
+                          static_cast<size_t>(m * M) + n0, static_cast<size_t>(M));
+                q += run;
+              }
+            }
+          }
+        }
+      });
     });
   }
 

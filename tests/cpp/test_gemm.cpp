@@ -350,6 +350,69 @@ std::vector<int64_t> conv_x_shape(const ConvCase &cc, int layout) {
                                    : std::vector<int64_t>{cc.N, cc.C, cc.H, cc.W};
 }
 
+// One random convolution of the case's shape (dtypes, zero points, output mode, bias, relu
+// from rng and iter) through the one-shot and the prepared call: every fast set at 1, 2 and 3
+// threads against the reference. symmetric: weight zero points 0 for i8, 128 for u8.
+void check_conv_case(const ConvCase &cc, int layout, int iter, std::mt19937 &rng, bool symmetric) {
+  const qnt_dtype xd = pick_int8(rng), wd = pick_int8(rng);
+  const int out = iter % 4;  // 0 i32, 1 u8, 2 i8, 3 f32
+  const int bias_kind = (iter / 4) % 3;  // none, i32, f32 (not with i32 y)
+  QP xq, wq, yq;
+  per_tensor(xq, xd, pick_scale(rng), pick_zp(rng, xd));
+  if (symmetric) {  // zero points 0 (i8) or 128 (u8): b' = w - zw needs no row sums
+    std::vector<float> ws(static_cast<size_t>(cc.M));
+    for (auto &v : ws) v = pick_scale(rng);
+    const std::vector<int32_t> wz(static_cast<size_t>(cc.M), wd == QNT_DTYPE_U8 ? 128 : 0);
+    ASSERT_EQ(qnt_qparams_create_per_axis(wd, 0, static_cast<size_t>(cc.M), ws.data(), wz.data(),
+                                          &wq.p),
+              QNT_OK);
+  } else {
+    weight_qparams(wq, rng, wd, 0, cc.M, iter % 3 != 0);
+  }
+  const qnt_dtype yd = out == 0   ? QNT_DTYPE_I32
+                       : out == 1 ? QNT_DTYPE_U8
+                       : out == 2 ? QNT_DTYPE_I8
+                                  : QNT_DTYPE_F32;
+  if (out == 1 || out == 2) per_tensor(yq, yd, pick_scale(rng), pick_zp(rng, yd));
+  Desc d;
+  set_conv(d, cc, layout);
+  if (out != 0) d.set(QNT_OP_FUSE_RELU, iter % 2);
+  const std::vector<int64_t> xs = conv_x_shape(cc, layout);
+  const auto xv = random_bytes(rng, static_cast<size_t>(cc.N * cc.C * cc.H * cc.W), iter % 5 == 0);
+  const auto wv = random_bytes(
+      rng, static_cast<size_t>(cc.M * (cc.C / cc.groups) * cc.KH * cc.KW), iter % 5 == 0);
+  T x, w, y, bias;
+  make_raw(x, xd, xs, xq.p, xv.data(), xv.size());
+  make_raw(w, wd, {cc.M, cc.C / cc.groups, cc.KH, cc.KW}, wq.p, wv.data(), wv.size());
+  int64_t ys[4];
+  ASSERT_EQ(qnt_conv2d_output_shape(x.t, w.t, d.d, ys, 4), QNT_OK) << qnt_last_error_message();
+  make_q(y, yd, {ys[0], ys[1], ys[2], ys[3]}, yq.p);
+  const int64_t bs[1] = {cc.M};
+  if (bias_kind == 1 || (bias_kind == 2 && out == 0)) {
+    std::vector<int32_t> bi(static_cast<size_t>(cc.M));
+    for (auto &v : bi) v = std::uniform_int_distribution<int32_t>(-5000, 5000)(rng);
+    ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_I32, bs, 1, nullptr, bi.data(),
+                                          4 * bi.size(), &bias.t),
+              QNT_OK);
+  } else if (bias_kind == 2) {
+    std::vector<float> bf(static_cast<size_t>(cc.M));
+    for (auto &v : bf) v = std::uniform_real_distribution<float>(-3.0f, 3.0f)(rng);
+    ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_F32, bs, 1, nullptr, bf.data(),
+                                          4 * bf.size(), &bias.t),
+              QNT_OK);
+  }
+  const std::string what = "conv case " + std::to_string(iter);
+  compare_all(what, y.t, [&](qnt_context *c) {
+    return qnt_qconv2d(c, x.t, w.t, bias.t, d.d, y.t);
+  });
+  compare_all(what + " prepared", y.t, [&](qnt_context *c) {
+    Prep p;
+    qnt_status s = qnt_prepared_create_conv2d(c, w.t, bias.t, d.d, &p.p);
+    if (s != QNT_OK) return s;
+    return qnt_prepared_run(c, p.p, x.t, y.t);
+  });
+}
+
 TEST(Gemm, ConvRandom) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
   const ConvCase cases[] = {
@@ -364,59 +427,26 @@ TEST(Gemm, ConvRandom) {
   };
   std::mt19937 rng(5);
   int iter = 0;
-  for (const ConvCase &cc : cases) {
-    for (int layout : {QNT_LAYOUT_NCHW, QNT_LAYOUT_NHWC}) {
-      ++iter;
-      const qnt_dtype xd = pick_int8(rng), wd = pick_int8(rng);
-      const int out = iter % 4;  // 0 i32, 1 u8, 2 i8, 3 f32
-      const int bias_kind = (iter / 4) % 3;  // none, i32, f32 (not with i32 y)
-      QP xq, wq, yq;
-      per_tensor(xq, xd, pick_scale(rng), pick_zp(rng, xd));
-      weight_qparams(wq, rng, wd, 0, cc.M, iter % 3 != 0);
-      const qnt_dtype yd = out == 0   ? QNT_DTYPE_I32
-                           : out == 1 ? QNT_DTYPE_U8
-                           : out == 2 ? QNT_DTYPE_I8
-                                      : QNT_DTYPE_F32;
-      if (out == 1 || out == 2) per_tensor(yq, yd, pick_scale(rng), pick_zp(rng, yd));
-      Desc d;
-      set_conv(d, cc, layout);
-      if (out != 0) d.set(QNT_OP_FUSE_RELU, iter % 2);
-      const std::vector<int64_t> xs = conv_x_shape(cc, layout);
-      const auto xv = random_bytes(rng, static_cast<size_t>(cc.N * cc.C * cc.H * cc.W), iter % 5 == 0);
-      const auto wv = random_bytes(
-          rng, static_cast<size_t>(cc.M * (cc.C / cc.groups) * cc.KH * cc.KW), iter % 5 == 0);
-      T x, w, y, bias;
-      make_raw(x, xd, xs, xq.p, xv.data(), xv.size());
-      make_raw(w, wd, {cc.M, cc.C / cc.groups, cc.KH, cc.KW}, wq.p, wv.data(), wv.size());
-      int64_t ys[4];
-      ASSERT_EQ(qnt_conv2d_output_shape(x.t, w.t, d.d, ys, 4), QNT_OK) << qnt_last_error_message();
-      make_q(y, yd, {ys[0], ys[1], ys[2], ys[3]}, yq.p);
-      const int64_t bs[1] = {cc.M};
-      if (bias_kind == 1 || (bias_kind == 2 && out == 0)) {
-        std::vector<int32_t> bi(static_cast<size_t>(cc.M));
-        for (auto &v : bi) v = std::uniform_int_distribution<int32_t>(-5000, 5000)(rng);
-        ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_I32, bs, 1, nullptr, bi.data(),
-                                              4 * bi.size(), &bias.t),
-                  QNT_OK);
-      } else if (bias_kind == 2) {
-        std::vector<float> bf(static_cast<size_t>(cc.M));
-        for (auto &v : bf) v = std::uniform_real_distribution<float>(-3.0f, 3.0f)(rng);
-        ASSERT_EQ(qnt_tensor_create_from_data(QNT_DTYPE_F32, bs, 1, nullptr, bf.data(),
-                                              4 * bf.size(), &bias.t),
-                  QNT_OK);
-      }
-      const std::string what = "conv case " + std::to_string(iter);
-      compare_all(what, y.t, [&](qnt_context *c) {
-        return qnt_qconv2d(c, x.t, w.t, bias.t, d.d, y.t);
-      });
-      compare_all(what + " prepared", y.t, [&](qnt_context *c) {
-        Prep p;
-        qnt_status s = qnt_prepared_create_conv2d(c, w.t, bias.t, d.d, &p.p);
-        if (s != QNT_OK) return s;
-        return qnt_prepared_run(c, p.p, x.t, y.t);
-      });
-    }
-  }
+  for (const ConvCase &cc : cases)
+    for (int layout : {QNT_LAYOUT_NCHW, QNT_LAYOUT_NHWC}) check_conv_case(cc, layout, ++iter, rng, false);
+}
+
+// Shapes that the direct convolution takes (kernels with a conv tile: symmetric weights, one
+// group, C a multiple of 4, M of 64, few dropped rows): lines of whole images (stride 1) with
+// rows past each output row dropped, lines per output row (stride 2), dilation, 1 x 1, two
+// n-tiles, a kernel taller than wide, batches; the same arithmetic as the reference's.
+TEST(Gemm, ConvDirect) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  const ConvCase cases[] = {
+      {2, 16, 10, 30, 64, 3, 3, 1, 1, 1, 1}, {1, 8, 9, 24, 64, 3, 3, 2, 1, 1, 1},
+      {1, 12, 12, 40, 64, 3, 3, 1, 2, 2, 1}, {1, 20, 6, 6, 64, 1, 1, 1, 0, 1, 1},
+      {1, 4, 8, 62, 128, 3, 3, 1, 1, 1, 1},  {3, 8, 7, 50, 64, 5, 3, 1, 1, 1, 1},
+  };
+  std::mt19937 rng(29);
+  int iter = 0;
+  for (const ConvCase &cc : cases)
+    for (int layout : {QNT_LAYOUT_NCHW, QNT_LAYOUT_NHWC})
+      for (int rep = 0; rep < 2; ++rep) check_conv_case(cc, layout, ++iter, rng, true);
 }
 
 // Depthwise with 8-bit weights whose w - zw all fit in int8 (symmetric i8 weights, or zero
