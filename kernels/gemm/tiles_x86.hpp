@@ -119,6 +119,48 @@ struct Vnni512 {
           "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",
           "xmm31", "memory", "cc");
   }
+
+  // Four rows (16 accumulators in zmm8-23): a panel of M = 4 (mod 6) rows, such as the last
+  // of M = 16, computes no zero rows (the six-row tile there made 18 rows' work for 16).
+  static void full4(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
+                    size_t ldc) noexcept {
+    const int8_t *b3 = b + 3 * ps;
+    const size_t ldc_bytes = ldc * 4, stride = gemm_row_stride(groups);
+    const uint8_t *a3 = a + 3 * stride;
+    __asm__ volatile(
+        "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"
+        "vmovdqa64 %%zmm8, %%zmm9\n\t"   "vmovdqa64 %%zmm8, %%zmm10\n\t"
+        "vmovdqa64 %%zmm8, %%zmm11\n\t"  "vmovdqa64 %%zmm8, %%zmm12\n\t"
+        "vmovdqa64 %%zmm8, %%zmm13\n\t"  "vmovdqa64 %%zmm8, %%zmm14\n\t"
+        "vmovdqa64 %%zmm8, %%zmm15\n\t"  "vmovdqa64 %%zmm8, %%zmm16\n\t"
+        "vmovdqa64 %%zmm8, %%zmm17\n\t"  "vmovdqa64 %%zmm8, %%zmm18\n\t"
+        "vmovdqa64 %%zmm8, %%zmm19\n\t"  "vmovdqa64 %%zmm8, %%zmm20\n\t"
+        "vmovdqa64 %%zmm8, %%zmm21\n\t"  "vmovdqa64 %%zmm8, %%zmm22\n\t"
+        "vmovdqa64 %%zmm8, %%zmm23\n\t"
+        "test %[g], %[g]\n\t"
+        "jz 2f\n\t"
+        "1:\n\t"
+        "vmovdqu64 (%[b]), %%zmm0\n\t"
+        "vmovdqu64 (%[b], %[ps]), %%zmm1\n\t"
+        "vmovdqu64 (%[b], %[ps], 2), %%zmm2\n\t"
+        "vmovdqu64 (%[b3]), %%zmm3\n\t"
+        QNT_VNNI_ROW("(%[a])", 8, 9, 10, 11) QNT_VNNI_ROW("(%[a], %[s])", 12, 13, 14, 15)
+        QNT_VNNI_ROW("(%[a], %[s], 2)", 16, 17, 18, 19) QNT_VNNI_ROW("(%[a3])", 20, 21, 22, 23)
+        "add $64, %[b]\n\t"
+        "add $64, %[b3]\n\t"
+        "add $4, %[a]\n\t"
+        "add $4, %[a3]\n\t"
+        "dec %[g]\n\t"
+        "jnz 1b\n\t"
+        "2:\n\t"
+        QNT_VNNI_STORE(8, 9, 10, 11) QNT_VNNI_STORE(12, 13, 14, 15)
+        QNT_VNNI_STORE(16, 17, 18, 19) QNT_VNNI_STORE(20, 21, 22, 23)
+        : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [b3] "+r"(b3), [g] "+r"(groups), [c] "+r"(c)
+        : [ps] "r"(ps), [s] "r"(stride), [ldc] "r"(ldc_bytes)
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+          "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21",
+          "xmm22", "xmm23", "memory", "cc");
+  }
 #endif
 
   // GemmConvTileFn: the full tile with A read in place, tap after tap (taps, tap_groups >= 1);
@@ -201,6 +243,7 @@ struct Vnni512 {
 #if !defined(QNT_GEMM_EMULATED)  // the emulated suite models the intrinsics, not the assembly
     // From 3 rows: the panel's rows past R are zeros and c has room for them (GemmTileFn); fewer
     // rows (M = 1, 2: memory-bound GEMV) would multiply mostly zeros.
+    if constexpr (P == kNP && R == 4) return full4(a, b, ps, groups, c, ldc);
     if constexpr (P == kNP && R >= 3) return full(a, b, ps, groups, c, ldc);
 #endif
     __m512i acc[R][P];

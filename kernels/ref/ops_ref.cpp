@@ -130,6 +130,11 @@ bool dynamic_qparams(const float *x, size_t n, float *scale, int32_t *zero_point
     lo = std::min(lo, v);
     hi = std::max(hi, v);
   }
+  return dynamic_qparams_of_range(lo, hi, scale, zero_point, qmax);
+}
+
+bool dynamic_qparams_of_range(float lo, float hi, float *scale, int32_t *zero_point,
+                              int32_t qmax) noexcept {
   if (hi == lo) {  // only zeros: ONNX would divide by a zero scale
     *scale = 1.0f;
     *zero_point = 0;

@@ -87,6 +87,10 @@ float dot_int8_act(const int8_t *qx, const float *sx, const int32_t *v, const fl
 // hi == lo gives scale 1, zero point 0. Returns false if an infinity is seen.
 bool dynamic_qparams(const float *x, size_t n, float *scale, int32_t *zero_point,
                      int32_t qmax = 255) noexcept;
+// The same from the finite values' extremes (lo <= 0 <= hi already folded in), for callers
+// that scan x with a vector kernel; false for a range too wide for float32.
+bool dynamic_qparams_of_range(float lo, float hi, float *scale, int32_t *zero_point,
+                              int32_t qmax = 255) noexcept;
 
 // The geometry of one convolution, for im2col.
 struct ConvGeometry {

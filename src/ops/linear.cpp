@@ -2,6 +2,7 @@
 // a prepared operator; the one-shot calls check, return at once for an empty output, then
 // prepare and run.
 #include "core/error.hpp"
+#include "kernels/ref/calib_ref.hpp"
 #include "kernels/ref/ops_ref.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 #include "ops/common.hpp"
@@ -19,6 +20,20 @@
 #include <vector>
 
 namespace qnt::ops {
+namespace {
+
+// ONNX DynamicQuantizeLinear's parameters (ref::dynamic_qparams: the same values) from the kernel
+// set's vector scan of x: NaNs skipped; false for an infinity or too wide a range.
+bool dynamic_params(const kern::KernelSet &ks, const float *x, size_t n, float *scale,
+                    int32_t *zero_point, int32_t qmax) {
+  ref::ScanResult r;
+  ks.scan(x, n, &r);
+  if (r.finite + r.nan != n) return false;
+  return ref::dynamic_qparams_of_range(std::min(0.0f, r.min), std::max(0.0f, r.max), scale,
+                                       zero_point, qmax);
+}
+
+}  // namespace
 namespace {
 
 // Rows per task: enough work per task to pay for a thread's start, at least one row.
@@ -341,15 +356,17 @@ class PreparedLinearDynamic final : public Prepared {
     const auto rows = static_cast<size_t>(R);
     std::vector<float> sx(rows, 1.0f);
     std::vector<int32_t> zx(rows, 0);
+    auto range_params = [&](const float *v, size_t n, size_t r) {
+      return dynamic_params(*kernels_, v, n, &sx[r], &zx[r], qmax_);
+    };
     if (mode_ == QNT_ACT_PER_TENSOR) {
-      if (!ref::dynamic_qparams(xs, x.element_count(), &sx[0], &zx[0], qmax_))
+      if (!range_params(xs, x.element_count(), 0))
         fail(QNT_ERR_INVALID_ARGUMENT, "x holds an infinity or a range too wide for float32");
       std::fill(sx.begin(), sx.end(), sx[0]);
       std::fill(zx.begin(), zx.end(), zx[0]);
     } else {
       for (size_t r = 0; r < rows; ++r)
-        if (!ref::dynamic_qparams(xs + r * static_cast<size_t>(K), static_cast<size_t>(K), &sx[r],
-                                  &zx[r], qmax_))
+        if (!range_params(xs + r * static_cast<size_t>(K), static_cast<size_t>(K), r))
           fail(QNT_ERR_INVALID_ARGUMENT, "row ", r, " of x holds an infinity or too wide a range");
     }
     const float *bf = bias_.f32_or_null();
@@ -634,8 +651,8 @@ std::unique_ptr<Tensor> dynamic_quantize_linear(const Context &ctx, const Tensor
   require_float(x, "x");
   float scale = 1.0f;
   int32_t zp = 0;
-  if (!ref::dynamic_qparams(reinterpret_cast<const float *>(x.data()), x.element_count(), &scale,
-                            &zp))
+  if (!dynamic_params(ctx.kernels(), reinterpret_cast<const float *>(x.data()), x.element_count(),
+                      &scale, &zp, 255))
     fail(QNT_ERR_INVALID_ARGUMENT, "x holds an infinity or a range too wide for float32");
   auto qp = QParams::create(QNT_DTYPE_U8, QNT_GRANULARITY_PER_TENSOR, 0, 0, &scale, &zp, 1);
   auto y = std::make_unique<Tensor>(QNT_DTYPE_U8, x.shape(), x.rank(), std::move(qp),
