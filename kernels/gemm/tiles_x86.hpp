@@ -439,7 +439,7 @@ inline __m256i column_sums_avx2(__m256i packed) noexcept {
 inline void gemm_pack_kn_avx2(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
                               uint8_t flip, int8_t *data, size_t ps, uint32_t *colsum) noexcept {
   const __m256i fl = _mm256_set1_epi8(static_cast<char>(flip));
-  constexpr size_t kGroupBlock = 16;
+  constexpr size_t kGroupBlock = 32;
   for (size_t g0 = 0; g0 < groups; g0 += kGroupBlock) {
     const size_t g1 = groups < g0 + kGroupBlock ? groups : g0 + kGroupBlock;
     for (size_t p = p0; p < p1; p += 2) {
