@@ -32,6 +32,7 @@ uint8_t code4(const WoPanelArgs &w, size_t k, int p) noexcept {
 
 void generic_f32(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows,
                  float *out) noexcept {
+  wo_prefetch_all(w);
   const auto K = static_cast<size_t>(w.K), B = static_cast<size_t>(w.block);
   for (int p = 0; p < P; ++p) {
     float s[kWoMaxRows][16] = {};
@@ -54,6 +55,7 @@ void generic_f32(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows,
 }
 
 void generic_int8(const WoPanelArgs &w, const WoActs &a, size_t rows, float *out) noexcept {
+  wo_prefetch_all(w);
   const size_t nc = w.chunks;
   for (int p = 0; p < P; ++p) {
     for (size_t r = 0; r < rows; ++r) {
@@ -104,6 +106,7 @@ void generic_dot(const float *x, size_t ldx, size_t rows, const float *w, size_t
 }
 
 void generic_dequant(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
+  wo_prefetch_all(w);
   const auto K = static_cast<size_t>(w.K), B = static_cast<size_t>(w.block);
   for (int p = 0; p < P; ++p)
     for (size_t k = 0; k < K; ++k) {

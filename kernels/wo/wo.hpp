@@ -46,6 +46,11 @@ struct WoPanelArgs {
   size_t unit_chunks = 1;
   bool half_units = false;
   uint32_t last_unit_lanes = 0xFFFF;
+  // Bytes that the kernel requests into L2 while it reads this panel (a later panel of the same
+  // stream), or null: spread over its loop where it can (wo_x86.hpp's batch-1 kernels), else
+  // all at once on entry (wo_prefetch_all).
+  const uint8_t *prefetch = nullptr;
+  size_t prefetch_bytes = 0;
 };
 
 // Quantized activations of the int8 mode, kWoMaxRows rows at most (see wo_prepare_rows).
@@ -79,6 +84,26 @@ struct WoKernels {
   WoInt8Fn int8;
   WoDotFn dot;
   WoDequantFn dequant;
+};
+
+// The whole of w.prefetch requested into L2 (the driver's way, for kernels that don't spread it).
+inline void wo_prefetch_all(const WoPanelArgs &w) noexcept {
+  if (w.prefetch == nullptr) return;
+  for (size_t off = 0; off < w.prefetch_bytes; off += 64) __builtin_prefetch(w.prefetch + off, 0, 2);
+}
+
+// w.prefetch spread over `steps` iterations of a kernel's loop: step() requests the next share.
+struct WoPrefetcher {
+  const uint8_t *at, *end;
+  size_t share;
+  WoPrefetcher(const WoPanelArgs &w, size_t steps) noexcept
+      : at(w.prefetch),
+        end(w.prefetch != nullptr ? w.prefetch + w.prefetch_bytes : nullptr),
+        share(w.prefetch != nullptr && steps > 0 ? (w.prefetch_bytes + steps - 1) / steps : 0) {}
+  void step() noexcept {
+    const uint8_t *e = end - at < static_cast<ptrdiff_t>(share) ? end : at + share;
+    for (; at < e; at += 64) __builtin_prefetch(at, 0, 2);
+  }
 };
 
 // Plain C++ over the packed layouts (kernels/wo/generic.cpp), for the ISAs without their own.

@@ -83,11 +83,13 @@ void f32_rows512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) n
   const auto K = static_cast<size_t>(w.K);
   const size_t cpb = static_cast<size_t>(w.block) / 16;  // chunks per block (>= 1)
   const size_t whole = K / 16;
+  WoPrefetcher pf(w, whole);  // (the driver passes requests at batch 1 only)
   for (size_t t0 = 0, blk = 0; t0 < whole; t0 += cpb, ++blk) {
     __m512 lut[P];
     for (int p = 0; p < P; ++p) lut[p] = lut512(w, blk, p);
     const size_t t1 = std::min(whole, t0 + cpb);
     for (size_t t = t0; t < t1; ++t) {
+      pf.step();
       const uint8_t *cp = chunk_at(w, t);
       const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
       __m512 xv[MR];
@@ -188,6 +190,7 @@ inline void dot512(const float *x, size_t ldx, size_t rows, const float *w, size
 }
 
 inline void dequant512(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
+  wo_prefetch_all(w);
   const auto K = static_cast<size_t>(w.K);
   const size_t cpb = static_cast<size_t>(w.block) / 16;
   const size_t chunks = (K + 15) / 16;
@@ -321,10 +324,130 @@ void int8_rows_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept 
   for (int p0 = 0; p0 < P; p0 += PP) int8_feat_vnni<Code, MR, PP>(w, a, p0, out);
 }
 
+// Batch 1, the panel's four features together, for the shapes of LLM layers (4-bit codes:
+// K a multiple of 128; bytes: of 64). Per unit, each feature's integer sums start from the
+// zero-point term, -z * (the lane's sum of qx), so a unit's end is one vcvtdq2ps, one vmulps
+// (sx * sw) and one fma per feature: the general kernel subtracted the term, rebuilt scale
+// vectors from scalars, and loaded each 4-bit group twice when a unit was one chunk. A 4-bit
+// group (both nibbles: 2 chunks) is loaded once per feature, for two units (B = 32, 64) or
+// inside one (B >= 128). B = 32: a unit's two blocks' scales come as one 8-float load,
+// permuted into each feature's [sw(2u) x 8 | sw(2u + 1) x 8].
+template <WoCode Code>
+void int8_one_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
+  constexpr bool four_bit = Code != WoCode::Byte;
+  __m512 facc[P];
+  for (auto &f : facc) f = _mm512_setzero_ps();
+  const __m512i nib = _mm512_set1_epi8(0x0F);
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i nf4 = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(kNF4U8)));
+  const int32_t zk = Code == WoCode::NF4 ? 128 : w.zp_const;
+  const __m512i negz = _mm512_set1_epi32(-zk);
+  __m512i half_idx[P];
+  for (int p = 0; p < P; ++p)
+    half_idx[p] = _mm512_mask_set1_epi32(_mm512_set1_epi32(p), 0xFF00, 4 + p);
+  auto operand = [&](__m512i v) {
+    if constexpr (Code == WoCode::NF4) return _mm512_shuffle_epi8(nf4, v);
+    else return v;
+  };
+  // The integer sums' start for unit u and feature p: -zc * sums.
+  auto start = [&](size_t u, const __m512i &sums, const __m512i &common, int p) {
+    if (w.zps == nullptr) return common;
+    __m512i z;
+    if (w.half_units)
+      z = halves_epi32(-zc_of(w, 2 * u, p), -zc_of(w, 2 * u + 1, p));
+    else
+      z = _mm512_set1_epi32(-zc_of(w, u, p));
+    return _mm512_mullo_epi32(sums, z);
+  };
+  // Unit u's integer sums into the float sums.
+  auto finish = [&](size_t u, const __m512i *iacc) {
+    const __m512 sx = _mm512_loadu_ps(a.sxv + u * 16);
+    if (w.half_units) {
+      const __m512 s8 = _mm512_maskz_loadu_ps(0x00FF, w.scales + 2 * u * P);
+      for (int p = 0; p < P; ++p) {
+        const __m512 d = _mm512_mul_ps(sx, _mm512_permutexvar_ps(half_idx[p], s8));
+        facc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[p]), d, facc[p]);
+      }
+    } else {
+      for (int p = 0; p < P; ++p) {
+        const __m512 d = _mm512_mul_ps(sx, _mm512_set1_ps(w.scales[u * P + static_cast<size_t>(p)]));
+        facc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[p]), d, facc[p]);
+      }
+    }
+  };
+  const size_t nc = w.chunks;
+  // The next panels' bytes requested into L2 a few lines per group read (the driver's burst of
+  // a whole panel's requests at once left this loop waiting on its own loads).
+  WoPrefetcher pf(w, four_bit ? nc / 2 : nc);
+  auto request = [&]() { pf.step(); };
+  if (four_bit && w.unit_chunks == 1) {
+    // Two units per group.
+    for (size_t c = 0; c < nc; c += 2) {
+      request();
+      const uint8_t *src = w.codes + (c / 2) * P * 64;
+      const __m512i x0 = _mm512_loadu_si512(a.qx + 64 * c), x1 = _mm512_loadu_si512(a.qx + 64 * (c + 1));
+      const __m512i s0 = _mm512_loadu_si512(a.sums + c * 16), s1 = _mm512_loadu_si512(a.sums + (c + 1) * 16);
+      const __m512i c0 = _mm512_mullo_epi32(s0, negz), c1 = _mm512_mullo_epi32(s1, negz);
+      __m512i i0[P], i1[P];
+      for (int p = 0; p < P; ++p) {
+        const __m512i raw = _mm512_loadu_si512(src + p * 64);
+        const __m512i lo = operand(_mm512_and_si512(raw, nib));
+        const __m512i hi = operand(_mm512_and_si512(_mm512_srli_epi16(raw, 4), nib));
+        i0[p] = _mm512_dpbusd_epi32(start(c, s0, c0, p), lo, x0);
+        i1[p] = _mm512_dpbusd_epi32(start(c + 1, s1, c1, p), hi, x1);
+      }
+      finish(c, i0);
+      finish(c + 1, i1);
+    }
+  } else {
+    const size_t uc = w.unit_chunks;
+    for (size_t c = 0, u = 0; c < nc; ++u) {
+      const size_t end = std::min(nc, c + uc);
+      const __m512i su = _mm512_loadu_si512(a.sums + u * 16);
+      const __m512i cu = _mm512_mullo_epi32(su, negz);
+      __m512i acc[P];
+      for (int p = 0; p < P; ++p) acc[p] = start(u, su, cu, p);
+      if constexpr (four_bit) {
+        for (; c < end; c += 2) {  // uc even, or a whole K: chunks in pairs (nc is even)
+          request();
+          const uint8_t *src = w.codes + (c / 2) * P * 64;
+          const __m512i x0 = _mm512_loadu_si512(a.qx + 64 * c), x1 = _mm512_loadu_si512(a.qx + 64 * (c + 1));
+          for (int p = 0; p < P; ++p) {
+            const __m512i raw = _mm512_loadu_si512(src + p * 64);
+            acc[p] = _mm512_dpbusd_epi32(acc[p], operand(_mm512_and_si512(raw, nib)), x0);
+            acc[p] = _mm512_dpbusd_epi32(acc[p], operand(_mm512_and_si512(_mm512_srli_epi16(raw, 4), nib)), x1);
+          }
+        }
+      } else {
+        for (; c < end; ++c) {
+          request();
+          const uint8_t *src = w.codes + c * P * 64;
+          const __m512i xq = _mm512_loadu_si512(a.qx + 64 * c);
+          for (int p = 0; p < P; ++p)
+            acc[p] = _mm512_dpbusd_epi32(acc[p], _mm512_xor_si512(_mm512_loadu_si512(src + p * 64), flip), xq);
+        }
+      }
+      finish(u, acc);
+    }
+  }
+  for (int p = 0; p < P; ++p) out[p] = reduce16(facc[p]);
+}
+
+// Whether int8_one_vnni takes the panel's shape (else the general kernel).
+inline bool int8_one_fits(const WoPanelArgs &w) noexcept {
+  if (w.last_unit_lanes != 0xFFFFu) return false;
+  if (w.code == WoCode::Byte) return true;
+  return w.chunks % 2 == 0 && (w.unit_chunks == 1 || w.unit_chunks % 2 == 0);
+}
+
 template <WoCode Code>
 void int8_code_vnni(const WoPanelArgs &w, const WoActs &a, size_t rows, float *out) noexcept {
+  if (rows > 1) wo_prefetch_all(w);
   switch (rows) {
-    case 1: return int8_rows_vnni<Code, 1>(w, a, out);
+    case 1:
+      if (int8_one_fits(w)) return int8_one_vnni<Code>(w, a, out);
+      wo_prefetch_all(w);
+      return int8_rows_vnni<Code, 1>(w, a, out);
     case 2: return int8_rows_vnni<Code, 2>(w, a, out);
     case 3: return int8_rows_vnni<Code, 3>(w, a, out);
     default: return int8_rows_vnni<Code, 4>(w, a, out);
@@ -456,6 +579,7 @@ void f32_rows256(const WoPanelArgs &w, const float *x, size_t ldx, float *out) n
 }
 
 inline void f32_256(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out) noexcept {
+  wo_prefetch_all(w);
   switch (rows) {
     case 1: return f32_rows256<1>(w, x, ldx, out);
     case 2: return f32_rows256<2>(w, x, ldx, out);
@@ -541,6 +665,7 @@ void dequant_feat256(const WoPanelArgs &w, int p, float *out) noexcept {
 }
 
 inline void dequant256(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
+  wo_prefetch_all(w);
   for (int p = 0; p < P; ++p) {
     if (w.code == WoCode::NF4)
       dequant_feat256<true>(w, p, out + p * ldo);
@@ -678,6 +803,7 @@ void int8_rows256(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
 }
 
 inline void int8_256(const WoPanelArgs &w, const WoActs &a, size_t rows, float *out) noexcept {
+  wo_prefetch_all(w);
   switch (rows) {
     case 1: return int8_rows256<1>(w, a, out);
     case 2: return int8_rows256<2>(w, a, out);

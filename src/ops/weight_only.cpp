@@ -363,14 +363,16 @@ class PreparedWeightOnly final : public Prepared {
     parallel_for(ctx.threads(), pw_.panels, chunk, [&](size_t p0, size_t p1) {
       float o[kWoMaxRows * P];
       for (size_t pn = p0; pn < p1; ++pn) {
+        kern::WoPanelArgs a = pw_.panel(pn);
         if (pn + kAhead < p1) {
           const uint8_t *next = pw_.data.get() + (pn + kAhead) * pw_.panel_stride;
-          for (size_t off = 0; off < pw_.panel_stride; off += 64) __builtin_prefetch(next + off, 0, 2);
+          a.prefetch = next;  // for the panel's first call (below)
+          a.prefetch_bytes = pw_.panel_stride;
         }
-        const kern::WoPanelArgs a = pw_.panel(pn);
         for (size_t m0 = 0; m0 < rows; m0 += kWoMaxRows) {
           const size_t n = std::min<size_t>(kWoMaxRows, rows - m0);
           body(a, m0, n, o);
+          a.prefetch = nullptr;
           for (size_t r = 0; r < n; ++r)
             for (size_t p = 0; p < P && pn * P + p < N; ++p) put(out, m0 + r, pn * P + p, o[r * P + p]);
         }

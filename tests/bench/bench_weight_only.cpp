@@ -32,6 +32,11 @@
 namespace {
 
 bool g_quick = false;
+// For working on one kernel: --format NAME (repeatable) keeps those formats, --threads N runs
+// on N threads only, --focus leaves out the 11008 shape, the peers, conversion and accuracy.
+std::vector<std::string> g_formats;
+int g_threads = 0;
+bool g_focus = false;
 
 using qnt_bench::check;
 using qnt_bench::make;
@@ -250,6 +255,13 @@ void bench_shape(int64_t N, int64_t K, int threads, double bw, double fma_gflops
                                  {"u4_affine_b128", QNT_DTYPE_U4, QNT_SCHEME_AFFINE, 128},
                                  {"nf4_b64", QNT_DTYPE_NF4, QNT_SCHEME_SYMMETRIC, 64}};
   if (g_quick) formats = {formats[1], formats[4]};
+  if (!g_formats.empty())
+    formats.erase(std::remove_if(formats.begin(), formats.end(),
+                                 [](const Format &f) {
+                                   return std::find(g_formats.begin(), g_formats.end(),
+                                                    std::string(f.name)) == g_formats.end();
+                                 }),
+                  formats.end());
   const std::string shape = "N" + std::to_string(N) + " K" + std::to_string(K);
   const auto w = normal(static_cast<size_t>(N * K), 0.02f, 1);
   for (const Format &f : formats) {
@@ -295,6 +307,10 @@ void bench_shape(int64_t N, int64_t K, int threads, double bw, double fma_gflops
       }
       for (auto *p : ps) qnt_prepared_destroy(p);
     }
+  }
+  if (g_focus) {
+    qnt_context_destroy(ctx);
+    return;
   }
   // The peers at batch 1: oneDNN's f32 and int8 GEMV, weights from DRAM.
   const double f32_bytes = 4.0 * N * K, i8_bytes = 1.0 * N * K;
@@ -383,8 +399,12 @@ void accuracy() {
 }  // namespace
 
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; ++i)
+  for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) g_quick = true;
+    if (std::strcmp(argv[i], "--focus") == 0) g_focus = true;
+    if (std::strcmp(argv[i], "--format") == 0 && i + 1 < argc) g_formats.push_back(argv[++i]);
+    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) g_threads = std::atoi(argv[++i]);
+  }
   qnt_context *c = nullptr;
   check(qnt_context_create(&c), "ctx");
   const char *kernels = nullptr;
@@ -397,6 +417,7 @@ int main(int argc, char **argv) {
   std::printf("work\tthreads\tqnt_s\tlimit_or_peer\tpeer_s\tratio\tbytes\tqnt_GB/s\n");
   const bool zmm = wo.rfind("avx512", 0) == 0;
   for (int threads : {1, 2}) {
+    if (g_threads > 0 && threads != g_threads) continue;
     // The roofline is the better of two same-run readings: the streaming sum above, and the
     // weight bandwidth of oneDNN's f32 GEMV at 4096 x 4096 (which, from its many prefetch streams,
     // can read faster than the plain loop; a limit that a peer beats is no limit).
@@ -411,9 +432,10 @@ int main(int argc, char **argv) {
                 "%.2f), FMA peak %.1f GFLOPS (%s)\n",
                 threads, bw / 1e9, stream_bw / 1e9, gemv_bw / 1e9, fma, zmm ? "zmm" : "ymm");
     bench_shape(4096, 4096, threads, bw, fma);
+    if (g_focus) continue;
     if (!g_quick) bench_shape(11008, 4096, threads, bw, fma);
     bench_conversion(threads);
   }
-  accuracy();
+  if (!g_focus) accuracy();
   return 0;
 }

@@ -249,10 +249,16 @@ TEST(WeightOnly, Int8ModeAllShapes) {
       {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_TENSOR, 0, 0}, true},
       {QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 48}, false},  // the reference path
   };
-  for (const Case &c : cases)
+  // Batch 1 too (its own kernels), and K of whole 128-element groups in several units (B = 32
+  // and 64: two units per group; B = 128 and 256: groups per unit; per-axis: one unit of K).
+  for (const Case &c : cases) {
     for (int64_t K : kDims)
       for (int64_t N : {int64_t{1}, int64_t{6}, int64_t{33}})
-        check_case(rng, c, N == 6 ? 5 : 2, N, K, QNT_WEIGHT_ONLY_INT8_ACT, true);
+        for (int64_t M : {int64_t{1}, N == 6 ? int64_t{5} : int64_t{2}})
+          check_case(rng, c, M, N, K, QNT_WEIGHT_ONLY_INT8_ACT, true);
+    for (int64_t K : {int64_t{256}, int64_t{384}, int64_t{640}})
+      check_case(rng, c, 1, 9, K, QNT_WEIGHT_ONLY_INT8_ACT, true);
+  }
   for (int64_t N : kDims) check_case(rng, cases[1], 3, N, 129, QNT_WEIGHT_ONLY_INT8_ACT, true);
 }
 

@@ -312,7 +312,7 @@ TEST(WoEmulatedAvx512, KernelsMatchTheReference) {
                             {QNT_DTYPE_U8, QNT_GRANULARITY_PER_BLOCK, 64, true},
                             {QNT_DTYPE_I8, QNT_GRANULARITY_PER_BLOCK, 256, true}};
   for (int64_t K : {int64_t{1}, int64_t{31}, int64_t{32}, int64_t{33}, int64_t{127}, int64_t{128},
-                    int64_t{129}, int64_t{300}}) {
+                    int64_t{129}, int64_t{256}, int64_t{300}, int64_t{384}, int64_t{640}}) {
     for (const F &f : f32_formats)
       for (int64_t M : {int64_t{1}, int64_t{3}, int64_t{6}})
         check(rng, f.d, f.g, f.block, f.affine, M, 1 + K % 9, K, QNT_WEIGHT_ONLY_F32);
