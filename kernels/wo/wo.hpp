@@ -8,6 +8,11 @@
 //    i4 codes are stored offset by 8 (q + 8), so that every 4-bit code c is in [0, 15] and its
 //    integer value is c - zc, zc = z + 8 (i4) or z (u4). A 16-byte load gives two 16-element
 //    chunks (low and high nibbles); a 64-byte load gives 64 elements in order per nibble.
+//    Or, in the f32 mode with a kernel table whose `lane_codes` is set (the AVX-512 tables),
+//    the lane layout: in a group's 64 bytes per feature, byte 4j + r (dword j, its byte r) holds
+//    element 16r + j in its low nibble and element 64 + 16r + j in its high one. Read as 16
+//    dwords, the group shifted right by 8r (or 8r + 4) has chunk r's (or 4 + r's) codes in the
+//    low 4 bits of lanes 0-15, in order: the index operand of vpermps, with no byte widening.
 //  - bytes (i8, u8; the int8-activation mode only): per panel, chunks of 64 elements, 64 bytes
 //    per feature, stored as s8: w8 = q (i8) or q - 128 (u8), value w8 - z8 with z8 = z (i8) or
 //    z - 128 (u8).
@@ -84,6 +89,7 @@ struct WoKernels {
   WoInt8Fn int8;
   WoDotFn dot;
   WoDequantFn dequant;
+  bool lane_codes = false;  // the f32 mode's 4-bit codes in the lane layout (above)
 };
 
 // The whole of w.prefetch requested into L2 (the driver's way, for kernels that don't spread it).
@@ -92,17 +98,21 @@ inline void wo_prefetch_all(const WoPanelArgs &w) noexcept {
   for (size_t off = 0; off < w.prefetch_bytes; off += 64) __builtin_prefetch(w.prefetch + off, 0, 2);
 }
 
-// w.prefetch spread over `steps` iterations of a kernel's loop: step() requests the next share.
+// w.prefetch spread over `steps` iterations of a kernel's loop: each step() requests the same
+// number of lines (at least one), `share` bytes further on each time, so that the loop has no
+// data-dependent branch (a request loop of 0 or 1 lines a step was mispredicted about every
+// other step); the last lines may be requested twice.
 struct WoPrefetcher {
-  const uint8_t *at, *end;
-  size_t share;
-  WoPrefetcher(const WoPanelArgs &w, size_t steps) noexcept
-      : at(w.prefetch),
-        end(w.prefetch != nullptr ? w.prefetch + w.prefetch_bytes : nullptr),
-        share(w.prefetch != nullptr && steps > 0 ? (w.prefetch_bytes + steps - 1) / steps : 0) {}
+  const uint8_t *at;
+  size_t share = 0, lines = 0;
+  WoPrefetcher(const WoPanelArgs &w, size_t steps) noexcept : at(w.prefetch) {
+    if (at == nullptr || steps == 0) return;
+    share = (w.prefetch_bytes + steps - 1) / steps;
+    lines = (share + 63) / 64;
+  }
   void step() noexcept {
-    const uint8_t *e = end - at < static_cast<ptrdiff_t>(share) ? end : at + share;
-    for (; at < e; at += 64) __builtin_prefetch(at, 0, 2);
+    for (size_t j = 0; j < lines; ++j) __builtin_prefetch(at + 64 * j, 0, 2);
+    at += share;
   }
 };
 

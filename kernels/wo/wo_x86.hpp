@@ -39,6 +39,16 @@ inline uint32_t mask_of(size_t left) noexcept {
   return left >= 16 ? 0xFFFFu : (1u << left) - 1u;
 }
 
+#if defined(__AVX512F__)
+// Chunk t's codes of feature p in the lane layout (wo.hpp): its group's 64 bytes as dwords,
+// shifted so that each lane's low 4 bits are its code (vpermps reads only those).
+inline __m512i lane_codes512(const WoPanelArgs &w, size_t t, int p) noexcept {
+  const __m512i g = _mm512_loadu_si512(w.codes + ((t >> 3) * P + static_cast<size_t>(p)) * 64);
+  const int q = static_cast<int>(t & 7);
+  return _mm512_srl_epi32(g, _mm_cvtsi32_si128(8 * (q & 3) + 4 * (q >> 2)));
+}
+#endif
+
 inline const uint8_t *chunk_at(const WoPanelArgs &w, size_t t) noexcept {
   return w.codes + (t >> 3) * P * 64 + 16 * (t & 3);
 }
@@ -83,36 +93,52 @@ void f32_rows512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) n
   const auto K = static_cast<size_t>(w.K);
   const size_t cpb = static_cast<size_t>(w.block) / 16;  // chunks per block (>= 1)
   const size_t whole = K / 16;
-  WoPrefetcher pf(w, whole);  // (the driver passes requests at batch 1 only)
-  for (size_t t0 = 0, blk = 0; t0 < whole; t0 += cpb, ++blk) {
-    __m512 lut[P];
-    for (int p = 0; p < P; ++p) lut[p] = lut512(w, blk, p);
-    const size_t t1 = std::min(whole, t0 + cpb);
-    for (size_t t = t0; t < t1; ++t) {
-      pf.step();
-      const uint8_t *cp = chunk_at(w, t);
-      const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
-      __m512 xv[MR];
-      for (int m = 0; m < MR; ++m) xv[m] = _mm512_loadu_ps(x + m * ldx + 16 * t);
-      for (int p = 0; p < P; ++p) {
-        const __m512i idx = _mm512_srl_epi32(
-            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(cp + p * 64))), sh);
-        const __m512 wv = _mm512_permutexvar_ps(idx, lut[p]);
-        for (int m = 0; m < MR; ++m) acc[m][p] = _mm512_fmadd_ps(xv[m], wv, acc[m][p]);
-      }
+  WoPrefetcher pf(w, (whole + 7) / 8);  // a step per group of 8 chunks
+  // The block of the current chunk, where the next begins, and its 16 values per feature.
+  size_t blk = 0, next = cpb;
+  __m512 lut[P];
+  for (int p = 0; p < P; ++p) lut[p] = lut512(w, 0, p);
+  // Chunk t, its codes idx[p] (in each lane's low 4 bits).
+  auto chunk = [&](size_t t, const __m512i *idx) {
+    if (t == next) {
+      ++blk;
+      next += cpb;
+      for (int p = 0; p < P; ++p) lut[p] = lut512(w, blk, p);
     }
+    __m512 xv[MR];
+    for (int m = 0; m < MR; ++m) xv[m] = _mm512_loadu_ps(x + m * ldx + 16 * t);
+    for (int p = 0; p < P; ++p) {
+      const __m512 wv = _mm512_permutexvar_ps(idx[p], lut[p]);
+      for (int m = 0; m < MR; ++m) acc[m][p] = _mm512_fmadd_ps(xv[m], wv, acc[m][p]);
+    }
+  };
+  // Whole groups: each feature's 64 code bytes loaded once, the 8 chunks' codes by shifts of
+  // 8r (+ 4) with the counts in the instructions.
+  const size_t groups = whole / 8;
+  for (size_t g = 0; g < groups; ++g) {
+    pf.step();
+    __m512i cv[P], idx[P];
+    for (int p = 0; p < P; ++p)
+      cv[p] = _mm512_loadu_si512(w.codes + (g * P + static_cast<size_t>(p)) * 64);
+#define QNT_WO_CHUNK(q)                                                                   \
+    for (int p = 0; p < P; ++p) idx[p] = _mm512_srli_epi32(cv[p], 8 * ((q) & 3) + 4 * ((q) >> 2)); \
+    chunk(8 * g + (q), idx);
+    QNT_WO_CHUNK(0) QNT_WO_CHUNK(1) QNT_WO_CHUNK(2) QNT_WO_CHUNK(3)
+    QNT_WO_CHUNK(4) QNT_WO_CHUNK(5) QNT_WO_CHUNK(6) QNT_WO_CHUNK(7)
+#undef QNT_WO_CHUNK
+  }
+  for (size_t t = 8 * groups; t < whole; ++t) {
+    __m512i idx[P];
+    for (int p = 0; p < P; ++p) idx[p] = lane_codes512(w, t, p);
+    chunk(t, idx);
   }
   if (K % 16 != 0) {  // the last chunk, with masks
-    const size_t t = whole, blk = t / cpb;
+    const size_t t = whole, tb = t / cpb;
     const auto mk = static_cast<__mmask16>(mask_of(K - 16 * t));
-    const uint8_t *cp = chunk_at(w, t);
-    const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
     __m512 xv[MR];
     for (int m = 0; m < MR; ++m) xv[m] = _mm512_maskz_loadu_ps(mk, x + m * ldx + 16 * t);
     for (int p = 0; p < P; ++p) {
-      const __m512i idx = _mm512_srl_epi32(
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(cp + p * 64))), sh);
-      const __m512 wv = _mm512_permutexvar_ps(idx, lut512(w, blk, p));
+      const __m512 wv = _mm512_permutexvar_ps(lane_codes512(w, t, p), lut512(w, tb, p));
       for (int m = 0; m < MR; ++m) acc[m][p] = _mm512_mask3_fmadd_ps(xv[m], wv, acc[m][p], mk);
     }
   }
@@ -198,15 +224,9 @@ inline void dequant512(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
     __m512 lut[P];
     for (int p = 0; p < P; ++p) lut[p] = lut512(w, blk, p);
     const size_t t1 = std::min(chunks, t0 + cpb);
-    for (size_t t = t0; t < t1; ++t) {
-      const uint8_t *cp = chunk_at(w, t);
-      const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
-      for (int p = 0; p < P; ++p) {
-        const __m512i idx = _mm512_srl_epi32(
-            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(cp + p * 64))), sh);
-        _mm512_storeu_ps(out + p * ldo + 16 * t, _mm512_permutexvar_ps(idx, lut[p]));
-      }
-    }
+    for (size_t t = t0; t < t1; ++t)
+      for (int p = 0; p < P; ++p)
+        _mm512_storeu_ps(out + p * ldo + 16 * t, _mm512_permutexvar_ps(lane_codes512(w, t, p), lut[p]));
   }
 }
 

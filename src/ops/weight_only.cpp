@@ -329,10 +329,14 @@ class PreparedWeightOnly final : public Prepared {
         for (size_t c = 0; c < kp / 64; ++c)
           std::memcpy(panel + (c * P + p) * 64, codes + 64 * c, 64);
       } else {
+        const bool lanes = mode_ == QNT_WEIGHT_ONLY_F32 && wo_->lane_codes;  // (wo.hpp)
         for (size_t g = 0; g < kp / 128; ++g) {
           uint8_t *dst = panel + (g * P + p) * 64;
           const uint8_t *cg = codes + 128 * g;
-          for (size_t i = 0; i < 64; ++i) dst[i] = static_cast<uint8_t>(cg[i] | (cg[64 + i] << 4));
+          for (size_t i = 0; i < 64; ++i) {
+            const size_t e = lanes ? 16 * (i % 4) + i / 4 : i;  // the low nibble's element
+            dst[i] = static_cast<uint8_t>(cg[e] | (cg[64 + e] << 4));
+          }
         }
       }
       auto *scales = reinterpret_cast<float *>(panel + pw_.code_bytes);

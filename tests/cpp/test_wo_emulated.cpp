@@ -231,7 +231,7 @@ namespace {
 // The f32 kernel with 16-entry vpermps, and the int8 kernel with vpdpbusd.
 const qnt::kern::WoKernels kEmulated{"emulated_avx512_vnni", &qnt::kern::wo::f32_512,
                                      &qnt::kern::wo::int8_vnni, &qnt::kern::wo::dot512,
-                                     &qnt::kern::wo::dequant512};
+                                     &qnt::kern::wo::dequant512, true};
 
 struct H {
   qnt_tensor *t = nullptr;
