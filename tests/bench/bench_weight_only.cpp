@@ -273,7 +273,9 @@ void bench_shape(int64_t N, int64_t K, int threads, double bw, double fma_gflops
       size_t bytes = 0;
       ps.push_back(prepare(ctx, wq.t, mode));
       check(qnt_prepared_packed_size(ps[0], &bytes), "size");
-      const size_t copies = std::getenv("QNT_BENCH_HOT") ? 1 : std::max<size_t>(2, 2 * llc_bytes() / bytes + 1);
+      // QNT_BENCH_HOT=1: one copy, from the cache (the kernels' compute rate, for working on them).
+      const size_t copies =
+          std::getenv("QNT_BENCH_HOT") ? 1 : std::max<size_t>(2, 2 * llc_bytes() / bytes + 1);
       while (ps.size() < copies) ps.push_back(prepare(ctx, wq.t, mode));
       for (int64_t M : {int64_t{1}, int64_t{16}}) {
         const auto xv = normal(static_cast<size_t>(M * K), 1.0f, 2);
