@@ -60,6 +60,49 @@ struct RowDispatch {
   "vmovdqu32 %%zmm" #c2 ", 128(%[c])\n\t"       \
   "vmovdqu32 %%zmm" #c3 ", 192(%[c])\n\t"       \
   "add %[ldc], %[c]\n\t"
+// The group's four B vectors into zmm0-3.
+#define QNT_VNNI_LOAD_B                        \
+  "vmovdqu64 (%[b]), %%zmm0\n\t"              \
+  "vmovdqu64 (%[b], %[ps]), %%zmm1\n\t"      \
+  "vmovdqu64 (%[b], %[ps], 2), %%zmm2\n\t"   \
+  "vmovdqu64 (%[b3]), %%zmm3\n\t"
+// Rows 0-3 (and 4-5) of a group: A's bytes from the operands named A (rows 0-2) and A3 (3-5).
+#define QNT_VNNI_ROWS4(A, A3)                                                              \
+  QNT_VNNI_ROW("(%[" A "])", 8, 9, 10, 11) QNT_VNNI_ROW("(%[" A "], %[s])", 12, 13, 14, 15) \
+  QNT_VNNI_ROW("(%[" A "], %[s], 2)", 16, 17, 18, 19) QNT_VNNI_ROW("(%[" A3 "])", 20, 21, 22, 23)
+#define QNT_VNNI_ROWS6(A, A3)                                       \
+  QNT_VNNI_ROWS4(A, A3) QNT_VNNI_ROW("(%[" A3 "], %[s])", 24, 25, 26, 27) \
+  QNT_VNNI_ROW("(%[" A3 "], %[s], 2)", 28, 29, 30, 31)
+// The next group: B and A one step on, and the group count down to label L.
+#define QNT_VNNI_NEXT(A, A3, L)                                                        \
+  "add $64, %[b]\n\t" "add $64, %[b3]\n\t" "add $4, %[" A "]\n\t" "add $4, %[" A3 "]\n\t" \
+  "dec %[g]\n\t" "jnz " L "\n\t"
+#define QNT_VNNI_STORE4                                                        \
+  QNT_VNNI_STORE(8, 9, 10, 11) QNT_VNNI_STORE(12, 13, 14, 15)                  \
+  QNT_VNNI_STORE(16, 17, 18, 19) QNT_VNNI_STORE(20, 21, 22, 23)
+#define QNT_VNNI_STORE6 QNT_VNNI_STORE4 QNT_VNNI_STORE(24, 25, 26, 27) QNT_VNNI_STORE(28, 29, 30, 31)
+#define QNT_VNNI_CLOBBER4                                                                        \
+  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",  \
+      "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", \
+      "memory", "cc"
+#define QNT_VNNI_CLOBBER6 \
+  QNT_VNNI_CLOBBER4, "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31"
+// Row 0's accumulators (zmm8-11) zeroed; rows 1-3 (and 4-5) given row 0's values.
+#define QNT_VNNI_ZERO_ROW0                                                       \
+  "vpxord %%zmm8, %%zmm8, %%zmm8\n\t" "vmovdqa64 %%zmm8, %%zmm9\n\t"            \
+  "vmovdqa64 %%zmm8, %%zmm10\n\t" "vmovdqa64 %%zmm8, %%zmm11\n\t"
+#define QNT_VNNI_FILL4                                                            \
+  "vmovdqa64 %%zmm8, %%zmm12\n\t" "vmovdqa64 %%zmm9, %%zmm13\n\t"               \
+  "vmovdqa64 %%zmm10, %%zmm14\n\t" "vmovdqa64 %%zmm11, %%zmm15\n\t"             \
+  "vmovdqa64 %%zmm8, %%zmm16\n\t" "vmovdqa64 %%zmm9, %%zmm17\n\t"               \
+  "vmovdqa64 %%zmm10, %%zmm18\n\t" "vmovdqa64 %%zmm11, %%zmm19\n\t"             \
+  "vmovdqa64 %%zmm8, %%zmm20\n\t" "vmovdqa64 %%zmm9, %%zmm21\n\t"               \
+  "vmovdqa64 %%zmm10, %%zmm22\n\t" "vmovdqa64 %%zmm11, %%zmm23\n\t"
+#define QNT_VNNI_FILL6                                                            \
+  QNT_VNNI_FILL4 "vmovdqa64 %%zmm8, %%zmm24\n\t" "vmovdqa64 %%zmm9, %%zmm25\n\t"  \
+  "vmovdqa64 %%zmm10, %%zmm26\n\t" "vmovdqa64 %%zmm11, %%zmm27\n\t"             \
+  "vmovdqa64 %%zmm8, %%zmm28\n\t" "vmovdqa64 %%zmm9, %%zmm29\n\t"               \
+  "vmovdqa64 %%zmm10, %%zmm30\n\t" "vmovdqa64 %%zmm11, %%zmm31\n\t"
 
 // mr 6 x np 4 (64 columns): 24 accumulators, 4 B vectors, A broadcast from its rows (a_rows:
 // row r at a + r * gemm_row_stride(groups)): per group 4 loads, 6 broadcasts and 24 vpdpbusd, nothing else
@@ -78,46 +121,18 @@ struct Vnni512 {
     const size_t ldc_bytes = ldc * 4, stride = gemm_row_stride(groups);  // A as rows (a_rows)
     const uint8_t *a3 = a + 3 * stride;
     __asm__ volatile(
-        "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"
-        "vmovdqa64 %%zmm8, %%zmm9\n\t"   "vmovdqa64 %%zmm8, %%zmm10\n\t"
-        "vmovdqa64 %%zmm8, %%zmm11\n\t"  "vmovdqa64 %%zmm8, %%zmm12\n\t"
-        "vmovdqa64 %%zmm8, %%zmm13\n\t"  "vmovdqa64 %%zmm8, %%zmm14\n\t"
-        "vmovdqa64 %%zmm8, %%zmm15\n\t"  "vmovdqa64 %%zmm8, %%zmm16\n\t"
-        "vmovdqa64 %%zmm8, %%zmm17\n\t"  "vmovdqa64 %%zmm8, %%zmm18\n\t"
-        "vmovdqa64 %%zmm8, %%zmm19\n\t"  "vmovdqa64 %%zmm8, %%zmm20\n\t"
-        "vmovdqa64 %%zmm8, %%zmm21\n\t"  "vmovdqa64 %%zmm8, %%zmm22\n\t"
-        "vmovdqa64 %%zmm8, %%zmm23\n\t"  "vmovdqa64 %%zmm8, %%zmm24\n\t"
-        "vmovdqa64 %%zmm8, %%zmm25\n\t"  "vmovdqa64 %%zmm8, %%zmm26\n\t"
-        "vmovdqa64 %%zmm8, %%zmm27\n\t"  "vmovdqa64 %%zmm8, %%zmm28\n\t"
-        "vmovdqa64 %%zmm8, %%zmm29\n\t"  "vmovdqa64 %%zmm8, %%zmm30\n\t"
-        "vmovdqa64 %%zmm8, %%zmm31\n\t"
+        QNT_VNNI_ZERO_ROW0 QNT_VNNI_FILL6
         "test %[g], %[g]\n\t"
         "jz 2f\n\t"
         "1:\n\t"
-        "vmovdqu64 (%[b]), %%zmm0\n\t"
-        "vmovdqu64 (%[b], %[ps]), %%zmm1\n\t"
-        "vmovdqu64 (%[b], %[ps], 2), %%zmm2\n\t"
-        "vmovdqu64 (%[b3]), %%zmm3\n\t"
-        QNT_VNNI_ROW("(%[a])", 8, 9, 10, 11) QNT_VNNI_ROW("(%[a], %[s])", 12, 13, 14, 15)
-        QNT_VNNI_ROW("(%[a], %[s], 2)", 16, 17, 18, 19) QNT_VNNI_ROW("(%[a3])", 20, 21, 22, 23)
-        QNT_VNNI_ROW("(%[a3], %[s])", 24, 25, 26, 27)
-        QNT_VNNI_ROW("(%[a3], %[s], 2)", 28, 29, 30, 31)
-        "add $64, %[b]\n\t"
-        "add $64, %[b3]\n\t"
-        "add $4, %[a]\n\t"
-        "add $4, %[a3]\n\t"
-        "dec %[g]\n\t"
-        "jnz 1b\n\t"
+        QNT_VNNI_LOAD_B
+        QNT_VNNI_ROWS6("a", "a3")
+        QNT_VNNI_NEXT("a", "a3", "1b")
         "2:\n\t"
-        QNT_VNNI_STORE(8, 9, 10, 11) QNT_VNNI_STORE(12, 13, 14, 15)
-        QNT_VNNI_STORE(16, 17, 18, 19) QNT_VNNI_STORE(20, 21, 22, 23)
-        QNT_VNNI_STORE(24, 25, 26, 27) QNT_VNNI_STORE(28, 29, 30, 31)
+        QNT_VNNI_STORE6
         : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [b3] "+r"(b3), [g] "+r"(groups), [c] "+r"(c)
         : [ps] "r"(ps), [s] "r"(stride), [ldc] "r"(ldc_bytes)
-        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
-          "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21",
-          "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",
-          "xmm31", "memory", "cc");
+        : QNT_VNNI_CLOBBER6);
   }
 
   // Four rows (16 accumulators in zmm8-23): a panel of M = 4 (mod 6) rows, such as the last
@@ -128,38 +143,18 @@ struct Vnni512 {
     const size_t ldc_bytes = ldc * 4, stride = gemm_row_stride(groups);
     const uint8_t *a3 = a + 3 * stride;
     __asm__ volatile(
-        "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"
-        "vmovdqa64 %%zmm8, %%zmm9\n\t"   "vmovdqa64 %%zmm8, %%zmm10\n\t"
-        "vmovdqa64 %%zmm8, %%zmm11\n\t"  "vmovdqa64 %%zmm8, %%zmm12\n\t"
-        "vmovdqa64 %%zmm8, %%zmm13\n\t"  "vmovdqa64 %%zmm8, %%zmm14\n\t"
-        "vmovdqa64 %%zmm8, %%zmm15\n\t"  "vmovdqa64 %%zmm8, %%zmm16\n\t"
-        "vmovdqa64 %%zmm8, %%zmm17\n\t"  "vmovdqa64 %%zmm8, %%zmm18\n\t"
-        "vmovdqa64 %%zmm8, %%zmm19\n\t"  "vmovdqa64 %%zmm8, %%zmm20\n\t"
-        "vmovdqa64 %%zmm8, %%zmm21\n\t"  "vmovdqa64 %%zmm8, %%zmm22\n\t"
-        "vmovdqa64 %%zmm8, %%zmm23\n\t"
+        QNT_VNNI_ZERO_ROW0 QNT_VNNI_FILL4
         "test %[g], %[g]\n\t"
         "jz 2f\n\t"
         "1:\n\t"
-        "vmovdqu64 (%[b]), %%zmm0\n\t"
-        "vmovdqu64 (%[b], %[ps]), %%zmm1\n\t"
-        "vmovdqu64 (%[b], %[ps], 2), %%zmm2\n\t"
-        "vmovdqu64 (%[b3]), %%zmm3\n\t"
-        QNT_VNNI_ROW("(%[a])", 8, 9, 10, 11) QNT_VNNI_ROW("(%[a], %[s])", 12, 13, 14, 15)
-        QNT_VNNI_ROW("(%[a], %[s], 2)", 16, 17, 18, 19) QNT_VNNI_ROW("(%[a3])", 20, 21, 22, 23)
-        "add $64, %[b]\n\t"
-        "add $64, %[b3]\n\t"
-        "add $4, %[a]\n\t"
-        "add $4, %[a3]\n\t"
-        "dec %[g]\n\t"
-        "jnz 1b\n\t"
+        QNT_VNNI_LOAD_B
+        QNT_VNNI_ROWS4("a", "a3")
+        QNT_VNNI_NEXT("a", "a3", "1b")
         "2:\n\t"
-        QNT_VNNI_STORE(8, 9, 10, 11) QNT_VNNI_STORE(12, 13, 14, 15)
-        QNT_VNNI_STORE(16, 17, 18, 19) QNT_VNNI_STORE(20, 21, 22, 23)
+        QNT_VNNI_STORE4
         : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [b3] "+r"(b3), [g] "+r"(groups), [c] "+r"(c)
         : [ps] "r"(ps), [s] "r"(stride), [ldc] "r"(ldc_bytes)
-        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
-          "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21",
-          "xmm22", "xmm23", "memory", "cc");
+        : QNT_VNNI_CLOBBER4);
   }
 #endif
 
@@ -175,16 +170,7 @@ struct Vnni512 {
     __asm__ volatile(
         "vmovdqu32 (%[c]), %%zmm8\n\t"     "vmovdqu32 64(%[c]), %%zmm9\n\t"
         "vmovdqu32 128(%[c]), %%zmm10\n\t" "vmovdqu32 192(%[c]), %%zmm11\n\t"
-        "vmovdqa64 %%zmm8, %%zmm12\n\t"  "vmovdqa64 %%zmm9, %%zmm13\n\t"
-        "vmovdqa64 %%zmm10, %%zmm14\n\t" "vmovdqa64 %%zmm11, %%zmm15\n\t"
-        "vmovdqa64 %%zmm8, %%zmm16\n\t"  "vmovdqa64 %%zmm9, %%zmm17\n\t"
-        "vmovdqa64 %%zmm10, %%zmm18\n\t" "vmovdqa64 %%zmm11, %%zmm19\n\t"
-        "vmovdqa64 %%zmm8, %%zmm20\n\t"  "vmovdqa64 %%zmm9, %%zmm21\n\t"
-        "vmovdqa64 %%zmm10, %%zmm22\n\t" "vmovdqa64 %%zmm11, %%zmm23\n\t"
-        "vmovdqa64 %%zmm8, %%zmm24\n\t"  "vmovdqa64 %%zmm9, %%zmm25\n\t"
-        "vmovdqa64 %%zmm10, %%zmm26\n\t" "vmovdqa64 %%zmm11, %%zmm27\n\t"
-        "vmovdqa64 %%zmm8, %%zmm28\n\t"  "vmovdqa64 %%zmm9, %%zmm29\n\t"
-        "vmovdqa64 %%zmm10, %%zmm30\n\t" "vmovdqa64 %%zmm11, %%zmm31\n\t"
+        QNT_VNNI_FILL6
         "1:\n\t"
         "mov (%[off]), %[at]\n\t"
         "add %[a], %[at]\n\t"
@@ -192,33 +178,17 @@ struct Vnni512 {
         "add %[s], %[a3]\n\t"
         "mov %[tg], %[g]\n\t"
         "2:\n\t"
-        "vmovdqu64 (%[b]), %%zmm0\n\t"
-        "vmovdqu64 (%[b], %[ps]), %%zmm1\n\t"
-        "vmovdqu64 (%[b], %[ps], 2), %%zmm2\n\t"
-        "vmovdqu64 (%[b3]), %%zmm3\n\t"
-        QNT_VNNI_ROW("(%[at])", 8, 9, 10, 11) QNT_VNNI_ROW("(%[at], %[s])", 12, 13, 14, 15)
-        QNT_VNNI_ROW("(%[at], %[s], 2)", 16, 17, 18, 19) QNT_VNNI_ROW("(%[a3])", 20, 21, 22, 23)
-        QNT_VNNI_ROW("(%[a3], %[s])", 24, 25, 26, 27)
-        QNT_VNNI_ROW("(%[a3], %[s], 2)", 28, 29, 30, 31)
-        "add $64, %[b]\n\t"
-        "add $64, %[b3]\n\t"
-        "add $4, %[at]\n\t"
-        "add $4, %[a3]\n\t"
-        "dec %[g]\n\t"
-        "jnz 2b\n\t"
+        QNT_VNNI_LOAD_B
+        QNT_VNNI_ROWS6("at", "a3")
+        QNT_VNNI_NEXT("at", "a3", "2b")
         "add $8, %[off]\n\t"
         "dec %[t]\n\t"
         "jnz 1b\n\t"
-        QNT_VNNI_STORE(8, 9, 10, 11) QNT_VNNI_STORE(12, 13, 14, 15)
-        QNT_VNNI_STORE(16, 17, 18, 19) QNT_VNNI_STORE(20, 21, 22, 23)
-        QNT_VNNI_STORE(24, 25, 26, 27) QNT_VNNI_STORE(28, 29, 30, 31)
+        QNT_VNNI_STORE6
         : [at] "+&r"(at), [a3] "+&r"(a3), [g] "+&r"(g), [b] "+r"(b), [b3] "+r"(b3),
           [off] "+r"(off), [t] "+r"(taps), [c] "+r"(c)
         : [a] "r"(a), [ps] "r"(ps), [s] "r"(s), [tg] "r"(tap_groups), [ldc] "r"(ldc_bytes)
-        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
-          "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21",
-          "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",
-          "xmm31", "memory", "cc");
+        : QNT_VNNI_CLOBBER6);
 #else
     __m512i acc[kMR][kNP];
     for (int r = 0; r < kMR; ++r)
@@ -264,6 +234,17 @@ struct Vnni512 {
 };
 #undef QNT_VNNI_ROW
 #undef QNT_VNNI_STORE
+#undef QNT_VNNI_LOAD_B
+#undef QNT_VNNI_ROWS4
+#undef QNT_VNNI_ROWS6
+#undef QNT_VNNI_NEXT
+#undef QNT_VNNI_STORE4
+#undef QNT_VNNI_STORE6
+#undef QNT_VNNI_CLOBBER4
+#undef QNT_VNNI_CLOBBER6
+#undef QNT_VNNI_ZERO_ROW0
+#undef QNT_VNNI_FILL4
+#undef QNT_VNNI_FILL6
 #endif
 
 #if defined(__AVX512BW__)
