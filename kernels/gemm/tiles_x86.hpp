@@ -115,47 +115,28 @@ struct Vnni512 {
   static constexpr int kMR = 6, kNP = 4;
 
 #if !defined(QNT_GEMM_EMULATED)
+  // The full tile's block of assembly for 6 rows (FILL6, ROWS6, STORE6, CLOBBER6) or 4.
+#define QNT_VNNI_TILE(FILL, ROWS, STORE, CLOBBER)                                            \
+  __asm__ volatile(QNT_VNNI_ZERO_ROW0 FILL "test %[g], %[g]\n\t" "jz 2f\n\t" "1:\n\t"       \
+                   QNT_VNNI_LOAD_B ROWS QNT_VNNI_NEXT("a", "a3", "1b") "2:\n\t" STORE          \
+                   : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [b3] "+r"(b3), [g] "+r"(groups), \
+                     [c] "+r"(c)                                                             \
+                   : [ps] "r"(ps), [s] "r"(stride), [ldc] "r"(ldc_bytes)                     \
+                   : CLOBBER)
+  // R = 6, or 4 (16 accumulators in zmm8-23): a panel of M = 4 (mod 6) rows, such as the last
+  // of M = 16, computes no zero rows (the six-row tile there made 18 rows' work for 16).
+  template <int R>
   static void full(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
                    size_t ldc) noexcept {
     const int8_t *b3 = b + 3 * ps;
     const size_t ldc_bytes = ldc * 4, stride = gemm_row_stride(groups);  // A as rows (a_rows)
     const uint8_t *a3 = a + 3 * stride;
-    __asm__ volatile(
-        QNT_VNNI_ZERO_ROW0 QNT_VNNI_FILL6
-        "test %[g], %[g]\n\t"
-        "jz 2f\n\t"
-        "1:\n\t"
-        QNT_VNNI_LOAD_B
-        QNT_VNNI_ROWS6("a", "a3")
-        QNT_VNNI_NEXT("a", "a3", "1b")
-        "2:\n\t"
-        QNT_VNNI_STORE6
-        : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [b3] "+r"(b3), [g] "+r"(groups), [c] "+r"(c)
-        : [ps] "r"(ps), [s] "r"(stride), [ldc] "r"(ldc_bytes)
-        : QNT_VNNI_CLOBBER6);
+    if constexpr (R == 6)
+      QNT_VNNI_TILE(QNT_VNNI_FILL6, QNT_VNNI_ROWS6("a", "a3"), QNT_VNNI_STORE6, QNT_VNNI_CLOBBER6);
+    else
+      QNT_VNNI_TILE(QNT_VNNI_FILL4, QNT_VNNI_ROWS4("a", "a3"), QNT_VNNI_STORE4, QNT_VNNI_CLOBBER4);
   }
-
-  // Four rows (16 accumulators in zmm8-23): a panel of M = 4 (mod 6) rows, such as the last
-  // of M = 16, computes no zero rows (the six-row tile there made 18 rows' work for 16).
-  static void full4(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
-                    size_t ldc) noexcept {
-    const int8_t *b3 = b + 3 * ps;
-    const size_t ldc_bytes = ldc * 4, stride = gemm_row_stride(groups);
-    const uint8_t *a3 = a + 3 * stride;
-    __asm__ volatile(
-        QNT_VNNI_ZERO_ROW0 QNT_VNNI_FILL4
-        "test %[g], %[g]\n\t"
-        "jz 2f\n\t"
-        "1:\n\t"
-        QNT_VNNI_LOAD_B
-        QNT_VNNI_ROWS4("a", "a3")
-        QNT_VNNI_NEXT("a", "a3", "1b")
-        "2:\n\t"
-        QNT_VNNI_STORE4
-        : [a] "+r"(a), [a3] "+r"(a3), [b] "+r"(b), [b3] "+r"(b3), [g] "+r"(groups), [c] "+r"(c)
-        : [ps] "r"(ps), [s] "r"(stride), [ldc] "r"(ldc_bytes)
-        : QNT_VNNI_CLOBBER4);
-  }
+#undef QNT_VNNI_TILE
 #endif
 
   // GemmConvTileFn: the full tile with A read in place, tap after tap (taps, tap_groups >= 1);
@@ -213,8 +194,8 @@ struct Vnni512 {
 #if !defined(QNT_GEMM_EMULATED)  // the emulated suite models the intrinsics, not the assembly
     // From 3 rows: the panel's rows past R are zeros and c has room for them (GemmTileFn); fewer
     // rows (M = 1, 2: memory-bound GEMV) would multiply mostly zeros.
-    if constexpr (P == kNP && R == 4) return full4(a, b, ps, groups, c, ldc);
-    if constexpr (P == kNP && R >= 3) return full(a, b, ps, groups, c, ldc);
+    if constexpr (P == kNP && R == 4) return full<4>(a, b, ps, groups, c, ldc);
+    if constexpr (P == kNP && R >= 3) return full<6>(a, b, ps, groups, c, ldc);
 #endif
     __m512i acc[R][P];
     for (int r = 0; r < R; ++r)
