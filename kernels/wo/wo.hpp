@@ -13,7 +13,8 @@
 //    element 16r + j in its low nibble and element 64 + 16r + j in its high one. Read as 16
 //    dwords, the group shifted right by 8r (or 8r + 4) has chunk r's (or 4 + r's) codes in the
 //    low 4 bits of lanes 0-15, in order: the index operand of vpermps, with no byte widening.
-//  - bytes (i8, u8; the int8-activation mode only): per panel, chunks of 64 elements, 64 bytes
+//  - bytes (i8, u8; the int8-activation mode, and the f32 mode with a table whose `f32_bytes` is
+//    set): per panel, chunks of 64 elements, 64 bytes
 //    per feature, stored as s8: w8 = q (i8) or q - 128 (u8), value w8 - z8 with z8 = z (i8) or
 //    z - 128 (u8).
 // Beside the codes, per panel: the scales, [block][kWoPanel] float32 (NF4 in the int8 mode:
@@ -90,6 +91,7 @@ struct WoKernels {
   WoDotFn dot;
   WoDequantFn dequant;
   bool lane_codes = false;  // the f32 mode's 4-bit codes in the lane layout (above)
+  bool f32_bytes = false;   // f32 and dequant take byte weights (i8, u8: W8A16) too
 };
 
 // The whole of w.prefetch requested into L2 (the driver's way, for kernels that don't spread it).

@@ -146,7 +146,59 @@ void f32_rows512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) n
     for (int p = 0; p < P; ++p) out[m * P + p] = reduce16(acc[m][p]);
 }
 
+// Byte weights in the f32 mode (W8A16; `WoKernels::f32_bytes`): chunk t's 16 stored bytes w8
+// of feature p sign-extended, less the block's z8, converted and multiplied by its scale: the
+// dequantize rule's (float)(q - z) * s exactly (w8 - z8 = q - z), then each lane's fma in order.
+inline __m512 byte_values512(const WoPanelArgs &w, size_t t, int p, __m512i z8, __m512 s) noexcept {
+  const __m128i b = _mm_loadu_si128(
+      reinterpret_cast<const __m128i *>(w.codes + ((t >> 2) * P + static_cast<size_t>(p)) * 64 + 16 * (t & 3)));
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepi8_epi32(b), z8)), s);
+}
+inline __m512i byte_zero512(const WoPanelArgs &w, size_t blk, int p) noexcept {
+  return _mm512_set1_epi32(zc_of(w, blk, p) - 128);  // stored as z8 + 128
+}
+
+template <int MR>
+void f32_bytes512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) noexcept {
+  __m512 acc[MR][P];
+  for (int m = 0; m < MR; ++m)
+    for (int p = 0; p < P; ++p) acc[m][p] = _mm512_setzero_ps();
+  const auto K = static_cast<size_t>(w.K);
+  const size_t cpb = static_cast<size_t>(w.block) / 16;
+  const size_t chunks = (K + 15) / 16;
+  WoPrefetcher pf(w, (chunks + 3) / 4);  // a step per 64 elements
+  for (size_t t0 = 0, blk = 0; t0 < chunks; t0 += cpb, ++blk) {
+    __m512i z8[P];
+    __m512 sc[P];
+    for (int p = 0; p < P; ++p) {
+      z8[p] = byte_zero512(w, blk, p);
+      sc[p] = _mm512_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
+    }
+    const size_t t1 = std::min(chunks, t0 + cpb);
+    for (size_t t = t0; t < t1; ++t) {
+      if ((t & 3) == 0) pf.step();
+      const auto mk = static_cast<__mmask16>(mask_of(K - 16 * t));
+      __m512 xv[MR];
+      for (int m = 0; m < MR; ++m) xv[m] = _mm512_maskz_loadu_ps(mk, x + m * ldx + 16 * t);
+      for (int p = 0; p < P; ++p) {
+        const __m512 wv = byte_values512(w, t, p, z8[p], sc[p]);
+        for (int m = 0; m < MR; ++m) acc[m][p] = _mm512_mask3_fmadd_ps(xv[m], wv, acc[m][p], mk);
+      }
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int p = 0; p < P; ++p) out[m * P + p] = reduce16(acc[m][p]);
+}
+
 inline void f32_512(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out) noexcept {
+  if (w.code == WoCode::Byte) {
+    switch (rows) {
+      case 1: return f32_bytes512<1>(w, x, ldx, out);
+      case 2: return f32_bytes512<2>(w, x, ldx, out);
+      case 3: return f32_bytes512<3>(w, x, ldx, out);
+      default: return f32_bytes512<4>(w, x, ldx, out);
+    }
+  }
   switch (rows) {
     case 1: return f32_rows512<1>(w, x, ldx, out);
     case 2: return f32_rows512<2>(w, x, ldx, out);
@@ -220,6 +272,16 @@ inline void dequant512(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
   const auto K = static_cast<size_t>(w.K);
   const size_t cpb = static_cast<size_t>(w.block) / 16;
   const size_t chunks = (K + 15) / 16;
+  if (w.code == WoCode::Byte) {
+    for (size_t t0 = 0, blk = 0; t0 < chunks; t0 += cpb, ++blk)
+      for (int p = 0; p < P; ++p) {
+        const __m512i z8 = byte_zero512(w, blk, p);
+        const __m512 sc = _mm512_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
+        for (size_t t = t0; t < std::min(chunks, t0 + cpb); ++t)
+          _mm512_storeu_ps(out + p * ldo + 16 * t, byte_values512(w, t, p, z8, sc));
+      }
+    return;
+  }
   for (size_t t0 = 0, blk = 0; t0 < chunks; t0 += cpb, ++blk) {
     __m512 lut[P];
     for (int p = 0; p < P; ++p) lut[p] = lut512(w, blk, p);

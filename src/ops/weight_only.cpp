@@ -156,7 +156,9 @@ class PreparedWeightOnly final : public Prepared {
     }
     bool packed = false;
     if (wo != nullptr && K_ > 0 && rb.ok) {  // (wo_ is wo)
-      if (mode_ == QNT_WEIGHT_ONLY_F32 && four_bit && (rb.single || rb.block % 16 == 0)) {
+      const bool bytes = dt == QNT_DTYPE_I8 || dt == QNT_DTYPE_U8;
+      if (mode_ == QNT_WEIGHT_ONLY_F32 && (four_bit || (bytes && wo->f32_bytes)) &&
+          (rb.single || rb.block % 16 == 0)) {
         pack(ctx, w, spec, rb, false);
         path_ = Path::PackedF32;
         packed = true;

@@ -253,7 +253,8 @@ void bench_shape(int64_t N, int64_t K, int threads, double bw, double fma_gflops
                                  {"i4_sym_b128", QNT_DTYPE_I4, QNT_SCHEME_SYMMETRIC, 128},
                                  {"u4_affine_b32", QNT_DTYPE_U4, QNT_SCHEME_AFFINE, 32},
                                  {"u4_affine_b128", QNT_DTYPE_U4, QNT_SCHEME_AFFINE, 128},
-                                 {"nf4_b64", QNT_DTYPE_NF4, QNT_SCHEME_SYMMETRIC, 64}};
+                                 {"nf4_b64", QNT_DTYPE_NF4, QNT_SCHEME_SYMMETRIC, 64},
+                                 {"i8_sym_b128", QNT_DTYPE_I8, QNT_SCHEME_SYMMETRIC, 128}};
   if (g_quick) formats = {formats[1], formats[4]};
   if (!g_formats.empty())
     formats.erase(std::remove_if(formats.begin(), formats.end(),

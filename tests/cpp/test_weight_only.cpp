@@ -234,6 +234,24 @@ TEST(WeightOnly, F32ModeEveryDtypeAndGranularity) {
     }
 }
 
+// Byte weights in the f32 mode (W8A16): the AVX-512 tables' packed kernel and its batch path
+// (dequantized panels), batch 1 to 9, K with and without a partial chunk, blocks of 16 to 128,
+// per axis and affine; every fast set against the reference.
+TEST(WeightOnly, F32ModeByteWeights) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  std::mt19937 rng(17);
+  const Case cases[] = {
+      {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_BLOCK, 1, 16}, false},
+      {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_BLOCK, 1, 128}, false},
+      {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_BLOCK, 1, 64}, true},
+      {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_AXIS, 0, 0}, true},
+  };
+  for (const Case &c : cases)
+    for (int64_t K : {int64_t{128}, int64_t{200}, int64_t{512}})
+      for (int64_t M : {int64_t{1}, int64_t{4}, int64_t{9}})
+        check_case(rng, c, M, 9, K, QNT_WEIGHT_ONLY_F32, true);
+}
+
 TEST(WeightOnly, Int8ModeAllShapes) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
   std::mt19937 rng(13);

@@ -58,6 +58,13 @@ inline V cvtepu8_epi32(__m128i x) {
   for (int i = 0; i < 16; ++i) put32(v, i, b[i]);
   return v;
 }
+inline V cvtepi8_epi32(__m128i x) {
+  int8_t b[16];
+  std::memcpy(b, &x, 16);
+  V v;
+  for (int i = 0; i < 16; ++i) put32(v, i, static_cast<uint32_t>(static_cast<int32_t>(b[i])));
+  return v;
+}
 inline V broadcast_i32x4(__m128i x) {
   V v;
   for (int i = 0; i < 4; ++i) std::memcpy(v.b + 16 * i, &x, 16);
@@ -164,6 +171,8 @@ inline V mask_set1_epi32(V src, Mask k, int32_t x) {
 #define _mm512_setr_epi32 emu::setr_epi32
 #undef _mm512_cvtepu8_epi32
 #define _mm512_cvtepu8_epi32 emu::cvtepu8_epi32
+#undef _mm512_cvtepi8_epi32
+#define _mm512_cvtepi8_epi32 emu::cvtepi8_epi32
 #undef _mm512_broadcast_i32x4
 #define _mm512_broadcast_i32x4 emu::broadcast_i32x4
 #undef _mm512_srli_epi32
@@ -231,7 +240,7 @@ namespace {
 // The f32 kernel with 16-entry vpermps, and the int8 kernel with vpdpbusd.
 const qnt::kern::WoKernels kEmulated{"emulated_avx512_vnni", &qnt::kern::wo::f32_512,
                                      &qnt::kern::wo::int8_vnni, &qnt::kern::wo::dot512,
-                                     &qnt::kern::wo::dequant512, true};
+                                     &qnt::kern::wo::dequant512, true, true};
 
 struct H {
   qnt_tensor *t = nullptr;
@@ -303,7 +312,9 @@ TEST(WoEmulatedAvx512, KernelsMatchTheReference) {
   const F f32_formats[] = {{QNT_DTYPE_I4, QNT_GRANULARITY_PER_BLOCK, 32, false},
                            {QNT_DTYPE_U4, QNT_GRANULARITY_PER_BLOCK, 64, true},
                            {QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 16, false},
-                           {QNT_DTYPE_U4, QNT_GRANULARITY_PER_AXIS, 0, true}};
+                           {QNT_DTYPE_U4, QNT_GRANULARITY_PER_AXIS, 0, true},
+                           {QNT_DTYPE_I8, QNT_GRANULARITY_PER_BLOCK, 32, false},
+                           {QNT_DTYPE_U8, QNT_GRANULARITY_PER_AXIS, 0, true}};
   const F int8_formats[] = {{QNT_DTYPE_I4, QNT_GRANULARITY_PER_BLOCK, 32, false},
                             {QNT_DTYPE_U4, QNT_GRANULARITY_PER_BLOCK, 32, true},
                             {QNT_DTYPE_U4, QNT_GRANULARITY_PER_BLOCK, 128, true},
