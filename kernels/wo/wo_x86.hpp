@@ -158,36 +158,59 @@ inline __m512i byte_zero512(const WoPanelArgs &w, size_t blk, int p) noexcept {
   return _mm512_set1_epi32(zc_of(w, blk, p) - 128);  // stored as z8 + 128
 }
 
-template <int MR>
+// Z: whether the weights have zero points (else w8 is q: no subtraction).
+template <int MR, bool Z>
 void f32_bytes512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) noexcept {
   __m512 acc[MR][P];
   for (int m = 0; m < MR; ++m)
     for (int p = 0; p < P; ++p) acc[m][p] = _mm512_setzero_ps();
   const auto K = static_cast<size_t>(w.K);
   const size_t cpb = static_cast<size_t>(w.block) / 16;
-  const size_t chunks = (K + 15) / 16;
+  const size_t chunks = (K + 15) / 16, whole = K / 16;
   WoPrefetcher pf(w, (chunks + 3) / 4);  // a step per 64 elements
   for (size_t t0 = 0, blk = 0; t0 < chunks; t0 += cpb, ++blk) {
     __m512i z8[P];
     __m512 sc[P];
     for (int p = 0; p < P; ++p) {
-      z8[p] = byte_zero512(w, blk, p);
+      z8[p] = Z ? byte_zero512(w, blk, p) : _mm512_setzero_si512();
       sc[p] = _mm512_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
     }
-    const size_t t1 = std::min(chunks, t0 + cpb);
-    for (size_t t = t0; t < t1; ++t) {
+    auto values = [&](size_t t, int p) {
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(
+          w.codes + ((t >> 2) * P + static_cast<size_t>(p)) * 64 + 16 * (t & 3)));
+      __m512i q = _mm512_cvtepi8_epi32(b);
+      if constexpr (Z) q = _mm512_sub_epi32(q, z8[p]);
+      return _mm512_mul_ps(_mm512_cvtepi32_ps(q), sc[p]);
+    };
+    const size_t t1 = std::min(chunks, t0 + cpb), t1w = std::min(whole, t1);
+    size_t t = t0;
+    for (; t < t1w; ++t) {  // whole chunks
       if ((t & 3) == 0) pf.step();
+      __m512 xv[MR];
+      for (int m = 0; m < MR; ++m) xv[m] = _mm512_loadu_ps(x + m * ldx + 16 * t);
+      for (int p = 0; p < P; ++p) {
+        const __m512 wv = values(t, p);
+        for (int m = 0; m < MR; ++m) acc[m][p] = _mm512_fmadd_ps(xv[m], wv, acc[m][p]);
+      }
+    }
+    for (; t < t1; ++t) {  // the last, partial chunk
       const auto mk = static_cast<__mmask16>(mask_of(K - 16 * t));
       __m512 xv[MR];
       for (int m = 0; m < MR; ++m) xv[m] = _mm512_maskz_loadu_ps(mk, x + m * ldx + 16 * t);
       for (int p = 0; p < P; ++p) {
-        const __m512 wv = byte_values512(w, t, p, z8[p], sc[p]);
+        const __m512 wv = values(t, p);
         for (int m = 0; m < MR; ++m) acc[m][p] = _mm512_mask3_fmadd_ps(xv[m], wv, acc[m][p], mk);
       }
     }
   }
   for (int m = 0; m < MR; ++m)
     for (int p = 0; p < P; ++p) out[m * P + p] = reduce16(acc[m][p]);
+}
+
+template <int MR>
+void f32_bytes512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) noexcept {
+  if (w.zps == nullptr && w.zp_const == 128) return f32_bytes512<MR, false>(w, x, ldx, out);
+  f32_bytes512<MR, true>(w, x, ldx, out);
 }
 
 inline void f32_512(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out) noexcept {
