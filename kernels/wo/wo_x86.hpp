@@ -492,14 +492,40 @@ void int8_one_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
       const uint8_t *src = w.codes + (c / 2) * P * 64;
       const __m512i x0 = _mm512_loadu_si512(a.qx + 64 * c), x1 = _mm512_loadu_si512(a.qx + 64 * (c + 1));
       const __m512i s0 = _mm512_loadu_si512(a.sums + c * 16), s1 = _mm512_loadu_si512(a.sums + (c + 1) * 16);
-      const __m512i c0 = _mm512_mullo_epi32(s0, negz), c1 = _mm512_mullo_epi32(s1, negz);
+      __m512i z0[P], z1[P];  // each feature's start for units c and c + 1
+      if (w.zps == nullptr) {
+        const __m512i c0 = _mm512_mullo_epi32(s0, negz), c1 = _mm512_mullo_epi32(s1, negz);
+        for (int p = 0; p < P; ++p) {
+          z0[p] = c0;
+          z1[p] = c1;
+        }
+      } else {
+        // The two units' zero points (blocks 4c/2 .. +3 at B = 32, c and c + 1 at B = 64) as
+        // dwords from one load, spread per feature by a permute: [block's z x 8 | next's] or
+        // the block's z x 16. Then -z * sums.
+        // (4 blocks of 4 bytes at B = 32, 2 at B = 64: exactly the units' own bytes.)
+        const auto *zp = reinterpret_cast<const __m128i *>(w.zps + (w.half_units ? 2 * c : c) * P);
+        const __m512i zz = _mm512_cvtepu8_epi32(w.half_units ? _mm_loadu_si128(zp) : _mm_loadl_epi64(zp));
+        const __m512i n0 = _mm512_sub_epi32(_mm512_setzero_si512(), s0);
+        const __m512i n1 = _mm512_sub_epi32(_mm512_setzero_si512(), s1);
+        for (int p = 0; p < P; ++p) {
+          const __m512i i0 = w.half_units ? half_idx[p] : _mm512_set1_epi32(p);
+          const __m512i i1 = w.half_units ? _mm512_add_epi32(half_idx[p], _mm512_set1_epi32(8))
+                                          : _mm512_set1_epi32(4 + p);
+          // -sums * z by vpmaddwd: a lane's sum over one chunk is at most 4 * 127 in magnitude,
+          // so its int32 is its low int16 (sign-extended), and z's dword is z (< 256) over a
+          // zero high half: the pair sum is exactly -sum * z (a vpmulld costs more).
+          z0[p] = _mm512_madd_epi16(n0, _mm512_permutexvar_epi32(i0, zz));
+          z1[p] = _mm512_madd_epi16(n1, _mm512_permutexvar_epi32(i1, zz));
+        }
+      }
       __m512i i0[P], i1[P];
       for (int p = 0; p < P; ++p) {
         const __m512i raw = _mm512_loadu_si512(src + p * 64);
         const __m512i lo = operand(_mm512_and_si512(raw, nib));
         const __m512i hi = operand(_mm512_and_si512(_mm512_srli_epi16(raw, 4), nib));
-        i0[p] = _mm512_dpbusd_epi32(start(c, s0, c0, p), lo, x0);
-        i1[p] = _mm512_dpbusd_epi32(start(c + 1, s1, c1, p), hi, x1);
+        i0[p] = _mm512_dpbusd_epi32(z0[p], lo, x0);
+        i1[p] = _mm512_dpbusd_epi32(z1[p], hi, x1);
       }
       finish(c, i0);
       finish(c + 1, i1);

@@ -89,6 +89,27 @@ inline V permutexvar_ps(V idx, V a) {
   for (int i = 0; i < 16; ++i) putf(r, i, f32(a, static_cast<int>(u32(idx, i) & 15)));
   return r;
 }
+inline V permutexvar_epi32(V idx, V a) {
+  V r;
+  for (int i = 0; i < 16; ++i) put32(r, i, u32(a, static_cast<int>(u32(idx, i) & 15)));
+  return r;
+}
+// VPMADDWD: per dword lane, the two int16 products summed.
+inline V madd_epi16(V a, V b) {
+  V r;
+  for (int i = 0; i < 16; ++i) {
+    int16_t x[2], y[2];
+    std::memcpy(x, a.b + 4 * i, 4);
+    std::memcpy(y, b.b + 4 * i, 4);
+    put32(r, i, static_cast<uint32_t>(int32_t{x[0]} * y[0] + int32_t{x[1]} * y[1]));
+  }
+  return r;
+}
+inline V add_epi32(V a, V b) {
+  V r;
+  for (int i = 0; i < 16; ++i) put32(r, i, u32(a, i) + u32(b, i));
+  return r;
+}
 // VPSHUFB: within each 128-bit lane, byte j takes a[lane][b[j] & 15], or 0 when b[j] has bit 7.
 inline V shuffle_epi8(V a, V b) {
   V r;
@@ -171,6 +192,12 @@ inline V mask_set1_epi32(V src, Mask k, int32_t x) {
 #define _mm512_setr_epi32 emu::setr_epi32
 #undef _mm512_cvtepu8_epi32
 #define _mm512_cvtepu8_epi32 emu::cvtepu8_epi32
+#undef _mm512_madd_epi16
+#define _mm512_madd_epi16 emu::madd_epi16
+#undef _mm512_permutexvar_epi32
+#define _mm512_permutexvar_epi32 emu::permutexvar_epi32
+#undef _mm512_add_epi32
+#define _mm512_add_epi32 emu::add_epi32
 #undef _mm512_cvtepi8_epi32
 #define _mm512_cvtepi8_epi32 emu::cvtepi8_epi32
 #undef _mm512_broadcast_i32x4
