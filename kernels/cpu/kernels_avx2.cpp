@@ -1,7 +1,6 @@
 // The xsimd kernels (kernels/simd/kernels.hpp) and the GEMM tile (kernels/gemm/tiles_x86.hpp)
 // instantiated for AVX2; this translation unit is compiled with its own -m flags and runs only
 // where the CPU and the OS support them.
-#include "kernels/gemm/depthwise.hpp"
 #include "kernels/gemm/tiles_x86.hpp"
 #include "kernels/simd/kernels.hpp"
 #include "kernels/simd/tables.hpp"
@@ -14,7 +13,7 @@ constexpr kern::GemmKernel kGemm{"avx2", kern::Split256::kMR, kern::Split256::kN
                                  &kern::unpack_split256,
                                  &kern::gemm_tile<kern::Split256Unpacked>, 128,
                                  &kern::gemm_correct_avx2, false, &kern::gemm_pack_kn_avx2,
-                                 &kern::gemm_pack_nk_avx2, &kern::depthwise};
+                                 &kern::gemm_pack_nk_avx2, &kern::depthwise_avx2};
 constexpr kern::WoKernels kWo{"avx2", &kern::wo::f32_256, &kern::wo::int8_256,
                               &kern::wo::dot256, &kern::wo::dequant256};
 constexpr kern::KernelTable kTable =

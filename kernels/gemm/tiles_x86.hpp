@@ -508,6 +508,48 @@ inline void gemm_pack_nk_avx2(const uint8_t *src, size_t ld, size_t p0, size_t p
 // The zero-point correction of a tile (GemmCorrectFn) on 8 lanes: vpmulld and vpsubd / vpaddd
 // wrap as the scalar uint32 arithmetic does. Columns past the last multiple of 8 go one by one
 // (zb and col end at N).
+// GemmDepthwiseFn on AVX2: 16 channels a chunk as int16 (x - zx, |.| <= 255), taps in pairs
+// interleaved by vpunpck{l,h}wd so that vpmaddwd adds two taps' products per channel (each
+// product at most 255^2, the pair at most 2 * 255^2: exact in int32), vpaddd wrapping; the two
+// sums hold channels [0-3 | 8-11] and [4-7 | 12-15] and vperm2i128 puts them in order. Channels
+// past the last whole chunk go through the plain loop (kernels/gemm/depthwise.hpp's rule).
+inline void depthwise_avx2(const uint8_t *const *x, size_t taps, bool is_signed, int32_t zx,
+                           const int16_t *w, size_t C, int32_t *acc) noexcept {
+  const __m256i z = _mm256_set1_epi16(static_cast<int16_t>(zx));
+  const size_t whole = C / 16 * 16;
+  for (size_t c0 = 0; c0 < whole; c0 += 16) {
+    auto xv = [&](size_t t) {
+      if (t >= taps || x[t] == nullptr) return _mm256_setzero_si256();
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(x[t] + c0));
+      return _mm256_sub_epi16(is_signed ? _mm256_cvtepi8_epi16(b) : _mm256_cvtepu8_epi16(b), z);
+    };
+    auto wv = [&](size_t t) {
+      return t < taps ? _mm256_loadu_si256(reinterpret_cast<const __m256i *>(w + t * C + c0))
+                      : _mm256_setzero_si256();
+    };
+    __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+    for (size_t t = 0; t < taps; t += 2) {
+      const __m256i x0 = xv(t), x1 = xv(t + 1), w0 = wv(t), w1 = wv(t + 1);
+      a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi16(x0, x1),
+                                                  _mm256_unpacklo_epi16(w0, w1)));
+      a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi16(x0, x1),
+                                                  _mm256_unpackhi_epi16(w0, w1)));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(acc + c0), _mm256_permute2x128_si256(a0, a1, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(acc + c0 + 8), _mm256_permute2x128_si256(a0, a1, 0x31));
+  }
+  for (size_t c = whole; c < C; ++c) {
+    uint32_t sum = 0;
+    for (size_t t = 0; t < taps; ++t) {
+      if (x[t] == nullptr) continue;
+      const int32_t v = (is_signed ? static_cast<int32_t>(static_cast<int8_t>(x[t][c]))
+                                   : static_cast<int32_t>(x[t][c])) - zx;
+      sum += static_cast<uint32_t>(v * static_cast<int32_t>(w[t * C + c]));
+    }
+    acc[c] = static_cast<int32_t>(sum);
+  }
+}
+
 inline void gemm_correct_avx2(const int32_t *zb, const int32_t *col, int cols,
                               const int32_t *row_sum, const int32_t *za, int rows, int32_t *acc,
                               size_t ldc) noexcept {
