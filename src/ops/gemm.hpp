@@ -188,27 +188,19 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
     for (size_t t = t0; t < t1; ++t) {
       const size_t mi = t / plan.n_blocks, ni = t % plan.n_blocks;
       const size_t p0 = mi * plan.mb, p1 = std::min(plan.m_panels, p0 + plan.mb);
-      if constexpr (HasRows<std::decay_t<Source>>::value) {
-        if (packed != mi && k.a_rows) {
-          // The block's rows are evenly spaced in apack (a_panel_bytes = mr * row stride).
-          const size_t stride = kern::gemm_row_stride(b.groups);
-          const auto m0 = static_cast<int64_t>(p0 * mr);
-          const int64_t m1 = std::min<int64_t>(plan.M, static_cast<int64_t>(p1 * mr));
-          const int32_t zr = source.rows(m0, m1, apack, stride);
-          for (size_t i = 0; i < (p1 - p0) * mr; ++i) {
-            const auto m = m0 + static_cast<int64_t>(i);
-            uint8_t *dst = apack + i * stride;
-            const size_t from = m < plan.M ? plan.K : 0;
-            if (plan.row_bytes > from) std::memset(dst + from, 0, plan.row_bytes - from);
-            za[i] = m < plan.M ? zr : 0;
-            gemm_pack_a(plan, m, dst, apack + i / mr * plan.a_panel_bytes,
-                        b.zb_zero ? nullptr : row_sum + i);  // (the row is in its place)
-          }
-          packed = mi;
-          std::memcpy(header, &packed, sizeof packed);
-        }
-      }
       if (packed != mi) {
+        // A source with rows() writes the block's rows at once: they are evenly spaced in apack
+        // with the a_rows kernels (a_panel_bytes = mr * row stride).
+        bool at_once = false;
+        int32_t zr = 0;
+        if constexpr (HasRows<std::decay_t<Source>>::value) {
+          if (k.a_rows) {
+            at_once = true;
+            const auto m0 = static_cast<int64_t>(p0 * mr);
+            zr = source.rows(m0, std::min<int64_t>(plan.M, static_cast<int64_t>(p1 * mr)), apack,
+                             kern::gemm_row_stride(b.groups));
+          }
+        }
         for (size_t p = p0; p < p1; ++p)
           for (size_t r = 0; r < mr; ++r) {
             const auto m = static_cast<int64_t>(p * mr + r);
@@ -219,7 +211,7 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
             // The source writes all K values; past K (and in the panel's rows past M) zeros.
             const size_t from = m < plan.M ? plan.K : 0;
             if (plan.row_bytes > from) std::memset(dst + from, 0, plan.row_bytes - from);
-            za[i] = m < plan.M ? source(m, dst) : 0;
+            za[i] = m >= plan.M ? 0 : at_once ? zr : source(m, dst);
             gemm_pack_a(plan, m, dst, panel, b.zb_zero ? nullptr : row_sum + i);
           }
         packed = mi;

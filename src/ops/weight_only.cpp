@@ -358,11 +358,13 @@ class PreparedWeightOnly final : public Prepared {
     const size_t N = static_cast<size_t>(N_);
     const size_t grain = std::max<size_t>(1, (size_t{1} << 15) / (static_cast<size_t>(K_) * P * std::min<size_t>(rows, 16)));
     // Each worker streams one contiguous range of panels (its own bytes, in memory order),
-    // requesting into L2 (prefetcht1) the panel kAhead places ahead. Measured on Zen 4 with the
-    // weights rotated through DRAM (4096 x 4096 int4 block 128, W4A8, batch 1): 0.30 of the read
-    // roofline on one thread with the next panel requested into L1 (136 lines at once, just
-    // before the loads that need them) from ranges of two panels, 0.49 this way; prefetcht2
-    // (L3) and no software prefetch were slower than prefetcht1.
+    // and the kernel requests into L2 (prefetcht1) the panel kAhead places ahead: spread over
+    // its loop (the batch-1 kernels) or at once on entry (WoPanelArgs::prefetch). Measured on
+    // Zen 4 with the weights rotated through DRAM (4096 x 4096 int4 block 128, W4A8, batch 1):
+    // 0.30 of the read roofline on one thread with the next panel requested into L1 (136 lines
+    // at once, just before the loads that need them) from ranges of two panels, 0.49 with the
+    // panel kAhead ahead in one burst, 0.97 with the requests spread; prefetcht2 (L3) and no
+    // software prefetch were slower than prefetcht1.
     const size_t per_worker = (pw_.panels + static_cast<size_t>(ctx.threads()) - 1) /
                               static_cast<size_t>(std::max(ctx.threads(), 1));
     const size_t chunk = std::max(grain, per_worker);
