@@ -54,6 +54,15 @@ inline const uint8_t *chunk_at(const WoPanelArgs &w, size_t t) noexcept {
 }
 inline int chunk_shift(size_t t) noexcept { return ((t >> 2) & 1) ? 4 : 0; }
 
+// Whether the batch-1 kernels (int8_one_vnni, int8_one256) take the panel's shape (else the
+// general kernel): a full last unit, and for 4-bit codes whole groups in pairs of units or
+// inside one.
+inline bool int8_one_fits(const WoPanelArgs &w) noexcept {
+  if (w.last_unit_lanes != 0xFFFFu) return false;
+  if (w.code == WoCode::Byte) return true;
+  return w.chunks % 2 == 0 && (w.unit_chunks == 1 || w.unit_chunks % 2 == 0);
+}
+
 inline int32_t zc_of(const WoPanelArgs &w, size_t blk, int p) noexcept {
   return w.zps != nullptr ? static_cast<int32_t>(w.zps[blk * P + static_cast<size_t>(p)])
                           : w.zp_const;
@@ -564,13 +573,6 @@ void int8_one_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
   for (int p = 0; p < P; ++p) out[p] = reduce16(facc[p]);
 }
 
-// Whether int8_one_vnni takes the panel's shape (else the general kernel).
-inline bool int8_one_fits(const WoPanelArgs &w) noexcept {
-  if (w.last_unit_lanes != 0xFFFFu) return false;
-  if (w.code == WoCode::Byte) return true;
-  return w.chunks % 2 == 0 && (w.unit_chunks == 1 || w.unit_chunks % 2 == 0);
-}
-
 template <WoCode Code>
 void int8_code_vnni(const WoPanelArgs &w, const WoActs &a, size_t rows, float *out) noexcept {
   if (rows > 1) wo_prefetch_all(w);
@@ -933,7 +935,130 @@ void int8_rows256(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
   int8_feat256<MR, P>(w, a, 0, out);
 }
 
+// Batch 1 on AVX2: int8_one_vnni's plan on ymm (lanes 0-7 and 8-15 of the 16 as two halves).
+// A 4-bit group is loaded once per feature; its four 32-element quarters are the halves of
+// two chunks (low nibbles: chunk c, high: c + 1). Each feature's integer sums start from the
+// zero-point term, -z * (the lane's sum of qx), so a unit's end is one vcvtdq2ps, one vmulps
+// (sx * sw) and one fma per half and feature; the weights' bytes arrive a few lines per group
+// ahead (WoPrefetcher). vpmaddubsw's exactness: see the head of this file; at B >= 128 two
+// integer codes' pair sums are added in int16 (at most 2 * 3810) before one vpmaddwd.
+template <WoCode Code>
+void int8_one256(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
+  constexpr bool four_bit = Code != WoCode::Byte;
+  __m256 facc[P][2];
+  for (auto &f : facc) f[0] = f[1] = _mm256_setzero_ps();
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i nf4 = _mm256_broadcastsi128_si256(
+      _mm_loadu_si128(reinterpret_cast<const __m128i *>(ref::kNF4Int8)));
+  // The zero point of the integers multiplied (int8_feat256's zk), and the offset of the
+  // per-block zero-point bytes (z8 + 128 for bytes).
+  const int32_t zk = Code == WoCode::NF4 ? 0 : Code == WoCode::Byte ? w.zp_const - 128 : w.zp_const;
+  const int32_t zoff = Code == WoCode::Byte ? 128 : 0;
+  const __m256i negz = _mm256_set1_epi32(-zk);
+  // qx (32 bytes) times the operand u: 8 int32 lanes of 4 products each.
+  auto dot = [&](__m256i u, __m256i x) {
+    if constexpr (Code == WoCode::Int4) return _mm256_madd_epi16(_mm256_maddubs_epi16(u, x), ones);
+    const __m256i v = Code == WoCode::NF4 ? _mm256_shuffle_epi8(nf4, u) : u;
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(x, v)), ones);
+  };
+  auto x_at = [&](size_t c, int q) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a.qx + 64 * c + 32 * q));
+  };
+  auto sums_at = [&](size_t u, int q) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a.sums + u * 16 + 8 * static_cast<size_t>(q)));
+  };
+  auto block_of = [&](size_t u, int q) { return w.half_units ? 2 * u + static_cast<size_t>(q) : u; };
+  // Half q of unit u (its lane sums s): feature p's start, -zc * s.
+  auto start = [&](size_t u, int q, __m256i s, __m256i common, int p) {
+    if (w.zps == nullptr) return common;
+    return _mm256_mullo_epi32(s, _mm256_set1_epi32(zoff - zc_of(w, block_of(u, q), p)));
+  };
+  // Half q of unit u's integer sums of feature p into its float sums.
+  auto finish = [&](size_t u, int q, __m256i acc, int p) {
+    const __m256 sx = _mm256_loadu_ps(a.sxv + u * 16 + 8 * static_cast<size_t>(q));
+    const __m256 d = _mm256_mul_ps(sx, _mm256_broadcast_ss(w.scales + block_of(u, q) * P + static_cast<size_t>(p)));
+    facc[p][q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), d, facc[p][q]);
+  };
+  const size_t nc = w.chunks;
+  WoPrefetcher pf(w, four_bit ? nc / 2 : nc);
+  if (four_bit && w.unit_chunks == 1) {
+    // Two units per group: chunk c's halves from the low nibbles, c + 1's from the high.
+    for (size_t c = 0; c < nc; c += 2) {
+      pf.step();
+      const uint8_t *src = w.codes + (c / 2) * P * 64;
+      __m256i x[2][2], s[2][2], common[2][2];
+      for (int h = 0; h < 2; ++h)
+        for (int q = 0; q < 2; ++q) {
+          x[h][q] = x_at(c + static_cast<size_t>(h), q);
+          s[h][q] = sums_at(c + static_cast<size_t>(h), q);
+          common[h][q] = _mm256_mullo_epi32(s[h][q], negz);
+        }
+      for (int p = 0; p < P; ++p)
+        for (int q = 0; q < 2; ++q) {
+          const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + p * 64 + 32 * q));
+          const __m256i lo = _mm256_and_si256(raw, nib);
+          const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nib);
+          finish(c, q, _mm256_add_epi32(start(c, q, s[0][q], common[0][q], p), dot(lo, x[0][q])), p);
+          finish(c + 1, q, _mm256_add_epi32(start(c + 1, q, s[1][q], common[1][q], p), dot(hi, x[1][q])), p);
+        }
+    }
+  } else {
+    const size_t uc = w.unit_chunks;
+    for (size_t c = 0, u = 0; c < nc; ++u) {
+      const size_t end = std::min(nc, c + uc);
+      __m256i acc[P][2];
+      for (int q = 0; q < 2; ++q) {
+        const __m256i s = sums_at(u, q);
+        const __m256i common = _mm256_mullo_epi32(s, negz);
+        for (int p = 0; p < P; ++p) acc[p][q] = start(u, q, s, common, p);
+      }
+      if constexpr (four_bit) {
+        for (; c < end; c += 2) {  // uc even, or a whole K: chunks in pairs (nc is even)
+          pf.step();
+          const uint8_t *src = w.codes + (c / 2) * P * 64;
+          const __m256i x00 = x_at(c, 0), x01 = x_at(c, 1), x10 = x_at(c + 1, 0), x11 = x_at(c + 1, 1);
+          for (int p = 0; p < P; ++p)
+            for (int q = 0; q < 2; ++q) {
+              const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + p * 64 + 32 * q));
+              const __m256i lo = _mm256_and_si256(raw, nib);
+              const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nib);
+              const __m256i xl = q == 0 ? x00 : x01, xh = q == 0 ? x10 : x11;
+              if constexpr (Code == WoCode::Int4) {
+                const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, xl), _mm256_maddubs_epi16(hi, xh));
+                acc[p][q] = _mm256_add_epi32(acc[p][q], _mm256_madd_epi16(s16, ones));
+              } else {
+                acc[p][q] = _mm256_add_epi32(acc[p][q], _mm256_add_epi32(dot(lo, xl), dot(hi, xh)));
+              }
+            }
+        }
+      } else {
+        for (; c < end; ++c) {
+          pf.step();
+          const uint8_t *src = w.codes + c * P * 64;
+          const __m256i x0 = x_at(c, 0), x1 = x_at(c, 1);
+          for (int p = 0; p < P; ++p)
+            for (int q = 0; q < 2; ++q)
+              acc[p][q] = _mm256_add_epi32(
+                  acc[p][q], dot(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + p * 64 + 32 * q)),
+                                 q == 0 ? x0 : x1));
+        }
+      }
+      for (int p = 0; p < P; ++p)
+        for (int q = 0; q < 2; ++q) finish(u, q, acc[p][q], p);
+    }
+  }
+  for (int p = 0; p < P; ++p) out[p] = reduce16(facc[p][0], facc[p][1]);
+}
+
 inline void int8_256(const WoPanelArgs &w, const WoActs &a, size_t rows, float *out) noexcept {
+  if (rows == 1 && int8_one_fits(w)) {
+    switch (w.code) {
+      case WoCode::NF4: return int8_one256<WoCode::NF4>(w, a, out);
+      case WoCode::Byte: return int8_one256<WoCode::Byte>(w, a, out);
+      default: return int8_one256<WoCode::Int4>(w, a, out);
+    }
+  }
   wo_prefetch_all(w);
   switch (rows) {
     case 1: return int8_rows256<1>(w, a, out);
