@@ -580,91 +580,118 @@ inline void gemm_correct_avx2(const int32_t *zb, const int32_t *col, int cols,
 // scalar cast does (the current rounding mode), the multiplies, additions and the division are
 // single IEEE operations (no contraction), vroundps rounds ties to even by its immediate, and
 // round_and_saturate's clamp of r + zy to [qmin, qmax] is a clamp of r to [qmin - zy, qmax - zy]
-// (small integers, exact in float), NaN giving zy.
-inline __m256i epi_round_saturate(__m256 v, const GemmEpilogueArgs &e) noexcept {
-  const __m256 r = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256 lo = _mm256_set1_ps(static_cast<float>(e.qmin - e.zy));
-  const __m256 hi = _mm256_set1_ps(static_cast<float>(e.qmax - e.zy));
-  __m256 c = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
-  c = _mm256_blendv_ps(c, _mm256_setzero_ps(), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-  __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(c), _mm256_set1_epi32(e.zy));
-  if (e.relu) q = _mm256_max_epi32(q, _mm256_set1_epi32(e.zy));
-  return q;
-}
+// (small integers, exact in float), NaN giving zy. As Epi512 (below): everything read from the
+// arguments in locals, the mode a template parameter, so that the loops keep them in registers
+// (byte outputs may alias anything: fields read through the arguments were reloaded, and their
+// vectors rebuilt, after every store).
+struct Epi256 {
+  const int32_t *bias_i32;
+  const float *bias_f32, *mult;
+  __m256 lo, hi, sy;
+  __m256i zy;
+  bool relu, finite, is_signed;
+  explicit Epi256(const GemmEpilogueArgs &e, size_t c0) noexcept
+      : bias_i32(e.bias_i32 != nullptr ? e.bias_i32 + c0 : nullptr),
+        bias_f32(e.bias_f32 != nullptr ? e.bias_f32 + c0 : nullptr),
+        mult(e.multiplier != nullptr ? e.multiplier + c0 : nullptr),
+        lo(_mm256_set1_ps(static_cast<float>(e.qmin - e.zy))),
+        hi(_mm256_set1_ps(static_cast<float>(e.qmax - e.zy))),
+        sy(_mm256_set1_ps(e.sy)),
+        zy(_mm256_set1_epi32(e.zy)),
+        relu(e.relu),
+        finite(e.finite),
+        is_signed(e.qmin < 0) {}
 
-// Eight elements, of channels c .. c + 8.
-inline void epi8(const GemmEpilogueArgs &e, const int32_t *acc, size_t c, uint8_t *out) noexcept {
-  __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(acc));
-  auto per_channel_i = [&](const int32_t *p) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + c));
-  };
-  auto per_channel_f = [&](const float *p) { return _mm256_loadu_ps(p + c); };
-  if (e.bias_i32 != nullptr) a = _mm256_add_epi32(a, per_channel_i(e.bias_i32));
-  if (e.mode == 0) {
-    if (e.relu) a = _mm256_max_epi32(a, _mm256_setzero_si256());
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out), a);
-    return;
+  __m256i round_saturate(__m256 v) const noexcept {
+    const __m256 r = _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 c = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
+    if (!finite) c = _mm256_blendv_ps(c, _mm256_setzero_ps(), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(c), zy);
+    if (relu) q = _mm256_max_epi32(q, zy);
+    return q;
   }
-  __m256 m = per_channel_f(e.multiplier);
-  if (e.mode == 2 && e.row_scale != 0.0f) m = _mm256_mul_ps(_mm256_set1_ps(e.row_scale), m);
-  __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(a), m);
-  __m256i q;
-  if (e.mode == 1) {
-    q = epi_round_saturate(v, e);
-  } else {
-    v = _mm256_add_ps(v, e.bias_f32 != nullptr ? per_channel_f(e.bias_f32) : _mm256_setzero_ps());
-    if (e.mode == 2) {
-      if (e.relu)
-        v = _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
-      // NaN: the canonical quiet NaN (rules::canonical_nan).
-      v = _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)),
-                           _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-      _mm256_storeu_ps(reinterpret_cast<float *>(out), v);
-      return;
+
+  // Eight elements of the channels j .. j + 8 (from c0), row scale rs (mode 2; 0: none).
+  template <int Mode>
+  void put8(const int32_t *acc, size_t j, float rs, uint8_t *out) const noexcept {
+    __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(acc));
+    if (bias_i32 != nullptr)
+      a = _mm256_add_epi32(a, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bias_i32 + j)));
+    if constexpr (Mode == 0) {
+      if (relu) a = _mm256_max_epi32(a, _mm256_setzero_si256());
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(out), a);
+    } else {
+      __m256 m = _mm256_loadu_ps(mult + j);
+      if (Mode == 2 && rs != 0.0f) m = _mm256_mul_ps(_mm256_set1_ps(rs), m);
+      __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(a), m);
+      __m256i q;
+      if constexpr (Mode == 1) {
+        q = round_saturate(v);
+      } else {
+        v = _mm256_add_ps(v, bias_f32 != nullptr ? _mm256_loadu_ps(bias_f32 + j) : _mm256_setzero_ps());
+        if constexpr (Mode == 2) {
+          if (relu)
+            v = _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+          // NaN: the canonical quiet NaN (rules::canonical_nan).
+          v = _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)),
+                               _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+          _mm256_storeu_ps(reinterpret_cast<float *>(out), v);
+          return;
+        }
+        q = round_saturate(_mm256_div_ps(v, sy));
+      }
+      // Eight values in [qmin, qmax] (a byte's range) to bytes.
+      const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      const __m128i b = is_signed ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
+      _mm_storel_epi64(reinterpret_cast<__m128i *>(out), b);
     }
-    q = epi_round_saturate(_mm256_div_ps(v, _mm256_set1_ps(e.sy)), e);
   }
-  // Eight values in [qmin, qmax] (a byte's range) to bytes.
-  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-  const __m128i b = e.qmin < 0 ? _mm_packs_epi16(w, w) : _mm_packus_epi16(w, w);
-  _mm_storel_epi64(reinterpret_cast<__m128i *>(out), b);
-}
+};
 
-inline void epilogue_row(const GemmEpilogueArgs &e, const int32_t *acc, size_t c0, size_t n, uint8_t *y,
-                  size_t i0) noexcept {
-  const size_t size = e.mode == 0 || e.mode == 2 ? 4 : 1;
-  size_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    epi8(e, acc + j, c0 + j, y + (i0 + j) * size);
-  if (j == n) return;
-  // The tail through a staging buffer: its channels' parameters copied, the rest zero.
-  alignas(32) int32_t a[8] = {}, bi[8] = {};
+template <int Mode>
+void epilogue_rows_avx2(const GemmEpilogueArgs &e, const int32_t *acc, size_t acc_ld, int rows,
+                        size_t c0, size_t n, uint8_t *y, size_t i0, size_t y_ld) noexcept {
+  constexpr size_t size = Mode == 0 || Mode == 2 ? 4 : 1;
+  const Epi256 p(e, c0);
+  const float *row_scales = e.row_scales;
+  const float row_scale = e.row_scale;
+  const size_t whole = n / 8 * 8, rest = n - whole;
+  // The last columns through a staging buffer: their parameters copied, the rest zero.
+  alignas(32) int32_t bi[8] = {};
   alignas(32) float m[8] = {}, bf[8] = {};
-  alignas(32) uint8_t out[32];
-  const size_t rest = n - j;
-  GemmEpilogueArgs t = e;
-  for (size_t k = 0; k < rest; ++k) {
-    const size_t c = c0 + j + k;
-    a[k] = acc[j + k];
-    if (e.bias_i32 != nullptr) bi[k] = e.bias_i32[c];
-    if (e.bias_f32 != nullptr) bf[k] = e.bias_f32[c];
-    if (e.multiplier != nullptr) m[k] = e.multiplier[c];
+  Epi256 t = p;
+  if (rest != 0) {
+    for (size_t k = 0; k < rest; ++k) {
+      if (p.bias_i32 != nullptr) bi[k] = p.bias_i32[whole + k];
+      if (p.bias_f32 != nullptr) bf[k] = p.bias_f32[whole + k];
+      if (p.mult != nullptr) m[k] = p.mult[whole + k];
+    }
+    t.bias_i32 = p.bias_i32 != nullptr ? bi : nullptr;
+    t.bias_f32 = p.bias_f32 != nullptr ? bf : nullptr;
+    t.mult = p.mult != nullptr ? m : nullptr;
   }
-  if (e.bias_i32 != nullptr) t.bias_i32 = bi;
-  if (e.bias_f32 != nullptr) t.bias_f32 = bf;
-  if (e.multiplier != nullptr) t.multiplier = m;
-  epi8(t, a, 0, out);
-  std::memcpy(y + (i0 + j) * size, out, rest * size);
+  for (int r = 0; r < rows; ++r) {
+    const float rs = row_scales != nullptr ? row_scales[r] : row_scale;
+    const int32_t *a = acc + static_cast<size_t>(r) * acc_ld;
+    uint8_t *out = y + (i0 + static_cast<size_t>(r) * y_ld) * size;
+    for (size_t j = 0; j < whole; j += 8) p.put8<Mode>(a + j, j, rs, out + j * size);
+    if (rest != 0) {
+      alignas(32) int32_t at[8] = {};
+      alignas(32) uint8_t o[32];
+      std::memcpy(at, a + whole, rest * 4);
+      t.put8<Mode>(at, 0, rs, o);
+      std::memcpy(out + whole * size, o, rest * size);
+    }
+  }
 }
 
 inline void gemm_epilogue_avx2(const GemmEpilogueArgs &e, const int32_t *acc, size_t acc_ld, int rows,
-                        size_t c0, size_t n, uint8_t *y, size_t i0,
-                        size_t y_ld) noexcept {
-  GemmEpilogueArgs row = e;
-  for (int r = 0; r < rows; ++r) {
-    if (e.row_scales != nullptr) row.row_scale = e.row_scales[r];
-    epilogue_row(row, acc + static_cast<size_t>(r) * acc_ld, c0, n, y,
-                 i0 + static_cast<size_t>(r) * y_ld);
+                               size_t c0, size_t n, uint8_t *y, size_t i0, size_t y_ld) noexcept {
+  switch (e.mode) {
+    case 0: return epilogue_rows_avx2<0>(e, acc, acc_ld, rows, c0, n, y, i0, y_ld);
+    case 1: return epilogue_rows_avx2<1>(e, acc, acc_ld, rows, c0, n, y, i0, y_ld);
+    case 2: return epilogue_rows_avx2<2>(e, acc, acc_ld, rows, c0, n, y, i0, y_ld);
+    default: return epilogue_rows_avx2<3>(e, acc, acc_ld, rows, c0, n, y, i0, y_ld);
   }
 }
 #endif
