@@ -12,7 +12,7 @@
 #                                 frameworks through Debian's multiarch)
 set -eu
 what=${1:-build}
-pkgs="build-essential cmake pkg-config libxsimd-dev"
+pkgs="build-essential cmake pkg-config libxsimd-dev nlohmann-json3-dev libcli11-dev"
 if [ "$what" = test ] || [ "$what" = bench ]; then
   pkgs="$pkgs libgtest-dev libgmock-dev libbenchmark-dev libcriterion-dev python3-numpy python3-torch"
   # the fuzz targets (clang with libFuzzer's runtime) and dlpack.h, whose layouts qnt's own

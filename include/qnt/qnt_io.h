@@ -1,0 +1,160 @@
+/*
+ * qnt_io.h: model files in and out (since 0.8). Part of libqnt's C ABI, beside qnt.h, which it
+ * includes; the same rules hold (status codes, qnt_last_error_message, opaque handles whose
+ * destroy functions accept NULL, UTF-8 strings).
+ *
+ * Formats:
+ *  - safetensors (https://github.com/huggingface/safetensors): an 8-byte little-endian header
+ *    length n, n bytes of JSON (at most 100,000,000), then the data. qnt reads every entry; the
+ *    dtypes F32, F16, BF16, I32, I16, U16, I8 and U8 become qnt tensors, the others (F64, I64,
+ *    BOOL, F8_*, ...) are listed and their bytes readable, but qnt_model_file_tensor refuses
+ *    them (QNT_ERR_UNSUPPORTED). A sharded model opens through its index
+ *    (model.safetensors.index.json, or the folder that holds it) as one file.
+ *  - GGUF: QNT_FILE_GGUF is reserved; opening or writing one returns QNT_ERR_UNSUPPORTED in
+ *    this release.
+ *
+ * Quantized tensors in safetensors. safetensors has no quantized dtypes, so qnt stores a tensor
+ * `name` with qparams as up to three entries and one metadata key:
+ *  - `name`: the codes: I8, U8, I16 or U16 in the tensor's own shape for 8- and 16-bit dtypes;
+ *    for packed dtypes (i4, u4, NF4, binary, ternary), U8 of shape [byte size] holding qnt's
+ *    packed layout (see qnt_dtype: element 0 in the low bits);
+ *  - `name.qnt_scales`: F32 [count], the scales in qnt_qparams order;
+ *  - `name.qnt_zero_points`: I32 [count], the zero points, present unless they are all 0;
+ *  - metadata "qnt.name" = "dtype=<qnt_dtype_name>;shape=<d0>,<d1>,...;granularity=
+ *    <tensor|axis|block>;axis=<a>;block=<b>" (a rank-0 tensor has an empty shape list).
+ *  Any program reads the entries as plain tensors; qnt_model_file_tensor gives `name` back as
+ *  the quantized qnt tensor, with its qparams. A file is checked as a whole when it is opened:
+ *  a key "qnt.X" whose entries are missing, or disagree with it, fails the open.
+ *
+ * Memory: a file is mapped (mmap), never read whole; a tensor taken from it is a read-only view
+ * of the mapping where its bytes are aligned for its dtype (else a copy), and keeps the mapping
+ * alive, so the file handle may be destroyed first. A writer streams: each tensor's bytes go to
+ * the file when it is written.
+ *
+ * Thread safety: a qnt_model_file is immutable once opened and may be read from many threads; a
+ * qnt_model_writer is used by one thread at a time.
+ */
+#ifndef QNT_QNT_IO_H
+#define QNT_QNT_IO_H
+
+#include <qnt/qnt.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct qnt_model_file qnt_model_file;
+typedef struct qnt_model_writer qnt_model_writer;
+
+typedef int32_t qnt_file_format;
+#define QNT_FILE_SAFETENSORS ((qnt_file_format)1)
+#define QNT_FILE_GGUF ((qnt_file_format)2)
+
+/* Opens a model file (or a sharded safetensors model: its index or its folder) for reading,
+ * checking its whole header: the header length within the file and the cap, the JSON (valid
+ * UTF-8), each entry's dtype, shape (non-negative, at most QNT_MAX_RANK dimensions) and
+ * data_offsets (begin <= end, end - begin = the dtype's size times the element count), the
+ * entries covering the data exactly, without gaps or overlaps, and qnt's "qnt.*" keys (above).
+ * The format is recognized from the content, not from the name.
+ * Caller destroys *out with qnt_model_file_destroy(); *out is untouched on failure.
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (no such file, not readable, not a
+ * file this release can read; the message says which), QNT_ERR_CORRUPT_DATA (a truncated or
+ * inconsistent file; the message names the entry and the rule), QNT_ERR_UNSUPPORTED (GGUF),
+ * QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_model_file_open(const char *path, qnt_model_file **out);
+QNT_API void qnt_model_file_destroy(qnt_model_file *f);
+
+QNT_API qnt_status qnt_model_file_format(const qnt_model_file *f, qnt_file_format *out);
+
+/* The entries in the order of their data in the file (shard after shard, in the index's order
+ * of first appearance), counted and named. A name is borrowed: valid while f lives. */
+QNT_API qnt_status qnt_model_file_tensor_count(const qnt_model_file *f, size_t *out);
+QNT_API qnt_status qnt_model_file_tensor_name(const qnt_model_file *f, size_t index,
+                                              const char **out);
+/* The index of the entry named name. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT
+ * (no such entry). */
+QNT_API qnt_status qnt_model_file_tensor_find(const qnt_model_file *f, const char *name,
+                                              size_t *out);
+/* The entry's dtype as the file names it ("F32", "BF16", ...; borrowed, valid while f lives),
+ * its shape (rank in *rank_out, dimensions in shape_out when capacity >= rank, else
+ * QNT_ERR_BUFFER_TOO_SMALL with *rank_out set; shape_out may be NULL with capacity 0), and its
+ * bytes in the mapping (borrowed: valid while f, or a tensor taken from it, lives; read only).
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (index >= the count). */
+QNT_API qnt_status qnt_model_file_tensor_type(const qnt_model_file *f, size_t index,
+                                              const char **out);
+QNT_API qnt_status qnt_model_file_tensor_shape(const qnt_model_file *f, size_t index,
+                                               int64_t *shape_out, size_t capacity,
+                                               size_t *rank_out);
+QNT_API qnt_status qnt_model_file_tensor_bytes(const qnt_model_file *f, size_t index,
+                                               const void **data_out, size_t *bytes_out);
+/* The entry as a read-only qnt tensor (see Memory above): its qnt dtype and shape, and for a
+ * tensor qnt stored quantized, its logical dtype and shape and its qparams. Caller destroys *out
+ * with qnt_tensor_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (index),
+ * QNT_ERR_UNSUPPORTED (a dtype qnt has no type for), QNT_ERR_INVALID_QPARAMS (stored scales or
+ * zero points that qnt_qparams refuses), QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_model_file_tensor(const qnt_model_file *f, size_t index,
+                                         qnt_tensor **out);
+
+/* The file's metadata (safetensors: the "__metadata__" map of strings, qnt's keys included), by
+ * index in the file's order, and by key. Strings are borrowed: valid while f lives.
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (index, or no such key). */
+QNT_API qnt_status qnt_model_file_metadata_count(const qnt_model_file *f, size_t *out);
+QNT_API qnt_status qnt_model_file_metadata_key(const qnt_model_file *f, size_t index,
+                                               const char **out);
+QNT_API qnt_status qnt_model_file_metadata_string(const qnt_model_file *f, const char *key,
+                                                  const char **out);
+
+/* Writing. A writer is created for a path and a format, given its metadata and the list of its
+ * tensors (qnt_model_writer_declare*: name, dtype, shape, and for a quantized tensor the layout
+ * of its qparams), and then each tensor's bytes, in the declared order. The header goes to the
+ * file before the first tensor's bytes, so a model larger than memory streams through one
+ * tensor at a time. qnt_model_writer_finish completes the file; a writer destroyed before that
+ * removes what it wrote. The file is written as path + ".partial" and renamed to path by
+ * finish, so an existing file at path is replaced only by a complete one.
+ * Errors common to the writer's calls: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (a call
+ * out of order: a declaration or metadata after the first write, a write past the declared
+ * tensors, a finish before the last; the message says which), QNT_ERR_OUT_OF_MEMORY; and
+ * QNT_ERR_INTERNAL with the system's message for a failed write (disk full, ...), after which
+ * the writer only accepts being destroyed. */
+QNT_API qnt_status qnt_model_writer_create(const char *path, qnt_file_format format,
+                                           qnt_model_writer **out);
+QNT_API void qnt_model_writer_destroy(qnt_model_writer *w);
+
+/* A metadata string (both copied). A key written twice, or one starting with "qnt." (qnt's own),
+ * is QNT_ERR_INVALID_ARGUMENT. */
+QNT_API qnt_status qnt_model_writer_set_metadata(qnt_model_writer *w, const char *key,
+                                                 const char *value);
+
+/* Declares the next tensor: name (unique, not empty, not ending in ".qnt_scales" or
+ * ".qnt_zero_points"), dtype and shape (copied). layout is NULL for a tensor without qparams
+ * (dtype f32, f16, bf16, i32, i8, u8, i16 or u16), or qparams whose dtype is dtype and whose
+ * granularity, axis, block size and count fit the shape: only that layout is kept, and whether
+ * its zero points are all 0 (then no zero-point entry is stored, and the tensor written must have
+ * zero points 0 too). Errors: QNT_ERR_INVALID_ARGUMENT (name, dtype), QNT_ERR_SHAPE_MISMATCH,
+ * QNT_ERR_DTYPE_MISMATCH, QNT_ERR_OVERFLOW. */
+QNT_API qnt_status qnt_model_writer_declare(qnt_model_writer *w, const char *name,
+                                            qnt_dtype dtype, const int64_t *shape, size_t rank,
+                                            const qnt_qparams *layout);
+/* Declares the next tensor as bytes of a file dtype that qnt has no type for (for example
+ * "F64", "I64", "BOOL", copied from another file), which must be one safetensors knows, with
+ * bytes = its size times the element count (QNT_ERR_SHAPE_MISMATCH otherwise). */
+QNT_API qnt_status qnt_model_writer_declare_bytes(qnt_model_writer *w, const char *name,
+                                                  const char *file_dtype, const int64_t *shape,
+                                                  size_t rank, size_t bytes);
+/* Writes the next declared tensor: t must have its declared dtype and shape and, for a
+ * quantized declaration, qparams of the declared layout (QNT_ERR_DTYPE_MISMATCH,
+ * QNT_ERR_SHAPE_MISMATCH, QNT_ERR_INVALID_QPARAMS for nonzero zero points declared as zero).
+ * t must be in host memory. */
+QNT_API qnt_status qnt_model_writer_write(qnt_model_writer *w, const qnt_tensor *t);
+/* Writes the next declared tensor from bytes (a qnt_model_writer_declare_bytes declaration, or
+ * a declaration without qparams), exactly its size (QNT_ERR_SHAPE_MISMATCH otherwise). */
+QNT_API qnt_status qnt_model_writer_write_bytes(qnt_model_writer *w, const void *data,
+                                                size_t bytes);
+/* Completes the file (every declared tensor written) and renames it into place. */
+QNT_API qnt_status qnt_model_writer_finish(qnt_model_writer *w);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* QNT_QNT_IO_H */

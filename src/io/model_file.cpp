@@ -1,0 +1,598 @@
+// safetensors in and out (include/qnt/qnt_io.h states the rules checked here).
+#include "io/model_file.hpp"
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "core/layout.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+namespace qnt::io {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr uint64_t kMaxHeader = 100000000;  // the format's own cap on the JSON header
+const char *const kScalesSuffix = ".qnt_scales";
+const char *const kZeroPointsSuffix = ".qnt_zero_points";
+
+struct StDtype {
+  const char *name;
+  size_t size;
+  qnt_dtype qnt;  // 0: none
+};
+// safetensors' dtypes (its Dtype enum) and their sizes.
+constexpr StDtype kStDtypes[] = {
+    {"BOOL", 1, 0},     {"U8", 1, QNT_DTYPE_U8},    {"I8", 1, QNT_DTYPE_I8},
+    {"F8_E5M2", 1, 0},  {"F8_E4M3", 1, 0},          {"I16", 2, QNT_DTYPE_I16},
+    {"U16", 2, QNT_DTYPE_U16}, {"F16", 2, QNT_DTYPE_F16}, {"BF16", 2, QNT_DTYPE_BF16},
+    {"I32", 4, QNT_DTYPE_I32}, {"U32", 4, 0},       {"F32", 4, QNT_DTYPE_F32},
+    {"F64", 8, 0},      {"I64", 8, 0},              {"U64", 8, 0},
+};
+
+std::string system_error(const std::string &what) { return what + ": " + std::strerror(errno); }
+
+bool ends_with(const std::string &s, const char *suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// The shape as int64 dimensions, each checked, and its element count.
+size_t count_of(const std::vector<int64_t> &shape, const std::string &what) {
+  try {
+    return checked_element_count(shape.data(), shape.size());
+  } catch (const Error &e) {
+    fail(QNT_ERR_CORRUPT_DATA, what, ": ", e.what());
+  }
+}
+
+const DTypeInfo *dtype_by_name(const std::string &name) {
+  for (int32_t raw = 1; raw < 64; ++raw) {
+    const DTypeInfo *d = find_dtype(raw);
+    if (d != nullptr && name == d->name) return d;
+  }
+  return nullptr;
+}
+
+const char *granularity_name(qnt_granularity g) {
+  return g == QNT_GRANULARITY_PER_AXIS ? "axis" : g == QNT_GRANULARITY_PER_BLOCK ? "block" : "tensor";
+}
+
+int64_t to_int64(const std::string &s, const std::string &what) {
+  if (s.empty() || s.size() > 19) fail(QNT_ERR_CORRUPT_DATA, what, ": '", s, "' is not a number");
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i == s.size()) fail(QNT_ERR_CORRUPT_DATA, what, ": '", s, "' is not a number");
+  int64_t v = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') fail(QNT_ERR_CORRUPT_DATA, what, ": '", s, "' is not a number");
+    v = v * 10 + (s[i] - '0');  // at most 19 digits minus a sign: no overflow below 10^18
+  }
+  return s[0] == '-' ? -v : v;
+}
+
+// "k=v;k=v" into its fields.
+std::map<std::string, std::string> fields_of(const std::string &value, const std::string &what) {
+  std::map<std::string, std::string> f;
+  size_t at = 0;
+  while (at <= value.size()) {
+    const size_t end = std::min(value.find(';', at), value.size());
+    const std::string part = value.substr(at, end - at);
+    const size_t eq = part.find('=');
+    if (eq == std::string::npos) fail(QNT_ERR_CORRUPT_DATA, what, ": '", part, "' is not key=value");
+    if (!f.emplace(part.substr(0, eq), part.substr(eq + 1)).second)
+      fail(QNT_ERR_CORRUPT_DATA, what, ": '", part.substr(0, eq), "' appears twice");
+    at = end + 1;
+  }
+  return f;
+}
+
+}  // namespace
+
+qnt_dtype safetensors_to_qnt(const std::string &dtype) noexcept {
+  for (const StDtype &d : kStDtypes)
+    if (dtype == d.name) return d.qnt;
+  return 0;
+}
+
+size_t safetensors_size(const std::string &dtype) noexcept {
+  for (const StDtype &d : kStDtypes)
+    if (dtype == d.name) return d.size;
+  return 0;
+}
+
+const char *safetensors_of(qnt_dtype d) noexcept {
+  for (const StDtype &s : kStDtypes)
+    if (s.qnt == d && d != 0) return s.name;
+  return "U8";  // packed codes
+}
+
+Mapping::Mapping(const std::string &path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(QNT_ERR_INVALID_ARGUMENT, system_error("cannot open '" + path + "'"));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(QNT_ERR_INVALID_ARGUMENT, "'", path, "' is not a regular file");
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ > 0) {
+    void *p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const std::string msg = system_error("cannot map '" + path + "'");
+      ::close(fd);
+      fail(QNT_ERR_INVALID_ARGUMENT, msg);
+    }
+    data_ = static_cast<const uint8_t *>(p);
+  }
+  ::close(fd);
+}
+
+Mapping::~Mapping() {
+  if (data_ != nullptr) ::munmap(const_cast<uint8_t *>(data_), size_);
+}
+
+ptrdiff_t ModelFile::find(const std::string &name) const {
+  const auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : static_cast<ptrdiff_t>(it->second);
+}
+
+const std::string *ModelFile::metadata_value(const std::string &key) const {
+  for (const auto &kv : meta_)
+    if (kv.first == key) return &kv.second;
+  return nullptr;
+}
+
+std::unique_ptr<ModelFile> ModelFile::open(const std::string &path) {
+  auto f = std::unique_ptr<ModelFile>(new ModelFile());
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail(QNT_ERR_INVALID_ARGUMENT, system_error("cannot open '" + path + "'"));
+  std::string index = S_ISDIR(st.st_mode) ? path + "/model.safetensors.index.json" : std::string();
+  if (index.empty()) {
+    // The format from the first bytes: GGUF's magic, an index's JSON, or a safetensors length.
+    const auto map = std::make_shared<const Mapping>(path);
+    if (map->size() >= 4 && std::memcmp(map->data(), "GGUF", 4) == 0)
+      fail(QNT_ERR_UNSUPPORTED, "'", path, "' is a GGUF file, which this release does not read");
+    size_t i = 0;
+    while (i < map->size() && (map->data()[i] == ' ' || map->data()[i] == '\n' || map->data()[i] == '\t' ||
+                               map->data()[i] == '\r'))
+      ++i;
+    if (i < map->size() && map->data()[i] == '{') index = path;
+  }
+  if (index.empty()) {
+    f->add_safetensors(path);
+  } else {
+    // A sharded model: its index's weight_map names each tensor's shard (a path relative to
+    // the index's folder).
+    const Mapping map(index);
+    json j;
+    try {
+      j = json::parse(map.data(), map.data() + map.size());
+    } catch (const json::exception &e) {
+      fail(QNT_ERR_CORRUPT_DATA, "'", index, "' is not a safetensors index: ", e.what());
+    }
+    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
+      fail(QNT_ERR_CORRUPT_DATA, "'", index, "' has no weight_map object");
+    const size_t slash = index.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? std::string() : index.substr(0, slash + 1);
+    std::vector<std::string> shards;
+    for (const auto &kv : j["weight_map"].items()) {
+      if (!kv.value().is_string()) fail(QNT_ERR_CORRUPT_DATA, "'", index, "': weight_map values must be file names");
+      const std::string shard = kv.value().get<std::string>();
+      if (shard.empty() || shard.find('/') != std::string::npos)
+        fail(QNT_ERR_CORRUPT_DATA, "'", index, "': shard '", shard, "' is not a file name in its folder");
+      if (std::find(shards.begin(), shards.end(), shard) == shards.end()) shards.push_back(shard);
+    }
+    std::map<std::string, std::string> shard_of;
+    for (const std::string &s : shards) {
+      const size_t before = f->entries_.size();
+      f->add_safetensors(dir + s);
+      for (size_t e = before; e < f->entries_.size(); ++e) shard_of[f->entries_[e].name] = s;
+    }
+    for (const auto &kv : j["weight_map"].items()) {
+      const auto it = shard_of.find(kv.key());
+      if (it == shard_of.end() || it->second != kv.value().get<std::string>())
+        fail(QNT_ERR_CORRUPT_DATA, "'", index, "': tensor '", kv.key(), "' is not in its shard '",
+             kv.value().get<std::string>(), "'");
+    }
+  }
+  f->check_quantized();
+  return f;
+}
+
+void ModelFile::add_safetensors(const std::string &path) {
+  const auto map = std::make_shared<const Mapping>(path);
+  const std::string where = "'" + path + "'";
+  if (map->size() < 8) fail(QNT_ERR_CORRUPT_DATA, where, " is shorter than safetensors' 8-byte header length");
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | map->data()[i];
+  if (n > kMaxHeader)
+    fail(QNT_ERR_CORRUPT_DATA, where, ": a header of ", n, " bytes (safetensors caps it at ", kMaxHeader, ")");
+  if (n > map->size() - 8)
+    fail(QNT_ERR_CORRUPT_DATA, where, " is truncated: its header needs ", n, " bytes, ", map->size() - 8,
+         " follow");
+  json j;
+  try {
+    j = json::parse(map->data() + 8, map->data() + 8 + n);
+  } catch (const json::exception &e) {
+    fail(QNT_ERR_CORRUPT_DATA, where, ": the header is not valid JSON (UTF-8): ", e.what());
+  }
+  if (!j.is_object()) fail(QNT_ERR_CORRUPT_DATA, where, ": the header is not a JSON object");
+  const uint8_t *base = map->data() + 8 + n;
+  const size_t data_size = map->size() - 8 - static_cast<size_t>(n);
+  struct Span {
+    size_t begin, end, entry;
+  };
+  std::vector<Span> spans;
+  for (const auto &kv : j.items()) {
+    const std::string &name = kv.key();
+    const json &v = kv.value();
+    if (name == "__metadata__") {
+      if (!v.is_object()) fail(QNT_ERR_CORRUPT_DATA, where, ": __metadata__ is not an object");
+      for (const auto &m : v.items()) {
+        if (!m.value().is_string())
+          fail(QNT_ERR_CORRUPT_DATA, where, ": metadata '", m.key(), "' is not a string");
+        if (metadata_value(m.key()) == nullptr) meta_.emplace_back(m.key(), m.value().get<std::string>());
+        else if (*metadata_value(m.key()) != m.value().get<std::string>())
+          fail(QNT_ERR_CORRUPT_DATA, where, ": metadata '", m.key(), "' differs between shards");
+      }
+      continue;
+    }
+    const std::string what = where + ": tensor '" + name + "'";
+    if (name.empty()) fail(QNT_ERR_CORRUPT_DATA, where, ": a tensor has an empty name");
+    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
+      fail(QNT_ERR_CORRUPT_DATA, what, " lacks dtype, shape or data_offsets");
+    const json &dt = v["dtype"], &sh = v["shape"], &off = v["data_offsets"];
+    if (!dt.is_string()) fail(QNT_ERR_CORRUPT_DATA, what, ": dtype is not a string");
+    Entry e;
+    e.name = name;
+    e.file_dtype = dt.get<std::string>();
+    const size_t esize = safetensors_size(e.file_dtype);
+    if (esize == 0) fail(QNT_ERR_CORRUPT_DATA, what, ": unknown dtype '", e.file_dtype, "'");
+    if (!sh.is_array()) fail(QNT_ERR_CORRUPT_DATA, what, ": shape is not an array");
+    for (const json &d : sh) {
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        fail(QNT_ERR_CORRUPT_DATA, what, ": a dimension is not a non-negative integer");
+      e.shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
+    }
+    const size_t count = count_of(e.shape, what);
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      fail(QNT_ERR_CORRUPT_DATA, what, ": data_offsets is not two non-negative integers");
+    const auto b = off[0].get<uint64_t>(), en = off[1].get<uint64_t>();
+    if (b > en || en > data_size)
+      fail(QNT_ERR_CORRUPT_DATA, what, ": data_offsets [", b, ", ", en, "] lie outside the ", data_size,
+           " bytes of data");
+    if (count > std::numeric_limits<size_t>::max() / esize || en - b != count * esize)
+      fail(QNT_ERR_CORRUPT_DATA, what, ": data_offsets span ", en - b, " bytes, its dtype and shape need ",
+           count, " x ", esize);
+    e.data = base + b;
+    e.bytes = static_cast<size_t>(en - b);
+    e.map = map;
+    if (by_name_.count(name) != 0) fail(QNT_ERR_CORRUPT_DATA, what, " appears twice");
+    spans.push_back({static_cast<size_t>(b), static_cast<size_t>(en), entries_.size()});
+    by_name_[name] = entries_.size();
+    entries_.push_back(std::move(e));
+  }
+  // The entries tile the data: sorted by offset, each begins where the previous ended.
+  std::sort(spans.begin(), spans.end(), [](const Span &a, const Span &c) {
+    return a.begin != c.begin ? a.begin < c.begin : a.end < c.end;
+  });
+  size_t at = 0;
+  for (const Span &s : spans) {
+    if (s.begin != at)
+      fail(QNT_ERR_CORRUPT_DATA, where, ": tensor '", entries_[s.entry].name, "' begins at ", s.begin,
+           s.begin < at ? " inside the previous tensor" : ", after a gap from ", s.begin < at ? "" : std::to_string(at));
+    at = s.end;
+  }
+  if (at != data_size)
+    fail(QNT_ERR_CORRUPT_DATA, where, ": the tensors cover ", at, " of the ", data_size, " bytes of data");
+  // The entries of this file in the order of their data.
+  const size_t first = entries_.size() - spans.size();
+  std::vector<Entry> ordered;
+  for (const Span &s : spans) ordered.push_back(std::move(entries_[s.entry]));
+  entries_.resize(first);
+  for (Entry &e : ordered) {
+    by_name_[e.name] = entries_.size();
+    entries_.push_back(std::move(e));
+  }
+}
+
+void ModelFile::check_quantized() {
+  for (const auto &kv : meta_) {
+    if (kv.first.compare(0, 4, "qnt.") != 0) continue;
+    const std::string name = kv.first.substr(4);
+    const std::string what = "metadata '" + kv.first + "'";
+    auto f = fields_of(kv.second, what);
+    for (const char *k : {"dtype", "shape", "granularity", "axis", "block"})
+      if (f.count(k) == 0) fail(QNT_ERR_CORRUPT_DATA, what, " lacks ", k);
+    auto q = std::make_shared<QuantInfo>();
+    const DTypeInfo *info = dtype_by_name(f["dtype"]);
+    if (info == nullptr || info->rule == Rule::Float)
+      fail(QNT_ERR_CORRUPT_DATA, what, ": '", f["dtype"], "' is not a quantized qnt dtype");
+    q->dtype = info->id;
+    const std::string &shape = f["shape"];
+    for (size_t at = 0; !shape.empty() && at <= shape.size();) {
+      const size_t end = std::min(shape.find(',', at), shape.size());
+      const int64_t d = to_int64(shape.substr(at, end - at), what);
+      if (d < 0) fail(QNT_ERR_CORRUPT_DATA, what, ": a negative dimension");
+      q->shape.push_back(d);
+      at = end + 1;
+    }
+    const size_t count = count_of(q->shape, what);
+    const std::string &g = f["granularity"];
+    q->granularity = g == "tensor" ? QNT_GRANULARITY_PER_TENSOR
+                     : g == "axis" ? QNT_GRANULARITY_PER_AXIS
+                     : g == "block" ? QNT_GRANULARITY_PER_BLOCK
+                                    : 0;
+    if (q->granularity == 0) fail(QNT_ERR_CORRUPT_DATA, what, ": granularity '", g, "'");
+    q->axis = to_int64(f["axis"], what);
+    q->block = to_int64(f["block"], what);
+    try {
+      q->count = make_layout(q->granularity, q->axis, q->block, q->shape.data(), q->shape.size()).groups;
+    } catch (const Error &e) {
+      fail(QNT_ERR_CORRUPT_DATA, what, ": ", e.what());
+    }
+    const ptrdiff_t codes = find(name), scales = find(name + kScalesSuffix),
+                    zps = find(name + kZeroPointsSuffix);
+    if (codes < 0 || scales < 0) fail(QNT_ERR_CORRUPT_DATA, what, ": its tensor or its scales are missing");
+    Entry &c = entries_[static_cast<size_t>(codes)];
+    const size_t bytes = checked_byte_size(*info, count);
+    const bool packed = info->bits < 8;
+    if (c.file_dtype != safetensors_of(q->dtype) || c.bytes != bytes ||
+        (packed ? c.shape != std::vector<int64_t>{static_cast<int64_t>(bytes)} : c.shape != q->shape))
+      fail(QNT_ERR_CORRUPT_DATA, what, ": tensor '", name, "' is not ", bytes, " bytes of ",
+           safetensors_of(q->dtype), packed ? " in one dimension" : " in its shape");
+    auto check_params = [&](ptrdiff_t i, const char *dtype) {
+      const Entry &p = entries_[static_cast<size_t>(i)];
+      if (p.file_dtype != dtype || p.shape != std::vector<int64_t>{static_cast<int64_t>(q->count)})
+        fail(QNT_ERR_CORRUPT_DATA, what, ": '", p.name, "' must be ", dtype, " [", q->count, "]");
+    };
+    check_params(scales, "F32");
+    q->scales = static_cast<size_t>(scales);
+    if (zps >= 0) check_params(zps, "I32");
+    q->zero_points = zps;
+    if (c.quant) fail(QNT_ERR_CORRUPT_DATA, what, " appears twice");
+    c.quant = std::move(q);
+  }
+}
+
+Tensor ModelFile::tensor(size_t i) const {
+  const Entry &e = entries_.at(i);
+  auto keeper = std::shared_ptr<void>(std::const_pointer_cast<Mapping>(e.map));
+  if (e.quant) {
+    const QuantInfo &q = *e.quant;
+    std::vector<float> scales(q.count);
+    std::vector<int32_t> zps(q.count, 0);
+    const Entry &s = entries_[q.scales];
+    if (q.count > 0) std::memcpy(scales.data(), s.data, 4 * q.count);
+    if (q.zero_points >= 0 && q.count > 0)
+      std::memcpy(zps.data(), entries_[static_cast<size_t>(q.zero_points)].data, 4 * q.count);
+    auto qp = QParams::create(q.dtype, q.granularity, q.axis, q.block, scales.data(), zps.data(), q.count);
+    return Tensor(q.dtype, q.shape.data(), q.shape.size(), std::move(qp), Tensor::Storage::Adopt,
+                  const_cast<uint8_t *>(e.data), e.bytes, keeper, true);
+  }
+  const qnt_dtype d = safetensors_to_qnt(e.file_dtype);
+  if (d == 0)
+    fail(QNT_ERR_UNSUPPORTED, "tensor '", e.name, "' is ", e.file_dtype, ", which qnt has no dtype for");
+  const size_t size = safetensors_size(e.file_dtype);
+  const bool aligned = reinterpret_cast<uintptr_t>(e.data) % size == 0;
+  return Tensor(d, e.shape.data(), e.shape.size(), nullptr,
+                aligned ? Tensor::Storage::Adopt : Tensor::Storage::Copy, const_cast<uint8_t *>(e.data),
+                e.bytes, aligned ? keeper : std::shared_ptr<void>(), true);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Writer::Writer(const std::string &path, qnt_file_format format) : path_(path), partial_(path + ".partial") {
+  if (format == QNT_FILE_GGUF) fail(QNT_ERR_UNSUPPORTED, "writing GGUF is not in this release");
+  if (format != QNT_FILE_SAFETENSORS) fail(QNT_ERR_INVALID_ARGUMENT, "unknown file format ", format);
+  if (path.empty()) fail(QNT_ERR_INVALID_ARGUMENT, "the path is empty");
+  file_ = std::fopen(partial_.c_str(), "wb");
+  if (file_ == nullptr) fail(QNT_ERR_INVALID_ARGUMENT, system_error("cannot create '" + partial_ + "'"));
+}
+
+Writer::~Writer() {
+  if (file_ != nullptr) std::fclose(file_);
+  if (!finished_) std::remove(partial_.c_str());
+}
+
+void Writer::usable(const char *what) const {
+  if (broken_) fail(QNT_ERR_INVALID_ARGUMENT, "the writer failed earlier; destroy it");
+  if (finished_) fail(QNT_ERR_INVALID_ARGUMENT, "the file is finished: no ", what, " after finish");
+}
+
+void Writer::set_metadata(const std::string &key, const std::string &value) {
+  usable("metadata");
+  if (started_) fail(QNT_ERR_INVALID_ARGUMENT, "metadata must come before the first tensor is written");
+  if (key.compare(0, 4, "qnt.") == 0) fail(QNT_ERR_INVALID_ARGUMENT, "keys 'qnt.*' are qnt's own");
+  for (const auto &kv : meta_)
+    if (kv.first == key) fail(QNT_ERR_INVALID_ARGUMENT, "metadata '", key, "' is set twice");
+  meta_.emplace_back(key, value);
+}
+
+void Writer::declared(const Decl &d) {
+  usable("declaration");
+  if (started_) fail(QNT_ERR_INVALID_ARGUMENT, "every tensor must be declared before the first is written");
+  if (d.name.empty() || d.name == "__metadata__")
+    fail(QNT_ERR_INVALID_ARGUMENT, "'", d.name, "' is not a tensor name");
+  if (ends_with(d.name, kScalesSuffix) || ends_with(d.name, kZeroPointsSuffix))
+    fail(QNT_ERR_INVALID_ARGUMENT, "tensor names ending in ", kScalesSuffix, " or ", kZeroPointsSuffix,
+         " are qnt's own");
+  if (names_.count(d.name) != 0) fail(QNT_ERR_INVALID_ARGUMENT, "tensor '", d.name, "' is declared twice");
+}
+
+void Writer::declare(const std::string &name, qnt_dtype dtype, const int64_t *shape, size_t rank,
+                     const QParams *layout) {
+  Decl d;
+  d.name = name;
+  declared(d);
+  const DTypeInfo &info = dtype_info(dtype);
+  if (rank > 0 && shape == nullptr) fail(QNT_ERR_NULL_POINTER, "shape is NULL");
+  const size_t count = checked_element_count(shape, rank);
+  d.dtype = dtype;
+  d.shape.assign(shape, shape + rank);
+  d.bytes = checked_byte_size(info, count);
+  if (layout != nullptr) {
+    if (layout->dtype() != dtype)
+      fail(QNT_ERR_DTYPE_MISMATCH, "the layout's qparams are ", layout->info().name, ", the tensor ", info.name);
+    const GroupLayout l = layout->layout_for(shape, rank);
+    d.quantized = true;
+    d.granularity = layout->granularity();
+    d.axis = d.granularity == QNT_GRANULARITY_PER_TENSOR
+                 ? 0
+                 : (layout->axis() < 0 ? layout->axis() + static_cast<int64_t>(rank) : layout->axis());
+    d.block = d.granularity == QNT_GRANULARITY_PER_BLOCK ? layout->block_size() : 0;
+    d.count = l.groups;
+    const int32_t *z = layout->zero_points();
+    d.zero_points = std::any_of(z, z + layout->count(), [](int32_t v) { return v != 0; });
+    d.file_dtype = safetensors_of(dtype);
+  } else {
+    if (info.bits < 8 || safetensors_to_qnt(safetensors_of(dtype)) != dtype)
+      fail(QNT_ERR_INVALID_ARGUMENT, "a ", info.name, " tensor is stored in safetensors with its qparams only");
+    d.file_dtype = safetensors_of(dtype);
+  }
+  names_[name] = 1;
+  decls_.push_back(std::move(d));
+}
+
+void Writer::declare_bytes(const std::string &name, const std::string &file_dtype, const int64_t *shape,
+                           size_t rank, size_t bytes) {
+  Decl d;
+  d.name = name;
+  declared(d);
+  const size_t size = safetensors_size(file_dtype);
+  if (size == 0) fail(QNT_ERR_INVALID_ARGUMENT, "'", file_dtype, "' is not a safetensors dtype");
+  if (rank > 0 && shape == nullptr) fail(QNT_ERR_NULL_POINTER, "shape is NULL");
+  const size_t count = checked_element_count(shape, rank);
+  if (count > std::numeric_limits<size_t>::max() / size || count * size != bytes)
+    fail(QNT_ERR_SHAPE_MISMATCH, "tensor '", name, "': ", bytes, " bytes for ", count, " elements of ", file_dtype);
+  d.dtype = 0;
+  d.file_dtype = file_dtype;
+  d.shape.assign(shape, shape + rank);
+  d.bytes = bytes;
+  names_[name] = 1;
+  decls_.push_back(std::move(d));
+}
+
+void Writer::put(const void *data, size_t bytes) {
+  if (bytes > 0 && std::fwrite(data, 1, bytes, file_) != bytes) {
+    broken_ = true;
+    fail(QNT_ERR_INTERNAL, system_error("writing '" + partial_ + "'"));
+  }
+}
+
+void Writer::start() {
+  json h = json::object();
+  json meta = json::object();
+  for (const auto &kv : meta_) meta[kv.first] = kv.second;
+  for (const Decl &d : decls_) {
+    if (!d.quantized) continue;
+    std::string shape;
+    for (size_t i = 0; i < d.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(d.shape[i]);
+    meta["qnt." + d.name] = std::string("dtype=") + dtype_info(d.dtype).name + ";shape=" + shape +
+                            ";granularity=" + granularity_name(d.granularity) + ";axis=" +
+                            std::to_string(d.axis) + ";block=" + std::to_string(d.block);
+  }
+  if (!meta.empty()) h["__metadata__"] = meta;
+  uint64_t at = 0;
+  auto entry = [&](const std::string &name, const std::string &dtype, const std::vector<int64_t> &shape,
+                   size_t bytes) {
+    h[name] = {{"dtype", dtype}, {"shape", shape}, {"data_offsets", {at, at + bytes}}};
+    at += bytes;
+  };
+  for (const Decl &d : decls_) {
+    const bool packed = d.dtype != 0 && dtype_info(d.dtype).bits < 8;
+    entry(d.name, d.file_dtype, packed ? std::vector<int64_t>{static_cast<int64_t>(d.bytes)} : d.shape, d.bytes);
+    if (d.quantized) {
+      const std::vector<int64_t> n{static_cast<int64_t>(d.count)};
+      entry(d.name + kScalesSuffix, "F32", n, 4 * d.count);
+      if (d.zero_points) entry(d.name + kZeroPointsSuffix, "I32", n, 4 * d.count);
+    }
+  }
+  std::string text = h.dump();
+  text.append((8 - (8 + text.size()) % 8) % 8, ' ');  // the data 8-byte aligned, as safetensors pads
+  uint8_t len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(static_cast<uint64_t>(text.size()) >> (8 * i));
+  started_ = true;
+  put(len, 8);
+  put(text.data(), text.size());
+}
+
+void Writer::write(const Tensor &t) {
+  usable("write");
+  if (next_ >= decls_.size()) fail(QNT_ERR_INVALID_ARGUMENT, "every declared tensor is written already");
+  const Decl &d = decls_[next_];
+  if (d.dtype == 0)
+    fail(QNT_ERR_INVALID_ARGUMENT, "tensor '", d.name, "' was declared as ", d.file_dtype,
+         " bytes: write it with qnt_model_writer_write_bytes");
+  if (!t.on_cpu()) fail(QNT_ERR_UNSUPPORTED, "a device tensor is written from host memory only: copy it first");
+  if (t.dtype() != d.dtype)
+    fail(QNT_ERR_DTYPE_MISMATCH, "tensor '", d.name, "' was declared ", dtype_info(d.dtype).name, ", this is ",
+         t.info().name);
+  if (t.dims() != d.shape) fail(QNT_ERR_SHAPE_MISMATCH, "tensor '", d.name, "' has another shape than declared");
+  const QParams *qp = t.qparams().get();
+  if (d.quantized != (qp != nullptr))
+    fail(QNT_ERR_INVALID_ARGUMENT, "tensor '", d.name, "' was declared ", d.quantized ? "with" : "without",
+         " qparams");
+  if (qp != nullptr) {
+    const int64_t axis = qp->granularity() == QNT_GRANULARITY_PER_TENSOR
+                             ? 0
+                             : (qp->axis() < 0 ? qp->axis() + static_cast<int64_t>(t.rank()) : qp->axis());
+    const int64_t block = qp->granularity() == QNT_GRANULARITY_PER_BLOCK ? qp->block_size() : 0;
+    if (qp->granularity() != d.granularity || axis != d.axis || block != d.block)
+      fail(QNT_ERR_SHAPE_MISMATCH, "tensor '", d.name, "' has qparams of another layout than declared");
+    const int32_t *z = qp->zero_points();
+    if (!d.zero_points && std::any_of(z, z + qp->count(), [](int32_t v) { return v != 0; }))
+      fail(QNT_ERR_INVALID_QPARAMS, "tensor '", d.name, "' was declared with zero points 0");
+  }
+  if (!started_) start();
+  put(t.data(), t.byte_size());
+  if (qp != nullptr) {
+    put(qp->scales(), 4 * qp->count());  // little-endian hosts (x86-64, aarch64)
+    if (d.zero_points) put(qp->zero_points(), 4 * qp->count());
+  }
+  ++next_;
+}
+
+void Writer::write_bytes(const void *data, size_t bytes) {
+  usable("write");
+  if (next_ >= decls_.size()) fail(QNT_ERR_INVALID_ARGUMENT, "every declared tensor is written already");
+  const Decl &d = decls_[next_];
+  if (d.quantized) fail(QNT_ERR_INVALID_ARGUMENT, "tensor '", d.name, "' has qparams: write it as a tensor");
+  if (bytes != d.bytes)
+    fail(QNT_ERR_SHAPE_MISMATCH, "tensor '", d.name, "' holds ", d.bytes, " bytes, ", bytes, " were given");
+  if (data == nullptr && bytes > 0) fail(QNT_ERR_NULL_POINTER, "data is NULL");
+  if (!started_) start();
+  put(data, bytes);
+  ++next_;
+}
+
+void Writer::finish() {
+  usable("finish");
+  if (next_ != decls_.size())
+    fail(QNT_ERR_INVALID_ARGUMENT, decls_.size() - next_, " declared tensors are not written yet");
+  if (!started_) start();
+  std::FILE *f = file_;
+  file_ = nullptr;
+  if (std::fflush(f) != 0 || ::fsync(::fileno(f)) != 0) {
+    std::fclose(f);
+    broken_ = true;
+    fail(QNT_ERR_INTERNAL, system_error("writing '" + partial_ + "'"));
+  }
+  if (std::fclose(f) != 0 || std::rename(partial_.c_str(), path_.c_str()) != 0) {
+    broken_ = true;
+    fail(QNT_ERR_INTERNAL, system_error("completing '" + path_ + "'"));
+  }
+  finished_ = true;
+}
+
+}  // namespace qnt::io

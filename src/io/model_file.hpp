@@ -1,0 +1,130 @@
+// Model files (include/qnt/qnt_io.h): a read-only mapping of safetensors files with every entry
+// checked at open, and a streaming writer. The C boundary is src/capi/api_io.cpp.
+#pragma once
+
+#include "core/qparams.hpp"
+#include "core/tensor.hpp"
+
+#include <qnt/qnt_io.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace qnt::io {
+
+// A whole file mapped read-only (munmap when the last holder goes).
+class Mapping {
+ public:
+  explicit Mapping(const std::string &path);
+  ~Mapping();
+  Mapping(const Mapping &) = delete;
+  Mapping &operator=(const Mapping &) = delete;
+  const uint8_t *data() const noexcept { return data_; }
+  size_t size() const noexcept { return size_; }
+
+ private:
+  const uint8_t *data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// How qnt stored a quantized tensor (the "qnt.<name>" metadata key and its entries).
+struct QuantInfo {
+  qnt_dtype dtype = QNT_DTYPE_F32;
+  std::vector<int64_t> shape;  // the logical shape
+  qnt_granularity granularity = QNT_GRANULARITY_PER_TENSOR;
+  int64_t axis = 0, block = 0;
+  size_t scales = 0;             // entry index of name.qnt_scales
+  ptrdiff_t zero_points = -1;    // entry index of name.qnt_zero_points, or -1 (all 0)
+  size_t count = 0;              // parameters
+};
+
+struct Entry {
+  std::string name;
+  std::string file_dtype;  // "F32", ...
+  std::vector<int64_t> shape;
+  const uint8_t *data = nullptr;
+  size_t bytes = 0;
+  std::shared_ptr<const Mapping> map;  // keeps data alive
+  std::shared_ptr<const QuantInfo> quant;  // set on a quantized tensor's codes entry
+};
+
+class ModelFile {
+ public:
+  static std::unique_ptr<ModelFile> open(const std::string &path);
+  qnt_file_format format() const noexcept { return format_; }
+  const std::vector<Entry> &entries() const noexcept { return entries_; }
+  // Index of `name`, or -1.
+  ptrdiff_t find(const std::string &name) const;
+  const std::vector<std::pair<std::string, std::string>> &metadata() const noexcept { return meta_; }
+  const std::string *metadata_value(const std::string &key) const;
+  // Entry i as a qnt tensor (a view of the mapping where aligned, else a copy), with qparams
+  // for a quantized tensor; throws QNT_ERR_UNSUPPORTED for a dtype qnt has no type for.
+  Tensor tensor(size_t i) const;
+
+ private:
+  void add_safetensors(const std::string &path);
+  void check_quantized();
+  qnt_file_format format_ = QNT_FILE_SAFETENSORS;
+  std::vector<Entry> entries_;
+  std::map<std::string, size_t> by_name_;
+  std::vector<std::pair<std::string, std::string>> meta_;
+};
+
+// The qnt dtype a safetensors dtype maps to, or 0 (none).
+qnt_dtype safetensors_to_qnt(const std::string &dtype) noexcept;
+// The safetensors dtype of a qnt dtype's stored codes ("U8" for packed ones), never null.
+const char *safetensors_of(qnt_dtype d) noexcept;
+// The size in bytes of a safetensors dtype's element, or 0 for an unknown dtype.
+size_t safetensors_size(const std::string &dtype) noexcept;
+
+// The streaming writer (qnt_model_writer_*).
+class Writer {
+ public:
+  Writer(const std::string &path, qnt_file_format format);
+  ~Writer();  // removes the partial file unless finished
+  Writer(const Writer &) = delete;
+  Writer &operator=(const Writer &) = delete;
+
+  void set_metadata(const std::string &key, const std::string &value);
+  void declare(const std::string &name, qnt_dtype dtype, const int64_t *shape, size_t rank,
+               const QParams *layout);
+  void declare_bytes(const std::string &name, const std::string &file_dtype, const int64_t *shape,
+                     size_t rank, size_t bytes);
+  void write(const Tensor &t);
+  void write_bytes(const void *data, size_t bytes);
+  void finish();
+
+ private:
+  struct Decl {
+    std::string name;
+    qnt_dtype dtype = QNT_DTYPE_F32;  // 0 for declare_bytes
+    std::string file_dtype;
+    std::vector<int64_t> shape;
+    size_t bytes = 0;  // the codes entry
+    bool quantized = false;
+    qnt_granularity granularity = QNT_GRANULARITY_PER_TENSOR;
+    int64_t axis = 0, block = 0;
+    size_t count = 0;
+    bool zero_points = false;
+  };
+  void usable(const char *what) const;
+  void start();  // writes the header
+  void put(const void *data, size_t bytes);
+  void declared(const Decl &d);
+
+  std::string path_, partial_;
+  std::FILE *file_ = nullptr;
+  bool started_ = false, finished_ = false, broken_ = false;
+  std::vector<std::pair<std::string, std::string>> meta_;
+  std::vector<Decl> decls_;
+  std::map<std::string, int> names_;
+  size_t next_ = 0;
+};
+
+}  // namespace qnt::io

@@ -1,0 +1,472 @@
+// The `qnt` command: model files on the command line, through libqnt's public C API only
+// (qnt/qnt.h and qnt/qnt_io.h), as any program would use it.
+//   qnt info FILE...
+//   qnt quantize IN OUT --type int8|uint8|int4|uint4|nf4 [--block N] [--per-channel]
+//                [--keep REGEX]... [--no-default-keep] [--threads N] [--quiet]
+#include <qnt/qnt.h>
+#include <qnt/qnt_io.h>
+
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <regex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+// A failed qnt call: its status and message, reported by main.
+struct Failure : std::runtime_error {
+  explicit Failure(const std::string &what) : std::runtime_error(what) {}
+};
+
+void check(qnt_status s, const std::string &what) {
+  if (s != QNT_OK) throw Failure(what + ": " + qnt_last_error_message());
+}
+
+struct FileCloser {
+  void operator()(qnt_model_file *f) const { qnt_model_file_destroy(f); }
+};
+struct WriterCloser {
+  void operator()(qnt_model_writer *w) const { qnt_model_writer_destroy(w); }
+};
+struct TensorCloser {
+  void operator()(qnt_tensor *t) const { qnt_tensor_destroy(t); }
+};
+struct QpCloser {
+  void operator()(qnt_qparams *q) const { qnt_qparams_destroy(q); }
+};
+struct CtxCloser {
+  void operator()(qnt_context *c) const { qnt_context_destroy(c); }
+};
+using File = std::unique_ptr<qnt_model_file, FileCloser>;
+using Writer = std::unique_ptr<qnt_model_writer, WriterCloser>;
+using TensorP = std::unique_ptr<qnt_tensor, TensorCloser>;
+using Qp = std::unique_ptr<qnt_qparams, QpCloser>;
+using Ctx = std::unique_ptr<qnt_context, CtxCloser>;
+
+File open_file(const std::string &path) {
+  qnt_model_file *f = nullptr;
+  check(qnt_model_file_open(path.c_str(), &f), path);
+  return File(f);
+}
+
+std::string human_bytes(double b) {
+  const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024.0 && u < 4) b /= 1024.0, ++u;
+  char s[32];
+  std::snprintf(s, sizeof s, u == 0 ? "%.0f %s" : "%.2f %s", b, unit[u]);
+  return s;
+}
+
+struct EntryInfo {
+  std::string name, type;
+  std::vector<int64_t> shape;
+  const void *data = nullptr;
+  size_t bytes = 0;
+};
+
+EntryInfo entry(const qnt_model_file *f, size_t i) {
+  EntryInfo e;
+  const char *s = nullptr;
+  check(qnt_model_file_tensor_name(f, i, &s), "tensor name");
+  e.name = s;
+  check(qnt_model_file_tensor_type(f, i, &s), e.name);
+  e.type = s;
+  size_t rank = 0;
+  int64_t dims[QNT_MAX_RANK];
+  check(qnt_model_file_tensor_shape(f, i, dims, QNT_MAX_RANK, &rank), e.name);
+  e.shape.assign(dims, dims + rank);
+  check(qnt_model_file_tensor_bytes(f, i, &e.data, &e.bytes), e.name);
+  return e;
+}
+
+std::string shape_text(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+bool ends_with(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+int info(const std::vector<std::string> &paths) {
+  for (const std::string &path : paths) {
+    const File f = open_file(path);
+    qnt_file_format fmt = 0;
+    check(qnt_model_file_format(f.get(), &fmt), path);
+    size_t n = 0, meta = 0;
+    check(qnt_model_file_tensor_count(f.get(), &n), path);
+    check(qnt_model_file_metadata_count(f.get(), &meta), path);
+    std::printf("%s: %s, %zu tensors, %zu metadata keys\n", path.c_str(),
+                fmt == QNT_FILE_SAFETENSORS ? "safetensors" : "GGUF", n, meta);
+    for (size_t i = 0; i < meta; ++i) {
+      const char *k = nullptr, *v = nullptr;
+      check(qnt_model_file_metadata_key(f.get(), i, &k), path);
+      check(qnt_model_file_metadata_string(f.get(), k, &v), path);
+      std::string value = v;
+      if (value.size() > 100) value = value.substr(0, 97) + "...";
+      std::printf("  %s = %s\n", k, value.c_str());
+    }
+    size_t total = 0;
+    double params = 0;
+    std::printf("  %-48s %-22s %-22s %12s\n", "tensor", "dtype", "shape", "bytes");
+    for (size_t i = 0; i < n; ++i) {
+      const EntryInfo e = entry(f.get(), i);
+      std::string type = e.type;
+      std::vector<int64_t> shape = e.shape;
+      // A tensor qnt stored quantized: its qnt dtype and logical shape.
+      const std::string key = "qnt." + e.name;
+      const char *q = nullptr;
+      if (qnt_model_file_metadata_string(f.get(), key.c_str(), &q) == QNT_OK) {
+        TensorP t;
+        qnt_tensor *tp = nullptr;
+        check(qnt_model_file_tensor(f.get(), i, &tp), e.name);
+        t.reset(tp);
+        qnt_dtype d = 0;
+        size_t rank = 0;
+        int64_t dims[QNT_MAX_RANK];
+        check(qnt_tensor_dtype(t.get(), &d), e.name);
+        check(qnt_tensor_rank(t.get(), &rank), e.name);
+        check(qnt_tensor_shape(t.get(), dims, QNT_MAX_RANK), e.name);
+        type += std::string(" (qnt ") + qnt_dtype_name(d) + ")";
+        shape.assign(dims, dims + rank);
+      }
+      double count = 1;
+      for (int64_t d : shape) count *= static_cast<double>(d);
+      if (!ends_with(e.name, ".qnt_scales") && !ends_with(e.name, ".qnt_zero_points")) params += count;
+      total += e.bytes;
+      std::printf("  %-48s %-22s %-22s %12zu\n", e.name.c_str(), type.c_str(), shape_text(shape).c_str(), e.bytes);
+    }
+    std::printf("  total: %zu tensors, %.0f parameters, %zu bytes (%s)\n", n, params, total,
+                human_bytes(static_cast<double>(total)).c_str());
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+struct QuantOptions {
+  std::string in, out, type;
+  int64_t block = 0;
+  bool per_channel = false, quiet = false, no_default_keep = false;
+  std::vector<std::string> keep;
+  int threads = 0;
+};
+
+struct Target {
+  qnt_dtype dtype;
+  bool affine;
+};
+
+Target target_of(const std::string &type) {
+  if (type == "int8") return {QNT_DTYPE_I8, false};
+  if (type == "uint8") return {QNT_DTYPE_U8, true};
+  if (type == "int4") return {QNT_DTYPE_I4, false};
+  if (type == "uint4") return {QNT_DTYPE_U4, true};
+  if (type == "nf4") return {QNT_DTYPE_NF4, false};
+  throw Failure("--type " + type + ": this release writes int8, uint8, int4, uint4 or nf4 (the GGUF block types come with GGUF)");
+}
+
+// A float tensor's values as f32 (F16 and BF16 widened exactly).
+std::vector<float> as_f32(const EntryInfo &e, size_t count) {
+  std::vector<float> v(count);
+  const auto *b = static_cast<const uint8_t *>(e.data);
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t bits = 0;
+    if (e.type == "F32") {
+      std::memcpy(&v[i], b + 4 * i, 4);
+      continue;
+    }
+    uint16_t h = 0;
+    std::memcpy(&h, b + 2 * i, 2);
+    if (e.type == "BF16") {
+      bits = static_cast<uint32_t>(h) << 16;
+    } else {  // F16
+      const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+      uint32_t exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+      if (exp == 0x1F) {
+        bits = sign | 0x7F800000u | (man << 13);
+      } else if (exp != 0) {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+      } else if (man == 0) {
+        bits = sign;
+      } else {  // subnormal: normalize
+        exp = 113;
+        while ((man & 0x400u) == 0) man <<= 1, --exp;
+        bits = sign | (exp << 23) | ((man & 0x3FFu) << 13);
+      }
+    }
+    std::memcpy(&v[i], &bits, 4);
+  }
+  return v;
+}
+
+struct Plan {
+  EntryInfo e;
+  size_t index = 0;
+  bool quantize = false;      // float weights to quantize
+  bool requantized = false;   // already a qnt-quantized tensor (copied with its qparams)
+  qnt_granularity gran = QNT_GRANULARITY_PER_BLOCK;
+  int64_t axis = 0, block = 0;
+  size_t groups = 0, count = 0;
+};
+
+struct Row {
+  std::string name;
+  double sqnr;
+  size_t in, out;
+};
+
+class Progress {
+ public:
+  Progress(bool quiet, size_t tensors, double bytes)
+      : quiet_(quiet), tty_(isatty(STDERR_FILENO) != 0), tensors_(tensors), bytes_(bytes),
+        start_(std::chrono::steady_clock::now()) {}
+  void step(const std::string &name, double bytes_done, size_t done) {
+    if (quiet_) return;
+    const double s = seconds();
+    const double rate = s > 0 ? bytes_done / s : 0;
+    if (tty_) {
+      const int width = 30;
+      const int fill = bytes_ > 0 ? static_cast<int>(width * bytes_done / bytes_) : width;
+      std::fprintf(stderr, "\r[%s%s] %zu/%zu tensors  %s / %s  %s/s   ", std::string(static_cast<size_t>(fill), '#').c_str(),
+                   std::string(static_cast<size_t>(width - fill), ' ').c_str(), done, tensors_,
+                   human_bytes(bytes_done).c_str(), human_bytes(bytes_).c_str(), human_bytes(rate).c_str());
+      if (done == tensors_) std::fprintf(stderr, "\n");
+    } else {
+      std::fprintf(stderr, "%zu/%zu %s (%s of %s, %s/s)\n", done, tensors_, name.c_str(),
+                   human_bytes(bytes_done).c_str(), human_bytes(bytes_).c_str(), human_bytes(rate).c_str());
+    }
+    std::fflush(stderr);
+  }
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  bool quiet_, tty_;
+  size_t tensors_;
+  double bytes_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+int quantize(const QuantOptions &o) {
+  if (!ends_with(o.out, ".safetensors"))
+    throw Failure(o.out + ": this release writes safetensors (a name ending in .safetensors)");
+  const Target tgt = target_of(o.type);
+  const bool four_bit = tgt.dtype == QNT_DTYPE_I4 || tgt.dtype == QNT_DTYPE_U4 || tgt.dtype == QNT_DTYPE_NF4;
+  if (o.block < 0) throw Failure("--block must be positive");
+  const int64_t block = o.per_channel ? 0 : (o.block > 0 ? o.block : (four_bit ? 32 : 0));
+  std::vector<std::regex> keep;
+  if (!o.no_default_keep) keep.emplace_back("embed|norm|wte|wpe", std::regex::icase);
+  for (const std::string &k : o.keep) {
+    try {
+      keep.emplace_back(k);
+    } catch (const std::regex_error &e) {
+      throw Failure("--keep '" + k + "': " + e.what());
+    }
+  }
+  Ctx ctx;
+  {
+    qnt_context *c = nullptr;
+    check(qnt_context_create(&c), "context");
+    ctx.reset(c);
+    if (o.threads > 0) check(qnt_context_set_num_threads(c, o.threads), "--threads");
+  }
+  const File in = open_file(o.in);
+  size_t n = 0, meta = 0;
+  check(qnt_model_file_tensor_count(in.get(), &n), o.in);
+  check(qnt_model_file_metadata_count(in.get(), &meta), o.in);
+  qnt_model_writer *wp = nullptr;
+  check(qnt_model_writer_create(o.out.c_str(), QNT_FILE_SAFETENSORS, &wp), o.out);
+  const Writer w(wp);
+  for (size_t i = 0; i < meta; ++i) {
+    const char *k = nullptr, *v = nullptr;
+    check(qnt_model_file_metadata_key(in.get(), i, &k), o.in);
+    if (std::strncmp(k, "qnt.", 4) == 0) continue;  // qnt's own: rewritten with its tensors
+    check(qnt_model_file_metadata_string(in.get(), k, &v), o.in);
+    check(qnt_model_writer_set_metadata(w.get(), k, v), k);
+  }
+  // Pass 1: what each tensor becomes, declared.
+  std::vector<Plan> plans;
+  double in_bytes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    Plan p;
+    p.index = i;
+    p.e = entry(in.get(), i);
+    in_bytes += static_cast<double>(p.e.bytes);
+    const std::string &name = p.e.name;
+    if (ends_with(name, ".qnt_scales") || ends_with(name, ".qnt_zero_points")) continue;  // with their tensor
+    const std::string key = "qnt." + name;
+    const char *q = nullptr;
+    if (qnt_model_file_metadata_string(in.get(), key.c_str(), &q) == QNT_OK) {
+      p.requantized = true;
+      qnt_tensor *tp = nullptr;
+      check(qnt_model_file_tensor(in.get(), i, &tp), name);
+      const TensorP t(tp);
+      qnt_qparams *qp = nullptr;
+      qnt_dtype d = 0;
+      size_t rank = 0;
+      int64_t dims[QNT_MAX_RANK];
+      check(qnt_tensor_qparams(t.get(), &qp), name);
+      const Qp qh(qp);
+      check(qnt_tensor_dtype(t.get(), &d), name);
+      check(qnt_tensor_rank(t.get(), &rank), name);
+      check(qnt_tensor_shape(t.get(), dims, QNT_MAX_RANK), name);
+      check(qnt_model_writer_declare(w.get(), name.c_str(), d, dims, rank, qp), name);
+      plans.push_back(std::move(p));
+      continue;
+    }
+    const bool is_float = p.e.type == "F32" || p.e.type == "F16" || p.e.type == "BF16";
+    bool kept = !is_float || p.e.shape.size() < 2;
+    for (const std::regex &r : keep) kept = kept || std::regex_search(name, r);
+    if (kept) {
+      check(qnt_model_writer_declare_bytes(w.get(), name.c_str(), p.e.type.c_str(), p.e.shape.data(),
+                                           p.e.shape.size(), p.e.bytes),
+            name);
+      plans.push_back(std::move(p));
+      continue;
+    }
+    p.quantize = true;
+    p.count = 1;
+    for (int64_t d : p.e.shape) p.count *= static_cast<size_t>(d);
+    const auto rank = static_cast<int64_t>(p.e.shape.size());
+    if (block > 0) {  // blocks along the last axis (a weight's input features)
+      p.gran = QNT_GRANULARITY_PER_BLOCK;
+      p.axis = rank - 1;
+      p.block = block;
+      const int64_t last = p.e.shape.back();
+      p.groups = p.count / static_cast<size_t>(std::max<int64_t>(last, 1)) *
+                 static_cast<size_t>((last + block - 1) / block);
+      if (last == 0) p.groups = 0;
+    } else {  // per output channel
+      p.gran = QNT_GRANULARITY_PER_AXIS;
+      p.axis = 0;
+      p.groups = static_cast<size_t>(p.e.shape[0]);
+    }
+    // The layout: scales 1 and, for the affine types, nonzero zero points (stored).
+    std::vector<float> ones(std::max<size_t>(p.groups, 1), 1.0f);
+    std::vector<int32_t> zps(std::max<size_t>(p.groups, 1), tgt.affine ? 1 : 0);
+    qnt_qparams *lp = nullptr;
+    if (p.gran == QNT_GRANULARITY_PER_BLOCK)
+      check(qnt_qparams_create_per_block(tgt.dtype, p.axis, p.block, p.groups, ones.data(), zps.data(), &lp), name);
+    else
+      check(qnt_qparams_create_per_axis(tgt.dtype, p.axis, p.groups, ones.data(), zps.data(), &lp), name);
+    const Qp layout(lp);
+    check(qnt_model_writer_declare(w.get(), name.c_str(), tgt.dtype, p.e.shape.data(), p.e.shape.size(), lp), name);
+    plans.push_back(std::move(p));
+  }
+  // Pass 2: each tensor converted and written, one at a time.
+  Progress progress(o.quiet, plans.size(), in_bytes);
+  std::vector<Row> rows;
+  double done_bytes = 0;
+  size_t out_bytes = 0, done = 0;
+  for (const Plan &p : plans) {
+    const std::string &name = p.e.name;
+    if (p.requantized) {
+      qnt_tensor *tp = nullptr;
+      check(qnt_model_file_tensor(in.get(), p.index, &tp), name);
+      const TensorP t(tp);
+      check(qnt_model_writer_write(w.get(), t.get()), name);
+      size_t b = 0;
+      check(qnt_tensor_byte_size(t.get(), &b), name);
+      out_bytes += b;
+    } else if (!p.quantize) {
+      check(qnt_model_writer_write_bytes(w.get(), p.e.data, p.e.bytes), name);
+      out_bytes += p.e.bytes;
+    } else {
+      std::vector<float> x = as_f32(p.e, p.count);
+      qnt_tensor *xp = nullptr, *yp = nullptr;
+      check(qnt_tensor_wrap(QNT_DTYPE_F32, p.e.shape.data(), p.e.shape.size(), nullptr, x.data(),
+                            4 * x.size(), &xp),
+            name);
+      const TensorP xt(xp);
+      qnt_qparams *qp = nullptr;
+      if (tgt.dtype == QNT_DTYPE_NF4)
+        check(qnt_calibrate_codebook(ctx.get(), xt.get(), tgt.dtype, p.gran, p.axis, p.block, &qp), name);
+      else
+        check(qnt_calibrate_minmax(ctx.get(), xt.get(), tgt.dtype,
+                                   tgt.affine ? QNT_SCHEME_AFFINE : QNT_SCHEME_SYMMETRIC, p.gran, p.axis,
+                                   p.block, &qp),
+              name);
+      const Qp qh(qp);
+      check(qnt_tensor_create(tgt.dtype, p.e.shape.data(), p.e.shape.size(), qp, &yp), name);
+      const TensorP yt(yp);
+      check(qnt_quantize(ctx.get(), xt.get(), yt.get()), name);
+      qnt_error_report rep{};
+      check(qnt_error_report_compute(ctx.get(), xt.get(), qp, &rep, sizeof rep), name);
+      check(qnt_model_writer_write(w.get(), yt.get()), name);
+      size_t b = 0;
+      check(qnt_tensor_byte_size(yt.get(), &b), name);
+      b += p.groups * (tgt.affine ? 8 : 4);
+      out_bytes += b;
+      rows.push_back({name, rep.sqnr_db, p.e.bytes, b});
+    }
+    done_bytes += static_cast<double>(p.e.bytes);
+    progress.step(name, done_bytes, ++done);
+  }
+  check(qnt_model_writer_finish(w.get()), o.out);
+  const double secs = progress.seconds();
+  if (o.quiet) return 0;
+  std::sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.sqnr < b.sqnr; });
+  std::printf("%s -> %s (%s)\n", o.in.c_str(), o.out.c_str(), o.type.c_str());
+  std::printf("  tensors: %zu (%zu quantized, %zu kept)\n", plans.size(), rows.size(), plans.size() - rows.size());
+  std::printf("  bytes:   %s -> %s (ratio %.2f)\n", human_bytes(in_bytes).c_str(),
+              human_bytes(static_cast<double>(out_bytes)).c_str(),
+              out_bytes > 0 ? in_bytes / static_cast<double>(out_bytes) : 0.0);
+  std::printf("  time:    %.2f s (%s/s)\n", secs, human_bytes(secs > 0 ? in_bytes / secs : 0).c_str());
+  if (!rows.empty()) {
+    std::printf("  %-48s %10s %12s %12s\n", "quantized tensor (worst SQNR first)", "SQNR dB", "bytes in",
+                "bytes out");
+    for (const Row &r : rows)
+      std::printf("  %-48s %10.2f %12zu %12zu\n", r.name.c_str(), r.sqnr, r.in, r.out);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"qnt: model files through libqnt (safetensors; GGUF to come)"};
+  app.require_subcommand(1);
+  std::vector<std::string> info_files;
+  CLI::App *info_cmd = app.add_subcommand("info", "format, metadata and every tensor of model files");
+  info_cmd->add_option("files", info_files, "safetensors files, indexes or folders")->required();
+  QuantOptions q;
+  CLI::App *quant = app.add_subcommand("quantize", "quantize a model's weights into a new file");
+  quant->add_option("in", q.in, "input model (safetensors, index or folder)")->required();
+  quant->add_option("out", q.out, "output file (.safetensors)")->required();
+  quant->add_option("--type", q.type, "int8, uint8 (per channel by default), int4, uint4, nf4 (blocks of 32)")
+      ->required();
+  quant->add_option("--block", q.block, "block size along each weight's last axis");
+  quant->add_flag("--per-channel", q.per_channel, "one scale per output channel (axis 0)");
+  quant->add_option("--keep", q.keep, "keep tensors whose name matches this regex in their dtype (repeatable)");
+  quant->add_flag("--no-default-keep", q.no_default_keep,
+                  "quantize embeddings and norms too (kept by default: /embed|norm|wte|wpe/i)");
+  quant->add_option("--threads", q.threads, "threads (default: the machine's)");
+  quant->add_flag("--quiet", q.quiet, "print nothing");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*info_cmd) return info(info_files);
+    if (*quant) return quantize(q);
+  } catch (const Failure &e) {
+    std::fprintf(stderr, "qnt: %s\n", e.what());
+    return 1;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "qnt: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
