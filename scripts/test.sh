@@ -10,6 +10,10 @@ set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh test
 jobs=$(nproc)
+# The cross-checks' packages from PyPI, pinned (tests/crosscheck/requirements.txt), beside the
+# build: Debian's Python stays untouched.
+/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target build/pydeps \
+  -r tests/crosscheck/requirements.txt
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQNT_BUILD_TESTS=ON \
   -DQNT_BUILD_EXAMPLES=ON -DQNT_WERROR=ON

@@ -330,7 +330,10 @@ int quantize(const QuantOptions &o) {
       continue;
     }
     const bool is_float = p.e.type == "F32" || p.e.type == "F16" || p.e.type == "BF16";
-    bool kept = !is_float || p.e.shape.size() < 2;
+    // Kept: what is not a float matrix (norms, biases, integer tensors), an empty tensor, and
+    // the names the keep patterns match.
+    bool kept = !is_float || p.e.shape.size() < 2 ||
+                std::any_of(p.e.shape.begin(), p.e.shape.end(), [](int64_t d) { return d == 0; });
     for (const std::regex &r : keep) kept = kept || std::regex_search(name, r);
     if (kept) {
       check(qnt_model_writer_declare_bytes(w.get(), name.c_str(), p.e.type.c_str(), p.e.shape.data(),
