@@ -26,10 +26,11 @@
  *  the quantized qnt tensor, with its qparams. A file is checked as a whole when it is opened:
  *  a key "qnt.X" whose entries are missing, or disagree with it, fails the open.
  *
- * Memory: a file is mapped (mmap), never read whole; a tensor taken from it is a read-only view
- * of the mapping where its bytes are aligned for its dtype (else a copy), and keeps the mapping
- * alive, so the file handle may be destroyed first. A writer streams: each tensor's bytes go to
- * the file when it is written.
+ * Memory: a file is never read whole. Opening reads its header; a tensor taken from it is a
+ * read-only view of its own bytes mapped from the file (mmap) where they are aligned for its
+ * dtype (else a copy), which lives as long as the tensor (the file handle may be destroyed
+ * first). So a model larger than memory, or than the address space a process may use, is read
+ * one tensor at a time. A writer streams: each tensor's bytes go to the file when it is written.
  *
  * Thread safety: a qnt_model_file is immutable once opened and may be read from many threads; a
  * qnt_model_writer is used by one thread at a time.
@@ -78,7 +79,8 @@ QNT_API qnt_status qnt_model_file_tensor_find(const qnt_model_file *f, const cha
 /* The entry's dtype as the file names it ("F32", "BF16", ...; borrowed, valid while f lives),
  * its shape (rank in *rank_out, dimensions in shape_out when capacity >= rank, else
  * QNT_ERR_BUFFER_TOO_SMALL with *rank_out set; shape_out may be NULL with capacity 0), and its
- * bytes in the mapping (borrowed: valid while f, or a tensor taken from it, lives; read only).
+ * bytes (mapped on the first call and kept until f is destroyed: borrowed, read only; a program
+ * that streams a large model takes tensors instead, whose mappings end with them).
  * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (index >= the count). */
 QNT_API qnt_status qnt_model_file_tensor_type(const qnt_model_file *f, size_t index,
                                               const char **out);

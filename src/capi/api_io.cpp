@@ -125,10 +125,11 @@ qnt_status qnt_model_file_tensor_shape(const qnt_model_file *f, size_t index, in
 qnt_status qnt_model_file_tensor_bytes(const qnt_model_file *f, size_t index, const void **data_out,
                                        size_t *bytes_out) {
   return guard(__func__, [&] {
-    const io::Entry &e = entry_of(file_of(f), index);
+    const io::ModelFile &m = file_of(f);
+    const io::Entry &e = entry_of(m, index);
     require(data_out, "data_out");
     require(bytes_out, "bytes_out");
-    *data_out = e.data;
+    *data_out = m.bytes(index);
     *bytes_out = e.bytes;
   });
 }

@@ -116,29 +116,52 @@ const char *safetensors_of(qnt_dtype d) noexcept {
   return "U8";  // packed codes
 }
 
-Mapping::Mapping(const std::string &path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(QNT_ERR_INVALID_ARGUMENT, system_error("cannot open '" + path + "'"));
+FileHandle::FileHandle(const std::string &path) : path_(path) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) fail(QNT_ERR_INVALID_ARGUMENT, system_error("cannot open '" + path + "'"));
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
     fail(QNT_ERR_INVALID_ARGUMENT, "'", path, "' is not a regular file");
   }
   size_ = static_cast<size_t>(st.st_size);
-  if (size_ > 0) {
-    void *p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      const std::string msg = system_error("cannot map '" + path + "'");
-      ::close(fd);
-      fail(QNT_ERR_INVALID_ARGUMENT, msg);
-    }
-    data_ = static_cast<const uint8_t *>(p);
+}
+
+FileHandle::~FileHandle() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void FileHandle::read(size_t offset, void *dst, size_t n) const {
+  if (offset > size_ || n > size_ - offset)
+    fail(QNT_ERR_CORRUPT_DATA, "'", path_, "' is truncated: ", n, " bytes at ", offset, " lie past its end");
+  auto *d = static_cast<uint8_t *>(dst);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd_, d, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) fail(QNT_ERR_CORRUPT_DATA, system_error("reading '" + path_ + "'"));
+    d += got;
+    offset += static_cast<size_t>(got);
+    n -= static_cast<size_t>(got);
   }
-  ::close(fd);
+}
+
+Mapping::Mapping(const FileHandle &f, size_t offset, size_t n) {
+  if (n == 0) return;
+  static const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t start = offset / page * page;
+  length_ = offset - start + n;
+  base_ = ::mmap(nullptr, length_, PROT_READ, MAP_PRIVATE, f.fd_, static_cast<off_t>(start));
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    if (errno == ENOMEM) throw std::bad_alloc();
+    fail(QNT_ERR_INVALID_ARGUMENT, system_error("cannot map '" + f.path() + "'"));
+  }
+  data_ = static_cast<const uint8_t *>(base_) + (offset - start);
 }
 
 Mapping::~Mapping() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t *>(data_), size_);
+  if (base_ != nullptr) ::munmap(base_, length_);
 }
 
 ptrdiff_t ModelFile::find(const std::string &name) const {
@@ -159,24 +182,28 @@ std::unique_ptr<ModelFile> ModelFile::open(const std::string &path) {
   std::string index = S_ISDIR(st.st_mode) ? path + "/model.safetensors.index.json" : std::string();
   if (index.empty()) {
     // The format from the first bytes: GGUF's magic, an index's JSON, or a safetensors length.
-    const auto map = std::make_shared<const Mapping>(path);
-    if (map->size() >= 4 && std::memcmp(map->data(), "GGUF", 4) == 0)
+    const FileHandle fh(path);
+    uint8_t head[64] = {};
+    const size_t got = std::min(fh.size(), sizeof head);
+    fh.read(0, head, got);
+    if (got >= 4 && std::memcmp(head, "GGUF", 4) == 0)
       fail(QNT_ERR_UNSUPPORTED, "'", path, "' is a GGUF file, which this release does not read");
     size_t i = 0;
-    while (i < map->size() && (map->data()[i] == ' ' || map->data()[i] == '\n' || map->data()[i] == '\t' ||
-                               map->data()[i] == '\r'))
-      ++i;
-    if (i < map->size() && map->data()[i] == '{') index = path;
+    while (i < got && (head[i] == ' ' || head[i] == '\n' || head[i] == '\t' || head[i] == '\r')) ++i;
+    if (i < got && head[i] == '{') index = path;
   }
   if (index.empty()) {
     f->add_safetensors(path);
   } else {
     // A sharded model: its index's weight_map names each tensor's shard (a path relative to
     // the index's folder).
-    const Mapping map(index);
+    const FileHandle fh(index);
+    if (fh.size() > kMaxHeader) fail(QNT_ERR_CORRUPT_DATA, "'", index, "' is larger than an index can be");
+    std::string text(fh.size(), '\0');
+    fh.read(0, text.data(), text.size());
     json j;
     try {
-      j = json::parse(map.data(), map.data() + map.size());
+      j = json::parse(text);
     } catch (const json::exception &e) {
       fail(QNT_ERR_CORRUPT_DATA, "'", index, "' is not a safetensors index: ", e.what());
     }
@@ -210,25 +237,30 @@ std::unique_ptr<ModelFile> ModelFile::open(const std::string &path) {
 }
 
 void ModelFile::add_safetensors(const std::string &path) {
-  const auto map = std::make_shared<const Mapping>(path);
+  const auto fh = std::make_shared<const FileHandle>(path);
   const std::string where = "'" + path + "'";
-  if (map->size() < 8) fail(QNT_ERR_CORRUPT_DATA, where, " is shorter than safetensors' 8-byte header length");
+  if (fh->size() < 8) fail(QNT_ERR_CORRUPT_DATA, where, " is shorter than safetensors' 8-byte header length");
+  uint8_t len[8];
+  fh->read(0, len, 8);
   uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | map->data()[i];
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
   if (n > kMaxHeader)
     fail(QNT_ERR_CORRUPT_DATA, where, ": a header of ", n, " bytes (safetensors caps it at ", kMaxHeader, ")");
-  if (n > map->size() - 8)
-    fail(QNT_ERR_CORRUPT_DATA, where, " is truncated: its header needs ", n, " bytes, ", map->size() - 8,
+  if (n > fh->size() - 8)
+    fail(QNT_ERR_CORRUPT_DATA, where, " is truncated: its header needs ", n, " bytes, ", fh->size() - 8,
          " follow");
+  std::string text(static_cast<size_t>(n), '\0');
+  fh->read(8, text.data(), text.size());
   json j;
   try {
-    j = json::parse(map->data() + 8, map->data() + 8 + n);
+    j = json::parse(text);
   } catch (const json::exception &e) {
     fail(QNT_ERR_CORRUPT_DATA, where, ": the header is not valid JSON (UTF-8): ", e.what());
   }
+  text = std::string();
   if (!j.is_object()) fail(QNT_ERR_CORRUPT_DATA, where, ": the header is not a JSON object");
-  const uint8_t *base = map->data() + 8 + n;
-  const size_t data_size = map->size() - 8 - static_cast<size_t>(n);
+  const size_t base = 8 + static_cast<size_t>(n);
+  const size_t data_size = fh->size() - base;
   struct Span {
     size_t begin, end, entry;
   };
@@ -274,9 +306,9 @@ void ModelFile::add_safetensors(const std::string &path) {
     if (count > std::numeric_limits<size_t>::max() / esize || en - b != count * esize)
       fail(QNT_ERR_CORRUPT_DATA, what, ": data_offsets span ", en - b, " bytes, its dtype and shape need ",
            count, " x ", esize);
-    e.data = base + b;
+    e.offset = base + static_cast<size_t>(b);
     e.bytes = static_cast<size_t>(en - b);
-    e.map = map;
+    e.file = fh;
     if (by_name_.count(name) != 0) fail(QNT_ERR_CORRUPT_DATA, what, " appears twice");
     spans.push_back({static_cast<size_t>(b), static_cast<size_t>(en), entries_.size()});
     by_name_[name] = entries_.size();
@@ -367,27 +399,41 @@ void ModelFile::check_quantized() {
 
 Tensor ModelFile::tensor(size_t i) const {
   const Entry &e = entries_.at(i);
-  auto keeper = std::shared_ptr<void>(std::const_pointer_cast<Mapping>(e.map));
   if (e.quant) {
     const QuantInfo &q = *e.quant;
     std::vector<float> scales(q.count);
     std::vector<int32_t> zps(q.count, 0);
     const Entry &s = entries_[q.scales];
-    if (q.count > 0) std::memcpy(scales.data(), s.data, 4 * q.count);
-    if (q.zero_points >= 0 && q.count > 0)
-      std::memcpy(zps.data(), entries_[static_cast<size_t>(q.zero_points)].data, 4 * q.count);
+    s.file->read(s.offset, scales.data(), 4 * q.count);
+    if (q.zero_points >= 0) {
+      const Entry &z = entries_[static_cast<size_t>(q.zero_points)];
+      z.file->read(z.offset, zps.data(), 4 * q.count);
+    }
     auto qp = QParams::create(q.dtype, q.granularity, q.axis, q.block, scales.data(), zps.data(), q.count);
+    auto map = std::make_shared<Mapping>(*e.file, e.offset, e.bytes);
+    const uint8_t *data = map->data();
     return Tensor(q.dtype, q.shape.data(), q.shape.size(), std::move(qp), Tensor::Storage::Adopt,
-                  const_cast<uint8_t *>(e.data), e.bytes, keeper, true);
+                  const_cast<uint8_t *>(data), e.bytes, std::shared_ptr<void>(std::move(map)), true);
   }
   const qnt_dtype d = safetensors_to_qnt(e.file_dtype);
   if (d == 0)
     fail(QNT_ERR_UNSUPPORTED, "tensor '", e.name, "' is ", e.file_dtype, ", which qnt has no dtype for");
-  const size_t size = safetensors_size(e.file_dtype);
-  const bool aligned = reinterpret_cast<uintptr_t>(e.data) % size == 0;
-  return Tensor(d, e.shape.data(), e.shape.size(), nullptr,
-                aligned ? Tensor::Storage::Adopt : Tensor::Storage::Copy, const_cast<uint8_t *>(e.data),
-                e.bytes, aligned ? keeper : std::shared_ptr<void>(), true);
+  auto map = std::make_shared<Mapping>(*e.file, e.offset, e.bytes);
+  const uint8_t *data = map->data();
+  if (reinterpret_cast<uintptr_t>(data) % safetensors_size(e.file_dtype) == 0)
+    return Tensor(d, e.shape.data(), e.shape.size(), nullptr, Tensor::Storage::Adopt, const_cast<uint8_t *>(data),
+                  e.bytes, std::shared_ptr<void>(std::move(map)), true);
+  // Not aligned for its dtype where the file put it: a copy.
+  return Tensor(d, e.shape.data(), e.shape.size(), nullptr, Tensor::Storage::Copy, const_cast<uint8_t *>(data),
+                e.bytes, {}, true);
+}
+
+const uint8_t *ModelFile::bytes(size_t i) const {
+  const Entry &e = entries_.at(i);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (maps_.size() != entries_.size()) maps_.resize(entries_.size());
+  if (!maps_[i]) maps_[i] = std::make_shared<const Mapping>(*e.file, e.offset, e.bytes);
+  return maps_[i]->data();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,25 +12,47 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace qnt::io {
 
-// A whole file mapped read-only (munmap when the last holder goes).
+// An open file (closed when the last holder goes), read with pread or mapped in windows.
+class FileHandle {
+ public:
+  explicit FileHandle(const std::string &path);
+  ~FileHandle();
+  FileHandle(const FileHandle &) = delete;
+  FileHandle &operator=(const FileHandle &) = delete;
+  size_t size() const noexcept { return size_; }
+  const std::string &path() const noexcept { return path_; }
+  // n bytes at offset into dst; throws QNT_ERR_CORRUPT_DATA past the end.
+  void read(size_t offset, void *dst, size_t n) const;
+
+ private:
+  friend class Mapping;
+  int fd_ = -1;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+// bytes [offset, offset + n) of a file mapped read-only (munmap when the last holder goes): a
+// tensor maps its own bytes only, so that reading a model larger than memory, or than the
+// address space a process may use, works one tensor at a time.
 class Mapping {
  public:
-  explicit Mapping(const std::string &path);
+  Mapping(const FileHandle &f, size_t offset, size_t n);
   ~Mapping();
   Mapping(const Mapping &) = delete;
   Mapping &operator=(const Mapping &) = delete;
   const uint8_t *data() const noexcept { return data_; }
-  size_t size() const noexcept { return size_; }
 
  private:
+  void *base_ = nullptr;
+  size_t length_ = 0;
   const uint8_t *data_ = nullptr;
-  size_t size_ = 0;
 };
 
 // How qnt stored a quantized tensor (the "qnt.<name>" metadata key and its entries).
@@ -48,9 +70,9 @@ struct Entry {
   std::string name;
   std::string file_dtype;  // "F32", ...
   std::vector<int64_t> shape;
-  const uint8_t *data = nullptr;
+  size_t offset = 0;  // in the file
   size_t bytes = 0;
-  std::shared_ptr<const Mapping> map;  // keeps data alive
+  std::shared_ptr<const FileHandle> file;
   std::shared_ptr<const QuantInfo> quant;  // set on a quantized tensor's codes entry
 };
 
@@ -66,6 +88,8 @@ class ModelFile {
   // Entry i as a qnt tensor (a view of the mapping where aligned, else a copy), with qparams
   // for a quantized tensor; throws QNT_ERR_UNSUPPORTED for a dtype qnt has no type for.
   Tensor tensor(size_t i) const;
+  // Entry i's bytes, mapped once and kept while the file lives (qnt_model_file_tensor_bytes).
+  const uint8_t *bytes(size_t i) const;
 
  private:
   void add_safetensors(const std::string &path);
@@ -74,6 +98,8 @@ class ModelFile {
   std::vector<Entry> entries_;
   std::map<std::string, size_t> by_name_;
   std::vector<std::pair<std::string, std::string>> meta_;
+  mutable std::mutex mutex_;  // guards maps_
+  mutable std::vector<std::shared_ptr<const Mapping>> maps_;
 };
 
 // The qnt dtype a safetensors dtype maps to, or 0 (none).

@@ -1,5 +1,6 @@
 // The public header compiles alone as C++ (11 and 17) with every warning an error.
 #include <qnt/qnt.h>
+#include <qnt/qnt_io.h>
 
 static_assert(QNT_OK == 0 && QNT_DTYPE_TERNARY == 11, "enum values are part of the ABI");
 

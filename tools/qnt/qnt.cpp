@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <regex>
 #include <stdexcept>
 #include <string>
@@ -72,9 +73,22 @@ std::string human_bytes(double b) {
 struct EntryInfo {
   std::string name, type;
   std::vector<int64_t> shape;
-  const void *data = nullptr;
   size_t bytes = 0;
 };
+
+// The file dtypes that are qnt dtypes: read as tensors (a mapping each, ending with the tensor),
+// the others as bytes (mapped until the file is closed).
+bool is_qnt_type(const std::string &t) {
+  for (const char *q : {"F32", "F16", "BF16", "I32", "I16", "U16", "I8", "U8"})
+    if (t == q) return true;
+  return false;
+}
+
+TensorP tensor_at(const qnt_model_file *f, size_t i, const std::string &name) {
+  qnt_tensor *t = nullptr;
+  check(qnt_model_file_tensor(f, i, &t), name);
+  return TensorP(t);
+}
 
 EntryInfo entry(const qnt_model_file *f, size_t i) {
   EntryInfo e;
@@ -87,7 +101,13 @@ EntryInfo entry(const qnt_model_file *f, size_t i) {
   int64_t dims[QNT_MAX_RANK];
   check(qnt_model_file_tensor_shape(f, i, dims, QNT_MAX_RANK, &rank), e.name);
   e.shape.assign(dims, dims + rank);
-  check(qnt_model_file_tensor_bytes(f, i, &e.data, &e.bytes), e.name);
+  size_t count = 1;
+  for (int64_t d : e.shape) count *= static_cast<size_t>(d);
+  const size_t size = e.type == "F64" || e.type == "I64" || e.type == "U64" ? 8
+                      : e.type == "F32" || e.type == "I32" || e.type == "U32" ? 4
+                      : e.type == "F16" || e.type == "BF16" || e.type == "I16" || e.type == "U16" ? 2
+                                                                                   : 1;
+  e.bytes = count * size;
   return e;
 }
 
@@ -180,9 +200,15 @@ Target target_of(const std::string &type) {
 }
 
 // A float tensor's values as f32 (F16 and BF16 widened exactly).
-std::vector<float> as_f32(const EntryInfo &e, size_t count) {
+std::vector<float> as_f32(const EntryInfo &e, const qnt_tensor *t, size_t count) {
   std::vector<float> v(count);
-  const auto *b = static_cast<const uint8_t *>(e.data);
+  if (e.type == "F32") {
+    check(qnt_tensor_copy_to(t, v.data(), 4 * count), e.name);
+    return v;
+  }
+  std::vector<uint8_t> raw(2 * count);
+  check(qnt_tensor_copy_to(t, raw.data(), raw.size()), e.name);
+  const uint8_t *b = raw.data();
   for (size_t i = 0; i < count; ++i) {
     uint32_t bits = 0;
     if (e.type == "F32") {
@@ -336,9 +362,16 @@ int quantize(const QuantOptions &o) {
                 std::any_of(p.e.shape.begin(), p.e.shape.end(), [](int64_t d) { return d == 0; });
     for (const std::regex &r : keep) kept = kept || std::regex_search(name, r);
     if (kept) {
-      check(qnt_model_writer_declare_bytes(w.get(), name.c_str(), p.e.type.c_str(), p.e.shape.data(),
-                                           p.e.shape.size(), p.e.bytes),
-            name);
+      if (is_qnt_type(p.e.type)) {
+        const TensorP t = tensor_at(in.get(), i, name);
+        qnt_dtype d = 0;
+        check(qnt_tensor_dtype(t.get(), &d), name);
+        check(qnt_model_writer_declare(w.get(), name.c_str(), d, p.e.shape.data(), p.e.shape.size(), nullptr), name);
+      } else {
+        check(qnt_model_writer_declare_bytes(w.get(), name.c_str(), p.e.type.c_str(), p.e.shape.data(),
+                                             p.e.shape.size(), p.e.bytes),
+              name);
+      }
       plans.push_back(std::move(p));
       continue;
     }
@@ -387,10 +420,17 @@ int quantize(const QuantOptions &o) {
       check(qnt_tensor_byte_size(t.get(), &b), name);
       out_bytes += b;
     } else if (!p.quantize) {
-      check(qnt_model_writer_write_bytes(w.get(), p.e.data, p.e.bytes), name);
+      if (is_qnt_type(p.e.type)) {
+        check(qnt_model_writer_write(w.get(), tensor_at(in.get(), p.index, name).get()), name);
+      } else {
+        const void *data = nullptr;
+        size_t bytes = 0;
+        check(qnt_model_file_tensor_bytes(in.get(), p.index, &data, &bytes), name);
+        check(qnt_model_writer_write_bytes(w.get(), data, bytes), name);
+      }
       out_bytes += p.e.bytes;
     } else {
-      std::vector<float> x = as_f32(p.e, p.count);
+      std::vector<float> x = as_f32(p.e, tensor_at(in.get(), p.index, name).get(), p.count);
       qnt_tensor *xp = nullptr, *yp = nullptr;
       check(qnt_tensor_wrap(QNT_DTYPE_F32, p.e.shape.data(), p.e.shape.size(), nullptr, x.data(),
                             4 * x.size(), &xp),
@@ -464,6 +504,9 @@ int main(int argc, char **argv) {
   try {
     if (*info_cmd) return info(info_files);
     if (*quant) return quantize(q);
+  } catch (const std::bad_alloc &) {
+    std::fprintf(stderr, "qnt: out of memory\n");
+    return 1;
   } catch (const Failure &e) {
     std::fprintf(stderr, "qnt: %s\n", e.what());
     return 1;
