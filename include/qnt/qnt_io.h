@@ -10,8 +10,25 @@
  *    BOOL, F8_*, ...) are listed and their bytes readable, but qnt_model_file_tensor refuses
  *    them (QNT_ERR_UNSUPPORTED). A sharded model opens through its index
  *    (model.safetensors.index.json, or the folder that holds it) as one file.
- *  - GGUF: QNT_FILE_GGUF is reserved; opening or writing one returns QNT_ERR_UNSUPPORTED in
- *    this release.
+ *  - GGUF, versions 2 and 3 (little-endian): the metadata (all 13 value types and arrays of them),
+ *    general.alignment (a power of two; 32 when absent), and every tensor info, checked: at most
+ *    4 dimensions, a known ggml type, rows of whole blocks, offsets aligned and inside the data,
+ *    no two tensors sharing bytes. A tensor's shape is given row-major, as qnt's (GGUF lists
+ *    ggml's dimensions fastest first: the reverse). Its type is ggml's name ("Q4_K"). Reading:
+ *     - F32, F16, BF16, I8, I16, I32 are qnt tensors (views);
+ *     - Q8_0 is a qnt i8 tensor per block of 32 along the last axis (scale d, zero point 0),
+ *       Q4_0 a u4 one (code q and zero point 8 with scale d where d > 0; code 15 - q and zero
+ *       point 7 with scale -d where d < 0): the same values as ggml's, bit for bit, except that
+ *       where ggml's Q4_0 gives 0 * d = -0.0 (q = 8, d < 0) qnt gives +0.0. A block whose scale
+ *       qparams cannot hold (NaN, infinite, a negative Q8_0 scale, zero over nonzero codes) is
+ *       QNT_ERR_UNSUPPORTED;
+ *     - every type qnt_model_file_tensor_dequantize takes (F32, F16, BF16, I8, I16, I32, Q4_0,
+ *       Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, TQ1_0, TQ2_0) dequantizes to float32
+ *       with the operations of ggml's dequantize_row_* in their order, each product and sum
+ *       rounded on its own (as gguf-py's numpy does; ggml's C code compiled with FMA contraction
+ *       may fuse q * d + m into one rounding and differ by an ulp there). The other ggml types
+ *       are listed and their bytes readable.
+ *    Writing GGUF is not in this release (QNT_ERR_UNSUPPORTED).
  *
  * Quantized tensors in safetensors. safetensors has no quantized dtypes, so qnt stores a tensor
  * `name` with qparams as up to three entries and one metadata key:
@@ -51,6 +68,22 @@ typedef int32_t qnt_file_format;
 #define QNT_FILE_SAFETENSORS ((qnt_file_format)1)
 #define QNT_FILE_GGUF ((qnt_file_format)2)
 
+/* Metadata value types: GGUF's own numbers (safetensors' values are all strings). */
+typedef int32_t qnt_meta_type;
+#define QNT_META_UINT8 ((qnt_meta_type)0)
+#define QNT_META_INT8 ((qnt_meta_type)1)
+#define QNT_META_UINT16 ((qnt_meta_type)2)
+#define QNT_META_INT16 ((qnt_meta_type)3)
+#define QNT_META_UINT32 ((qnt_meta_type)4)
+#define QNT_META_INT32 ((qnt_meta_type)5)
+#define QNT_META_FLOAT32 ((qnt_meta_type)6)
+#define QNT_META_BOOL ((qnt_meta_type)7)
+#define QNT_META_STRING ((qnt_meta_type)8)
+#define QNT_META_ARRAY ((qnt_meta_type)9)
+#define QNT_META_UINT64 ((qnt_meta_type)10)
+#define QNT_META_INT64 ((qnt_meta_type)11)
+#define QNT_META_FLOAT64 ((qnt_meta_type)12)
+
 /* Opens a model file (or a sharded safetensors model: its index or its folder) for reading,
  * checking its whole header: the header length within the file and the cap, the JSON (valid
  * UTF-8), each entry's dtype, shape (non-negative, at most QNT_MAX_RANK dimensions) and
@@ -60,8 +93,8 @@ typedef int32_t qnt_file_format;
  * Caller destroys *out with qnt_model_file_destroy(); *out is untouched on failure.
  * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (no such file, not readable, not a
  * file this release can read; the message says which), QNT_ERR_CORRUPT_DATA (a truncated or
- * inconsistent file; the message names the entry and the rule), QNT_ERR_UNSUPPORTED (GGUF),
- * QNT_ERR_OUT_OF_MEMORY. */
+ * inconsistent file; the message names the entry and the rule), QNT_ERR_UNSUPPORTED (GGUF
+ * version 1, big-endian GGUF), QNT_ERR_OUT_OF_MEMORY. */
 QNT_API qnt_status qnt_model_file_open(const char *path, qnt_model_file **out);
 QNT_API void qnt_model_file_destroy(qnt_model_file *f);
 
@@ -97,14 +130,41 @@ QNT_API qnt_status qnt_model_file_tensor_bytes(const qnt_model_file *f, size_t i
 QNT_API qnt_status qnt_model_file_tensor(const qnt_model_file *f, size_t index,
                                          qnt_tensor **out);
 
-/* The file's metadata (safetensors: the "__metadata__" map of strings, qnt's keys included), by
- * index in the file's order, and by key. Strings are borrowed: valid while f lives.
- * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (index, or no such key). */
+/* The file's metadata (safetensors: the "__metadata__" map of strings, qnt's keys included;
+ * GGUF: its keys and typed values), by index in the file's order, and by key. Strings are
+ * borrowed: valid while f lives. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (index,
+ * or no such key), QNT_ERR_DTYPE_MISMATCH (qnt_model_file_metadata_string of a value that is
+ * not a string). */
 QNT_API qnt_status qnt_model_file_metadata_count(const qnt_model_file *f, size_t *out);
 QNT_API qnt_status qnt_model_file_metadata_key(const qnt_model_file *f, size_t index,
                                                const char **out);
 QNT_API qnt_status qnt_model_file_metadata_string(const qnt_model_file *f, const char *key,
                                                   const char **out);
+/* A value's type (QNT_META_ARRAY for an array, whose elements' type goes to *element_out; for
+ * a scalar *element_out is its type too) and its count of values (1 for a scalar). */
+QNT_API qnt_status qnt_model_file_metadata_type(const qnt_model_file *f, const char *key,
+                                                qnt_meta_type *type_out,
+                                                qnt_meta_type *element_out, size_t *count_out);
+/* Value `index` (0 for a scalar) of an integer or bool value (as int64: QNT_ERR_OVERFLOW for a
+ * uint64 above INT64_MAX; as uint64: QNT_ERR_OVERFLOW for a negative one), of a float32 or
+ * float64 value (as double), or of a string value (borrowed). A value of another kind is
+ * QNT_ERR_DTYPE_MISMATCH; index >= the count QNT_ERR_INVALID_ARGUMENT. */
+QNT_API qnt_status qnt_model_file_metadata_int(const qnt_model_file *f, const char *key,
+                                               size_t index, int64_t *out);
+QNT_API qnt_status qnt_model_file_metadata_uint(const qnt_model_file *f, const char *key,
+                                                size_t index, uint64_t *out);
+QNT_API qnt_status qnt_model_file_metadata_float(const qnt_model_file *f, const char *key,
+                                                 size_t index, double *out);
+QNT_API qnt_status qnt_model_file_metadata_string_at(const qnt_model_file *f, const char *key,
+                                                     size_t index, const char **out);
+
+/* The entry's values as float32 into y (an f32 host tensor of the entry's shape:
+ * QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH): the float and integer dtypes converted, GGUF's
+ * block types dequantized as said above. A tensor qnt stored quantized is QNT_ERR_UNSUPPORTED
+ * (take it with qnt_model_file_tensor and qnt_dequantize it), as are the types qnt does not
+ * dequantize. y is untouched on failure. */
+QNT_API qnt_status qnt_model_file_tensor_dequantize(const qnt_model_file *f, size_t index,
+                                                    qnt_tensor *y);
 
 /* Writing. A writer is created for a path and a format, given its metadata and the list of its
  * tensors (qnt_model_writer_declare*: name, dtype, shape, and for a quantized tensor the layout

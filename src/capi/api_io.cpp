@@ -5,7 +5,10 @@
 
 #include <qnt/qnt_io.h>
 
+#include <cstdint>
+#include <cstring>
 #include <memory>
+#include <vector>
 #include <string>
 
 struct qnt_model_file {
@@ -36,6 +39,13 @@ io::Writer &writer_of(qnt_model_writer *w) {
   require(w, "w");
   if (w->magic != kWriterMagic || !w->w) fail(QNT_ERR_INVALID_ARGUMENT, "w is not a live qnt_model_writer");
   return *w->w;
+}
+
+const io::MetaValue &meta_of(const io::ModelFile &m, const char *key) {
+  require(key, "key");
+  const io::MetaValue *v = m.metadata_value(key);
+  if (v == nullptr) fail(QNT_ERR_INVALID_ARGUMENT, "the file has no metadata '", key, "'");
+  return *v;
 }
 
 const io::Entry &entry_of(const io::ModelFile &f, size_t index) {
@@ -166,9 +176,88 @@ qnt_status qnt_model_file_metadata_string(const qnt_model_file *f, const char *k
     const io::ModelFile &m = file_of(f);
     require(key, "key");
     require(out, "out");
-    const std::string *v = m.metadata_value(key);
-    if (v == nullptr) fail(QNT_ERR_INVALID_ARGUMENT, "the file has no metadata '", key, "'");
-    *out = v->c_str();
+    const io::MetaValue &v = meta_of(m, key);
+    if (v.type != QNT_META_STRING) fail(QNT_ERR_DTYPE_MISMATCH, "metadata '", key, "' is not a string");
+    *out = v.s[0].c_str();
+  });
+}
+
+qnt_status qnt_model_file_metadata_type(const qnt_model_file *f, const char *key, qnt_meta_type *type_out,
+                                        qnt_meta_type *element_out, size_t *count_out) {
+  return guard(__func__, [&] {
+    const io::MetaValue &v = meta_of(file_of(f), key);
+    require(type_out, "type_out");
+    require(element_out, "element_out");
+    require(count_out, "count_out");
+    *type_out = v.type;
+    *element_out = v.type == QNT_META_ARRAY ? v.element : v.type;
+    *count_out = v.count();
+  });
+}
+
+qnt_status qnt_model_file_metadata_int(const qnt_model_file *f, const char *key, size_t index, int64_t *out) {
+  return guard(__func__, [&] {
+    const io::MetaValue &v = meta_of(file_of(f), key);
+    require(out, "out");
+    if (v.i.empty() && v.u.empty()) fail(QNT_ERR_DTYPE_MISMATCH, "metadata '", key, "' is not an integer");
+    if (index >= v.count()) fail(QNT_ERR_INVALID_ARGUMENT, "index ", index, " is past metadata '", key, "''s ", v.count());
+    if (!v.i.empty()) {
+      *out = v.i[index];
+      return;
+    }
+    if (v.u[index] > static_cast<uint64_t>(INT64_MAX)) fail(QNT_ERR_OVERFLOW, "metadata '", key, "' exceeds int64");
+    *out = static_cast<int64_t>(v.u[index]);
+  });
+}
+
+qnt_status qnt_model_file_metadata_uint(const qnt_model_file *f, const char *key, size_t index, uint64_t *out) {
+  return guard(__func__, [&] {
+    const io::MetaValue &v = meta_of(file_of(f), key);
+    require(out, "out");
+    if (v.i.empty() && v.u.empty()) fail(QNT_ERR_DTYPE_MISMATCH, "metadata '", key, "' is not an integer");
+    if (index >= v.count()) fail(QNT_ERR_INVALID_ARGUMENT, "index ", index, " is past metadata '", key, "''s ", v.count());
+    if (!v.u.empty()) {
+      *out = v.u[index];
+      return;
+    }
+    if (v.i[index] < 0) fail(QNT_ERR_OVERFLOW, "metadata '", key, "' is negative");
+    *out = static_cast<uint64_t>(v.i[index]);
+  });
+}
+
+qnt_status qnt_model_file_metadata_float(const qnt_model_file *f, const char *key, size_t index, double *out) {
+  return guard(__func__, [&] {
+    const io::MetaValue &v = meta_of(file_of(f), key);
+    require(out, "out");
+    if (v.f.empty()) fail(QNT_ERR_DTYPE_MISMATCH, "metadata '", key, "' is not a float");
+    if (index >= v.f.size()) fail(QNT_ERR_INVALID_ARGUMENT, "index ", index, " is past metadata '", key, "''s ", v.f.size());
+    *out = v.f[index];
+  });
+}
+
+qnt_status qnt_model_file_metadata_string_at(const qnt_model_file *f, const char *key, size_t index,
+                                             const char **out) {
+  return guard(__func__, [&] {
+    const io::MetaValue &v = meta_of(file_of(f), key);
+    require(out, "out");
+    if (v.s.empty() && !(v.type == QNT_META_ARRAY && v.element == QNT_META_STRING))
+      fail(QNT_ERR_DTYPE_MISMATCH, "metadata '", key, "' is not a string");
+    if (index >= v.s.size()) fail(QNT_ERR_INVALID_ARGUMENT, "index ", index, " is past metadata '", key, "''s ", v.s.size());
+    *out = v.s[index].c_str();
+  });
+}
+
+qnt_status qnt_model_file_tensor_dequantize(const qnt_model_file *f, size_t index, qnt_tensor *y) {
+  return guard(__func__, [&] {
+    const io::ModelFile &m = file_of(f);
+    const io::Entry &e = entry_of(m, index);
+    Tensor &out = host_tensor_of(y, "y", __func__);
+    if (out.dtype() != QNT_DTYPE_F32) fail(QNT_ERR_DTYPE_MISMATCH, "y must be f32");
+    if (out.dims() != e.shape) fail(QNT_ERR_SHAPE_MISMATCH, "y's shape is not tensor '", e.name, "''s");
+    if (out.read_only()) fail(QNT_ERR_INVALID_ARGUMENT, "y is read-only");
+    std::vector<float> tmp(out.element_count());
+    m.dequantize(index, tmp.data());
+    if (!tmp.empty()) std::memcpy(out.data(), tmp.data(), 4 * tmp.size());
   });
 }
 

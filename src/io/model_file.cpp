@@ -4,6 +4,8 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/layout.hpp"
+#include "io/ggml_types.hpp"
+#include "kernels/common/scalar.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -169,10 +172,15 @@ ptrdiff_t ModelFile::find(const std::string &name) const {
   return it == by_name_.end() ? -1 : static_cast<ptrdiff_t>(it->second);
 }
 
-const std::string *ModelFile::metadata_value(const std::string &key) const {
+const MetaValue *ModelFile::metadata_value(const std::string &key) const {
   for (const auto &kv : meta_)
     if (kv.first == key) return &kv.second;
   return nullptr;
+}
+
+const std::string *ModelFile::metadata_string(const std::string &key) const {
+  const MetaValue *v = metadata_value(key);
+  return v != nullptr && v->type == QNT_META_STRING ? &v->s[0] : nullptr;
 }
 
 std::unique_ptr<ModelFile> ModelFile::open(const std::string &path) {
@@ -186,8 +194,11 @@ std::unique_ptr<ModelFile> ModelFile::open(const std::string &path) {
     uint8_t head[64] = {};
     const size_t got = std::min(fh.size(), sizeof head);
     fh.read(0, head, got);
-    if (got >= 4 && std::memcmp(head, "GGUF", 4) == 0)
-      fail(QNT_ERR_UNSUPPORTED, "'", path, "' is a GGUF file, which this release does not read");
+    if (got >= 4 && std::memcmp(head, "GGUF", 4) == 0) {
+      f->format_ = QNT_FILE_GGUF;
+      f->add_gguf(path);
+      return f;
+    }
     size_t i = 0;
     while (i < got && (head[i] == ' ' || head[i] == '\n' || head[i] == '\t' || head[i] == '\r')) ++i;
     if (i < got && head[i] == '{') index = path;
@@ -273,8 +284,11 @@ void ModelFile::add_safetensors(const std::string &path) {
       for (const auto &m : v.items()) {
         if (!m.value().is_string())
           fail(QNT_ERR_CORRUPT_DATA, where, ": metadata '", m.key(), "' is not a string");
-        if (metadata_value(m.key()) == nullptr) meta_.emplace_back(m.key(), m.value().get<std::string>());
-        else if (*metadata_value(m.key()) != m.value().get<std::string>())
+        if (metadata_value(m.key()) == nullptr) {
+          MetaValue mv;
+          mv.s.push_back(m.value().get<std::string>());
+          meta_.emplace_back(m.key(), std::move(mv));
+        } else if (metadata_string(m.key()) == nullptr || *metadata_string(m.key()) != m.value().get<std::string>())
           fail(QNT_ERR_CORRUPT_DATA, where, ": metadata '", m.key(), "' differs between shards");
       }
       continue;
@@ -339,11 +353,12 @@ void ModelFile::add_safetensors(const std::string &path) {
 }
 
 void ModelFile::check_quantized() {
+  if (format_ != QNT_FILE_SAFETENSORS) return;
   for (const auto &kv : meta_) {
     if (kv.first.compare(0, 4, "qnt.") != 0) continue;
     const std::string name = kv.first.substr(4);
     const std::string what = "metadata '" + kv.first + "'";
-    auto f = fields_of(kv.second, what);
+    auto f = fields_of(kv.second.s.at(0), what);
     for (const char *k : {"dtype", "shape", "granularity", "axis", "block"})
       if (f.count(k) == 0) fail(QNT_ERR_CORRUPT_DATA, what, " lacks ", k);
     auto q = std::make_shared<QuantInfo>();
@@ -397,6 +412,307 @@ void ModelFile::check_quantized() {
   }
 }
 
+namespace {
+
+// The qnt dtype of a plain ggml type, or 0.
+qnt_dtype ggml_to_qnt(uint32_t id) {
+  switch (id) {
+    case 0: return QNT_DTYPE_F32;
+    case 1: return QNT_DTYPE_F16;
+    case 30: return QNT_DTYPE_BF16;
+    case 24: return QNT_DTYPE_I8;
+    case 25: return QNT_DTYPE_I16;
+    case 26: return QNT_DTYPE_I32;
+    default: return 0;
+  }
+}
+
+// Q8_0 and Q4_0 as the qnt tensors that hold them, per block of 32 along the last axis:
+//  - Q8_0 (d = amax / 127 >= 0, q * d): int8, scale d, zero point 0: qnt's (q - 0) * d is
+//    ggml's q * d, bit for bit;
+//  - Q4_0 (d = max / -8, of either sign; (q - 8) * d): uint4 with zero points, code q and zero
+//    point 8 with scale d where d > 0, code 15 - q and zero point 7 with scale -d where d < 0,
+//    so that (c - z) * s = (8 - q) * -d = (q - 8) * d: the same floats, except the sign of a zero
+//    (ggml's 0 * d is -0.0 where d < 0, qnt's +0.0).
+// A block whose scale qnt's qparams cannot hold (NaN, infinite; Q8_0 negative, or 0 with a code
+// that is not 0) makes the tensor QNT_ERR_UNSUPPORTED; a zero scale over zero codes becomes
+// scale 1 (the values are +0.0 either way).
+Tensor ggml_block_tensor(const Entry &e) {
+  const bool q8 = e.ggml == 8;
+  const size_t bsize = q8 ? 34 : 18;
+  const size_t blocks = e.bytes / bsize;
+  const auto rank = e.shape.size();
+  std::vector<float> scales(blocks);
+  std::vector<int32_t> zps(blocks, q8 ? 0 : 8);
+  const Mapping map(*e.file, e.offset, e.bytes);
+  const uint8_t *src = map.data();
+  auto refuse = [&](size_t b, float d) {
+    fail(QNT_ERR_UNSUPPORTED, "tensor '", e.name, "': block ", b, " has scale ", d,
+         ", which qnt's qparams do not hold (qnt_model_file_tensor_dequantize gives its values)");
+  };
+  for (size_t b = 0; b < blocks; ++b) {
+    uint16_t h = 0;
+    std::memcpy(&h, src + b * bsize, 2);
+    const float d = rules::f16_to_f32(h);
+    const uint8_t *q = src + b * bsize + 2;
+    if (!std::isfinite(d)) refuse(b, d);
+    if (d == 0.0f) {
+      bool zero = !std::signbit(d);
+      for (int j = 0; j < (q8 ? 32 : 16) && zero; ++j) zero = q8 ? q[j] == 0 : q[j] == 0x88;
+      if (!zero) refuse(b, d);
+      scales[b] = 1.0f;
+    } else if (d > 0.0f) {
+      scales[b] = d;
+    } else {
+      if (q8) refuse(b, d);
+      scales[b] = -d;
+      zps[b] = 7;
+    }
+  }
+  const qnt_dtype dt = q8 ? QNT_DTYPE_I8 : QNT_DTYPE_U4;
+  auto qp = QParams::create(dt, QNT_GRANULARITY_PER_BLOCK, static_cast<int64_t>(rank) - 1, 32, scales.data(),
+                            zps.data(), blocks);
+  Tensor t(dt, e.shape.data(), rank, std::move(qp), Tensor::Storage::Zeroed, nullptr, 0, {}, false);
+  uint8_t *out = t.data();
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t *q = src + b * bsize + 2;
+    if (q8) {
+      std::memcpy(out + 32 * b, q, 32);
+      continue;
+    }
+    // ggml: byte j holds elements j (low nibble) and j + 16 (high); qnt: element 0 in the low
+    // nibble of byte 0.
+    const bool flip = zps[b] == 7;
+    uint8_t v[32];
+    for (int j = 0; j < 16; ++j) {
+      v[j] = static_cast<uint8_t>(q[j] & 0x0F);
+      v[j + 16] = static_cast<uint8_t>(q[j] >> 4);
+    }
+    for (int j = 0; j < 32; ++j)
+      if (flip) v[j] = static_cast<uint8_t>(15 - v[j]);
+    for (int j = 0; j < 16; ++j) out[16 * b + j] = static_cast<uint8_t>(v[2 * j] | (v[2 * j + 1] << 4));
+  }
+  return t;
+}
+
+}  // namespace
+
+// GGUF (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md), versions 2 and 3, little
+// endian: the magic, the version, the tensor and key counts, the keys, the tensor infos, then the
+// data from the next multiple of general.alignment (32 by default).
+namespace {
+
+// Sequential reads of the file through a buffer, each checked against its end.
+class Cursor {
+ public:
+  Cursor(const FileHandle &f, const std::string &where) : f_(f), where_(where) {}
+  size_t pos() const noexcept { return pos_; }
+  size_t left() const noexcept { return f_.size() - pos_; }
+  void take(void *dst, size_t n) {
+    if (n > left()) fail(QNT_ERR_CORRUPT_DATA, where_, " is truncated at byte ", pos_, " (", n, " more needed)");
+    auto *d = static_cast<uint8_t *>(dst);
+    while (n > 0) {
+      if (pos_ < buf_at_ || pos_ >= buf_at_ + buf_.size()) {
+        buf_at_ = pos_;
+        buf_.resize(std::min<size_t>(size_t{1} << 20, left()));
+        f_.read(buf_at_, buf_.data(), buf_.size());
+      }
+      const size_t k = std::min(n, buf_at_ + buf_.size() - pos_);
+      std::memcpy(d, buf_.data() + (pos_ - buf_at_), k);
+      d += k;
+      pos_ += k;
+      n -= k;
+    }
+  }
+  template <class T>
+  T get() {
+    T v;
+    take(&v, sizeof v);
+    return v;
+  }
+  std::string str(const char *what) {
+    const auto n = get<uint64_t>();
+    if (n > left()) fail(QNT_ERR_CORRUPT_DATA, where_, ": a ", what, " of ", n, " bytes at byte ", pos_ - 8, " runs past the end");
+    std::string s(static_cast<size_t>(n), '\0');
+    take(s.data(), s.size());
+    return s;
+  }
+
+ private:
+  const FileHandle &f_;
+  std::string where_;
+  size_t pos_ = 0, buf_at_ = 0;
+  std::vector<uint8_t> buf_;
+};
+
+// Bytes of one element of a GGUF value type (strings: at least their 8-byte length), or 0.
+size_t gguf_size(uint32_t t) {
+  switch (t) {
+    case QNT_META_UINT8: case QNT_META_INT8: case QNT_META_BOOL: return 1;
+    case QNT_META_UINT16: case QNT_META_INT16: return 2;
+    case QNT_META_UINT32: case QNT_META_INT32: case QNT_META_FLOAT32: return 4;
+    case QNT_META_UINT64: case QNT_META_INT64: case QNT_META_FLOAT64: case QNT_META_STRING: return 8;
+    default: return 0;
+  }
+}
+
+void gguf_element(Cursor &c, uint32_t t, MetaValue &v, const std::string &what) {
+  switch (t) {
+    case QNT_META_UINT8: v.u.push_back(c.get<uint8_t>()); return;
+    case QNT_META_INT8: v.i.push_back(c.get<int8_t>()); return;
+    case QNT_META_UINT16: v.u.push_back(c.get<uint16_t>()); return;
+    case QNT_META_INT16: v.i.push_back(c.get<int16_t>()); return;
+    case QNT_META_UINT32: v.u.push_back(c.get<uint32_t>()); return;
+    case QNT_META_INT32: v.i.push_back(c.get<int32_t>()); return;
+    case QNT_META_UINT64: v.u.push_back(c.get<uint64_t>()); return;
+    case QNT_META_INT64: v.i.push_back(c.get<int64_t>()); return;
+    case QNT_META_FLOAT32: v.f.push_back(c.get<float>()); return;
+    case QNT_META_FLOAT64: v.f.push_back(c.get<double>()); return;
+    case QNT_META_BOOL: {
+      const auto b = c.get<uint8_t>();
+      if (b > 1) fail(QNT_ERR_CORRUPT_DATA, what, ": a bool of value ", static_cast<int>(b));
+      v.i.push_back(b);
+      return;
+    }
+    case QNT_META_STRING: {
+      std::string s = c.str("string");
+      try {  // UTF-8, as GGUF requires
+        (void)json(s).dump();
+      } catch (const json::exception &) {
+        fail(QNT_ERR_CORRUPT_DATA, what, ": a string that is not UTF-8");
+      }
+      v.s.push_back(std::move(s));
+      return;
+    }
+    default:
+      fail(QNT_ERR_CORRUPT_DATA, what, ": unknown value type ", t);
+  }
+}
+
+}  // namespace
+
+void ModelFile::add_gguf(const std::string &path) {
+  const auto fh = std::make_shared<const FileHandle>(path);
+  const std::string where = "'" + path + "'";
+  Cursor c(*fh, where);
+  char magic[4];
+  c.take(magic, 4);
+  const auto version = c.get<uint32_t>();
+  if (version == 1) fail(QNT_ERR_UNSUPPORTED, where, " is GGUF version 1; qnt reads versions 2 and 3");
+  if (version != 2 && version != 3) {
+    if (version == 0x02000000u || version == 0x03000000u)
+      fail(QNT_ERR_UNSUPPORTED, where, " is a big-endian GGUF file");
+    fail(QNT_ERR_CORRUPT_DATA, where, ": GGUF version ", version);
+  }
+  const auto n_tensors = c.get<uint64_t>(), n_kv = c.get<uint64_t>();
+  // Each key takes at least 12 bytes, each tensor info at least 24: counts the file cannot hold
+  // are refused before anything is allocated for them.
+  if (n_kv > c.left() / 12 || n_tensors > c.left() / 24)
+    fail(QNT_ERR_CORRUPT_DATA, where, ": ", n_tensors, " tensors and ", n_kv, " keys do not fit in the file");
+  uint64_t alignment = 32;
+  for (uint64_t k = 0; k < n_kv; ++k) {
+    std::string key = c.str("key");
+    const std::string what = where + ": key '" + key + "'";
+    if (metadata_value(key) != nullptr) fail(QNT_ERR_CORRUPT_DATA, what, " appears twice");
+    MetaValue v;
+    const auto t = c.get<uint32_t>();
+    v.type = static_cast<qnt_meta_type>(t);
+    if (t == QNT_META_ARRAY) {
+      const auto et = c.get<uint32_t>();
+      const auto n = c.get<uint64_t>();
+      const size_t es = gguf_size(et);
+      if (es == 0) fail(QNT_ERR_CORRUPT_DATA, what, ": arrays of type ", et);
+      if (n > c.left() / es) fail(QNT_ERR_CORRUPT_DATA, what, ": an array of ", n, " runs past the end");
+      v.element = static_cast<qnt_meta_type>(et);
+      for (uint64_t e = 0; e < n; ++e) gguf_element(c, et, v, what);
+    } else {
+      if (gguf_size(t) == 0) fail(QNT_ERR_CORRUPT_DATA, what, ": unknown value type ", t);
+      gguf_element(c, t, v, what);
+    }
+    if (key == "general.alignment") {
+      if (t != QNT_META_UINT32 || v.u[0] == 0 || (v.u[0] & (v.u[0] - 1)) != 0)
+        fail(QNT_ERR_CORRUPT_DATA, what, ": the alignment must be a uint32 power of two");
+      alignment = v.u[0];
+    }
+    meta_.emplace_back(std::move(key), std::move(v));
+  }
+  struct Info {
+    Entry e;
+    uint64_t offset;
+  };
+  std::vector<Info> infos;
+  for (uint64_t k = 0; k < n_tensors; ++k) {
+    Info in;
+    in.e.name = c.str("tensor name");
+    const std::string what = where + ": tensor '" + in.e.name + "'";
+    if (by_name_.count(in.e.name) != 0) fail(QNT_ERR_CORRUPT_DATA, what, " appears twice");
+    try {
+      (void)json(in.e.name).dump();
+    } catch (const json::exception &) {
+      fail(QNT_ERR_CORRUPT_DATA, where, ": a tensor name that is not UTF-8");
+    }
+    const auto n_dims = c.get<uint32_t>();
+    if (n_dims > 4) fail(QNT_ERR_CORRUPT_DATA, what, ": ", n_dims, " dimensions (ggml has at most 4)");
+    std::vector<int64_t> ne(n_dims);
+    for (auto &d : ne) {
+      const auto v = c.get<uint64_t>();
+      if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        fail(QNT_ERR_CORRUPT_DATA, what, ": dimension ", v);
+      d = static_cast<int64_t>(v);
+    }
+    in.e.shape.assign(ne.rbegin(), ne.rend());  // ggml lists the fastest dimension first
+    const size_t count = count_of(in.e.shape, what);
+    const auto type = c.get<uint32_t>();
+    const GgmlType *gt = ggml_type(type);
+    if (gt == nullptr) fail(QNT_ERR_CORRUPT_DATA, what, ": unknown ggml type ", type);
+    if (n_dims > 0 && ne[0] % static_cast<int64_t>(gt->block) != 0)
+      fail(QNT_ERR_CORRUPT_DATA, what, ": a row of ", ne[0], " is not a whole number of ", gt->name, " blocks of ",
+           gt->block);
+    if (n_dims == 0 && gt->block != 1) fail(QNT_ERR_CORRUPT_DATA, what, ": a scalar of block type ", gt->name);
+    in.e.ggml = type;
+    in.e.file_dtype = gt->name;
+    in.e.bytes = count / gt->block * gt->size;  // count <= QNT_MAX_ELEMENTS: no overflow
+    in.offset = c.get<uint64_t>();
+    if (in.offset % alignment != 0)
+      fail(QNT_ERR_CORRUPT_DATA, what, ": offset ", in.offset, " is not a multiple of the alignment ", alignment);
+    by_name_[in.e.name] = infos.size();
+    infos.push_back(std::move(in));
+  }
+  const size_t data = (c.pos() + alignment - 1) / alignment * alignment;
+  if (data > fh->size() && !infos.empty())
+    fail(QNT_ERR_CORRUPT_DATA, where, " is truncated: its data would begin at byte ", data);
+  const size_t data_size = data <= fh->size() ? fh->size() - data : 0;
+  for (Info &in : infos) {
+    if (in.offset > data_size || in.e.bytes > data_size - in.offset)
+      fail(QNT_ERR_CORRUPT_DATA, where, ": tensor '", in.e.name, "' (", in.e.bytes, " bytes at ", in.offset,
+           ") lies past the end of the data");
+    in.e.offset = data + static_cast<size_t>(in.offset);
+    in.e.file = fh;
+  }
+  // No two tensors share bytes.
+  std::vector<size_t> order(infos.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return infos[a].offset < infos[b].offset; });
+  for (size_t k = 1; k < order.size(); ++k) {
+    const Info &p = infos[order[k - 1]], &q = infos[order[k]];
+    if (p.offset + p.e.bytes > q.offset)
+      fail(QNT_ERR_CORRUPT_DATA, where, ": tensors '", p.e.name, "' and '", q.e.name, "' overlap");
+  }
+  for (Info &in : infos) entries_.push_back(std::move(in.e));
+}
+
+void ModelFile::dequantize(size_t i, float *out) const {
+  const Entry &e = entries_.at(i);
+  size_t count = 1;
+  for (int64_t d : e.shape) count *= static_cast<size_t>(d);
+  const GgmlType *gt = e.ggml != 0xFFFFFFFFu ? ggml_type(e.ggml) : ggml_type(e.file_dtype.c_str());
+  if (e.quant || gt == nullptr || !gt->dequant)
+    fail(QNT_ERR_UNSUPPORTED, "tensor '", e.name, "' is ", e.quant ? "quantized by qnt (qnt_dequantize it)" : e.file_dtype.c_str(),
+         e.quant ? "" : ", which qnt does not dequantize");
+  const Mapping map(*e.file, e.offset, e.bytes);
+  ggml_dequantize(*gt, map.data(), count, out);
+}
+
 Tensor ModelFile::tensor(size_t i) const {
   const Entry &e = entries_.at(i);
   if (e.quant) {
@@ -415,12 +731,14 @@ Tensor ModelFile::tensor(size_t i) const {
     return Tensor(q.dtype, q.shape.data(), q.shape.size(), std::move(qp), Tensor::Storage::Adopt,
                   const_cast<uint8_t *>(data), e.bytes, std::shared_ptr<void>(std::move(map)), true);
   }
-  const qnt_dtype d = safetensors_to_qnt(e.file_dtype);
+  if (e.ggml == 8 || e.ggml == 2) return ggml_block_tensor(e);
+  const qnt_dtype d = e.ggml != 0xFFFFFFFFu ? ggml_to_qnt(e.ggml) : safetensors_to_qnt(e.file_dtype);
   if (d == 0)
-    fail(QNT_ERR_UNSUPPORTED, "tensor '", e.name, "' is ", e.file_dtype, ", which qnt has no dtype for");
+    fail(QNT_ERR_UNSUPPORTED, "tensor '", e.name, "' is ", e.file_dtype, ", which qnt has no dtype for",
+         e.ggml != 0xFFFFFFFFu ? " (qnt_model_file_tensor_dequantize gives its values)" : "");
   auto map = std::make_shared<Mapping>(*e.file, e.offset, e.bytes);
   const uint8_t *data = map->data();
-  if (reinterpret_cast<uintptr_t>(data) % safetensors_size(e.file_dtype) == 0)
+  if (reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(dtype_info(d).bits / 8) == 0)
     return Tensor(d, e.shape.data(), e.shape.size(), nullptr, Tensor::Storage::Adopt, const_cast<uint8_t *>(data),
                   e.bytes, std::shared_ptr<void>(std::move(map)), true);
   // Not aligned for its dtype where the file put it: a copy.

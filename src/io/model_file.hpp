@@ -66,6 +66,19 @@ struct QuantInfo {
   size_t count = 0;              // parameters
 };
 
+// A metadata value: safetensors' are strings; GGUF's any of its 13 types, or an array of one
+// (type QNT_META_ARRAY, `element` its elements' type). Integers and bools are kept as int64
+// (i) or uint64 (u, the unsigned types), floats as double, strings as strings.
+struct MetaValue {
+  qnt_meta_type type = QNT_META_STRING;
+  qnt_meta_type element = QNT_META_STRING;  // arrays only
+  std::vector<int64_t> i;
+  std::vector<uint64_t> u;
+  std::vector<double> f;
+  std::vector<std::string> s;
+  size_t count() const noexcept { return i.size() + u.size() + f.size() + s.size(); }
+};
+
 struct Entry {
   std::string name;
   std::string file_dtype;  // "F32", ...
@@ -74,6 +87,7 @@ struct Entry {
   size_t bytes = 0;
   std::shared_ptr<const FileHandle> file;
   std::shared_ptr<const QuantInfo> quant;  // set on a quantized tensor's codes entry
+  uint32_t ggml = 0xFFFFFFFFu;             // GGUF: the ggml type
 };
 
 class ModelFile {
@@ -83,8 +97,13 @@ class ModelFile {
   const std::vector<Entry> &entries() const noexcept { return entries_; }
   // Index of `name`, or -1.
   ptrdiff_t find(const std::string &name) const;
-  const std::vector<std::pair<std::string, std::string>> &metadata() const noexcept { return meta_; }
-  const std::string *metadata_value(const std::string &key) const;
+  const std::vector<std::pair<std::string, MetaValue>> &metadata() const noexcept { return meta_; }
+  const MetaValue *metadata_value(const std::string &key) const;
+  // The string value of key, or null (absent, or not a string).
+  const std::string *metadata_string(const std::string &key) const;
+  // Entry i as float32 into out (its element count): every dtype qnt reads, GGUF's block types
+  // by ggml's dequantization; throws QNT_ERR_UNSUPPORTED for the others.
+  void dequantize(size_t i, float *out) const;
   // Entry i as a qnt tensor (a view of the mapping where aligned, else a copy), with qparams
   // for a quantized tensor; throws QNT_ERR_UNSUPPORTED for a dtype qnt has no type for.
   Tensor tensor(size_t i) const;
@@ -93,11 +112,12 @@ class ModelFile {
 
  private:
   void add_safetensors(const std::string &path);
+  void add_gguf(const std::string &path);
   void check_quantized();
   qnt_file_format format_ = QNT_FILE_SAFETENSORS;
   std::vector<Entry> entries_;
   std::map<std::string, size_t> by_name_;
-  std::vector<std::pair<std::string, std::string>> meta_;
+  std::vector<std::pair<std::string, MetaValue>> meta_;
   mutable std::mutex mutex_;  // guards maps_
   mutable std::vector<std::shared_ptr<const Mapping>> maps_;
 };
