@@ -12,7 +12,7 @@ scripts/deps.sh test
 jobs=$(nproc)
 # The cross-checks' packages from PyPI, pinned (tests/crosscheck/requirements.txt), beside the
 # build: Debian's Python stays untouched.
-/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target build/pydeps \
+/usr/bin/python3 -m pip install --quiet --disable-pip-version-check --no-deps --target build/pydeps \
   -r tests/crosscheck/requirements.txt
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQNT_BUILD_TESTS=ON \

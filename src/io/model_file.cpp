@@ -434,9 +434,10 @@ qnt_dtype ggml_to_qnt(uint32_t id) {
 //    point 8 with scale d where d > 0, code 15 - q and zero point 7 with scale -d where d < 0,
 //    so that (c - z) * s = (8 - q) * -d = (q - 8) * d: the same floats, except the sign of a zero
 //    (ggml's 0 * d is -0.0 where d < 0, qnt's +0.0).
-// A block whose scale qnt's qparams cannot hold (NaN, infinite; Q8_0 negative, or 0 with a code
-// that is not 0) makes the tensor QNT_ERR_UNSUPPORTED; a zero scale over zero codes becomes
-// scale 1 (the values are +0.0 either way).
+// A block whose scale qnt's qparams cannot hold (NaN, infinite; Q8_0 negative or -0.0, or 0
+// over a code that is not the zero code) makes the tensor QNT_ERR_UNSUPPORTED; a zero scale over
+// zero codes becomes scale 1 (the values are +0.0; Q4_0's zero rows have d = -0.0 and -0.0 values
+// in ggml, the same exception as above).
 Tensor ggml_block_tensor(const Entry &e) {
   const bool q8 = e.ggml == 8;
   const size_t bsize = q8 ? 34 : 18;
@@ -457,7 +458,7 @@ Tensor ggml_block_tensor(const Entry &e) {
     const uint8_t *q = src + b * bsize + 2;
     if (!std::isfinite(d)) refuse(b, d);
     if (d == 0.0f) {
-      bool zero = !std::signbit(d);
+      bool zero = !q8 || !std::signbit(d);  // Q4_0's -0.0: its zeros are -0.0 in ggml, +0.0 here
       for (int j = 0; j < (q8 ? 32 : 16) && zero; ++j) zero = q8 ? q[j] == 0 : q[j] == 0x88;
       if (!zero) refuse(b, d);
       scales[b] = 1.0f;

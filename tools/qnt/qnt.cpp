@@ -121,6 +121,39 @@ bool ends_with(const std::string &s, const std::string &suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// A metadata value as text: scalars as they are, arrays as their type, count and first values.
+std::string meta_text(const qnt_model_file *f, const char *key) {
+  qnt_meta_type type = 0, elem = 0;
+  size_t count = 0;
+  check(qnt_model_file_metadata_type(f, key, &type, &elem, &count), key);
+  auto one = [&](size_t i) -> std::string {
+    if (elem == QNT_META_STRING) {
+      const char *s = nullptr;
+      check(qnt_model_file_metadata_string_at(f, key, i, &s), key);
+      return type == QNT_META_ARRAY ? "\"" + std::string(s) + "\"" : std::string(s);
+    }
+    if (elem == QNT_META_FLOAT32 || elem == QNT_META_FLOAT64) {
+      double d = 0;
+      check(qnt_model_file_metadata_float(f, key, i, &d), key);
+      char b[40];
+      std::snprintf(b, sizeof b, "%.9g", d);
+      return b;
+    }
+    if (elem == QNT_META_UINT64) {
+      uint64_t u = 0;
+      check(qnt_model_file_metadata_uint(f, key, i, &u), key);
+      return std::to_string(u);
+    }
+    int64_t v = 0;
+    check(qnt_model_file_metadata_int(f, key, i, &v), key);
+    return elem == QNT_META_BOOL ? (v != 0 ? "true" : "false") : std::to_string(v);
+  };
+  if (type != QNT_META_ARRAY) return one(0);
+  std::string s = "[" + std::to_string(count) + " values:";
+  for (size_t i = 0; i < count && i < 4; ++i) s += " " + one(i);
+  return s + (count > 4 ? " ...]" : "]");
+}
+
 // ---------------------------------------------------------------------------------------------
 int info(const std::vector<std::string> &paths) {
   for (const std::string &path : paths) {
@@ -133,10 +166,9 @@ int info(const std::vector<std::string> &paths) {
     std::printf("%s: %s, %zu tensors, %zu metadata keys\n", path.c_str(),
                 fmt == QNT_FILE_SAFETENSORS ? "safetensors" : "GGUF", n, meta);
     for (size_t i = 0; i < meta; ++i) {
-      const char *k = nullptr, *v = nullptr;
+      const char *k = nullptr;
       check(qnt_model_file_metadata_key(f.get(), i, &k), path);
-      check(qnt_model_file_metadata_string(f.get(), k, &v), path);
-      std::string value = v;
+      std::string value = meta_text(f.get(), k);
       if (value.size() > 100) value = value.substr(0, 97) + "...";
       std::printf("  %s = %s\n", k, value.c_str());
     }
@@ -199,9 +231,40 @@ Target target_of(const std::string &type) {
   throw Failure("--type " + type + ": this release writes int8, uint8, int4, uint4 or nf4 (the GGUF block types come with GGUF)");
 }
 
-// A float tensor's values as f32 (F16 and BF16 widened exactly).
-std::vector<float> as_f32(const EntryInfo &e, const qnt_tensor *t, size_t count) {
+struct Plan {
+  EntryInfo e;
+  size_t index = 0;
+  bool quantize = false;      // float weights to quantize
+  bool requantized = false;   // already a qnt-quantized tensor (copied with its qparams)
+  bool dequantized = false;   // a GGUF block type kept as its float32 values
+  qnt_granularity gran = QNT_GRANULARITY_PER_BLOCK;
+  int64_t axis = 0, block = 0;
+  size_t groups = 0, count = 0;
+};
+
+// Whether entry i dequantizes (qnt_model_file_tensor_dequantize takes its type).
+bool dequantizes(const qnt_model_file *f, size_t i) {
+  const char *t = nullptr;
+  if (qnt_model_file_tensor_type(f, i, &t) != QNT_OK) return false;
+  for (const char *q : {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "TQ1_0", "TQ2_0"})
+    if (std::strcmp(t, q) == 0) return true;
+  return false;
+}
+
+// A float tensor's values as f32: F16 and BF16 widened exactly, GGUF's block types dequantized
+// (t null).
+std::vector<float> as_f32(const qnt_model_file *f, const Plan &p, const qnt_tensor *t) {
+  const EntryInfo &e = p.e;
+  size_t count = 1;
+  for (int64_t d : e.shape) count *= static_cast<size_t>(d);
   std::vector<float> v(count);
+  if (t == nullptr) {
+    qnt_tensor *y = nullptr;
+    check(qnt_tensor_wrap(QNT_DTYPE_F32, e.shape.data(), e.shape.size(), nullptr, v.data(), 4 * count, &y), e.name);
+    const TensorP yt(y);
+    check(qnt_model_file_tensor_dequantize(f, p.index, yt.get()), e.name);
+    return v;
+  }
   if (e.type == "F32") {
     check(qnt_tensor_copy_to(t, v.data(), 4 * count), e.name);
     return v;
@@ -238,16 +301,6 @@ std::vector<float> as_f32(const EntryInfo &e, const qnt_tensor *t, size_t count)
   }
   return v;
 }
-
-struct Plan {
-  EntryInfo e;
-  size_t index = 0;
-  bool quantize = false;      // float weights to quantize
-  bool requantized = false;   // already a qnt-quantized tensor (copied with its qparams)
-  qnt_granularity gran = QNT_GRANULARITY_PER_BLOCK;
-  int64_t axis = 0, block = 0;
-  size_t groups = 0, count = 0;
-};
 
 struct Row {
   std::string name;
@@ -322,8 +375,12 @@ int quantize(const QuantOptions &o) {
     const char *k = nullptr, *v = nullptr;
     check(qnt_model_file_metadata_key(in.get(), i, &k), o.in);
     if (std::strncmp(k, "qnt.", 4) == 0) continue;  // qnt's own: rewritten with its tensors
-    check(qnt_model_file_metadata_string(in.get(), k, &v), o.in);
-    check(qnt_model_writer_set_metadata(w.get(), k, v), k);
+    // (safetensors metadata holds strings: GGUF's other values go as their text)
+    if (qnt_model_file_metadata_string(in.get(), k, &v) == QNT_OK) {
+      check(qnt_model_writer_set_metadata(w.get(), k, v), k);
+    } else {
+      check(qnt_model_writer_set_metadata(w.get(), k, meta_text(in.get(), k).c_str()), k);
+    }
   }
   // Pass 1: what each tensor becomes, declared.
   std::vector<Plan> plans;
@@ -355,12 +412,21 @@ int quantize(const QuantOptions &o) {
       plans.push_back(std::move(p));
       continue;
     }
-    const bool is_float = p.e.type == "F32" || p.e.type == "F16" || p.e.type == "BF16";
+    // Float weights: F32, F16, BF16, and GGUF's block types, which come in dequantized.
+    const bool is_block = !is_qnt_type(p.e.type) && dequantizes(in.get(), i);
+    const bool is_float = p.e.type == "F32" || p.e.type == "F16" || p.e.type == "BF16" || is_block;
     // Kept: what is not a float matrix (norms, biases, integer tensors), an empty tensor, and
     // the names the keep patterns match.
     bool kept = !is_float || p.e.shape.size() < 2 ||
                 std::any_of(p.e.shape.begin(), p.e.shape.end(), [](int64_t d) { return d == 0; });
     for (const std::regex &r : keep) kept = kept || std::regex_search(name, r);
+    if (kept && is_block) {  // written as its float32 values
+      p.dequantized = true;
+      check(qnt_model_writer_declare(w.get(), name.c_str(), QNT_DTYPE_F32, p.e.shape.data(), p.e.shape.size(), nullptr),
+            name);
+      plans.push_back(std::move(p));
+      continue;
+    }
     if (kept) {
       if (is_qnt_type(p.e.type)) {
         const TensorP t = tensor_at(in.get(), i, name);
@@ -419,6 +485,14 @@ int quantize(const QuantOptions &o) {
       size_t b = 0;
       check(qnt_tensor_byte_size(t.get(), &b), name);
       out_bytes += b;
+    } else if (p.dequantized) {
+      std::vector<float> x = as_f32(in.get(), p, nullptr);
+      qnt_tensor *xp = nullptr;
+      check(qnt_tensor_wrap(QNT_DTYPE_F32, p.e.shape.data(), p.e.shape.size(), nullptr, x.data(), 4 * x.size(), &xp),
+            name);
+      const TensorP xt(xp);
+      check(qnt_model_writer_write(w.get(), xt.get()), name);
+      out_bytes += 4 * x.size();
     } else if (!p.quantize) {
       if (is_qnt_type(p.e.type)) {
         check(qnt_model_writer_write(w.get(), tensor_at(in.get(), p.index, name).get()), name);
@@ -430,7 +504,8 @@ int quantize(const QuantOptions &o) {
       }
       out_bytes += p.e.bytes;
     } else {
-      std::vector<float> x = as_f32(p.e, tensor_at(in.get(), p.index, name).get(), p.count);
+      std::vector<float> x = is_qnt_type(p.e.type) ? as_f32(in.get(), p, tensor_at(in.get(), p.index, name).get())
+                                                   : as_f32(in.get(), p, nullptr);
       qnt_tensor *xp = nullptr, *yp = nullptr;
       check(qnt_tensor_wrap(QNT_DTYPE_F32, p.e.shape.data(), p.e.shape.size(), nullptr, x.data(),
                             4 * x.size(), &xp),

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Cross-checks qnt's GGUF reader against gguf-py (ggml's own Python package):
+
+  - a GGUF file written by gguf.GGUFWriter (metadata of every value type and arrays of them, an
+    alignment of 64, tensors F32, F16, BF16, I8, I16, I32 and Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 as
+    gguf.quants.quantize makes them, and Q4_K, Q5_K, Q6_K, IQ4_NL, TQ1_0, TQ2_0 blocks of random
+    bytes with finite scales) opens through libqnt's C API with the same keys, values, tensor
+    names, types, shapes and bytes as gguf.GGUFReader reads;
+  - qnt_model_file_tensor_dequantize of every tensor equals gguf.quants.dequantize bit for bit;
+  - Q8_0 and Q4_0 taken as qnt tensors (i8, u4 with per-block qparams) and qnt_dequantize'd give
+    the same floats (Q4_0: up to the sign of zero, as qnt_io.h says);
+  - `qnt info` reads the file and `qnt quantize` turns it into a safetensors file.
+
+usage: gguf_check.py path/to/libqnt.so path/to/qnt workdir
+"""
+import ctypes as C
+import os
+import subprocess
+import sys
+
+import numpy as np
+import gguf
+from gguf import GGMLQuantizationType as T
+from gguf import quants
+
+lib = C.CDLL(sys.argv[1])
+qnt_cmd = sys.argv[2]
+work = sys.argv[3]
+os.makedirs(work, exist_ok=True)
+P = C.c_void_p
+lib.qnt_last_error_message.restype = C.c_char_p
+for name, args in {
+    "qnt_model_file_open": [C.c_char_p, P],
+    "qnt_model_file_destroy": [P],
+    "qnt_model_file_format": [P, P],
+    "qnt_model_file_tensor_count": [P, P],
+    "qnt_model_file_tensor_find": [P, C.c_char_p, P],
+    "qnt_model_file_tensor_type": [P, C.c_size_t, P],
+    "qnt_model_file_tensor_shape": [P, C.c_size_t, P, C.c_size_t, P],
+    "qnt_model_file_tensor_bytes": [P, C.c_size_t, P, P],
+    "qnt_model_file_tensor": [P, C.c_size_t, P],
+    "qnt_model_file_tensor_dequantize": [P, C.c_size_t, P],
+    "qnt_model_file_metadata_count": [P, P],
+    "qnt_model_file_metadata_type": [P, C.c_char_p, P, P, P],
+    "qnt_model_file_metadata_int": [P, C.c_char_p, C.c_size_t, P],
+    "qnt_model_file_metadata_uint": [P, C.c_char_p, C.c_size_t, P],
+    "qnt_model_file_metadata_float": [P, C.c_char_p, C.c_size_t, P],
+    "qnt_model_file_metadata_string_at": [P, C.c_char_p, C.c_size_t, P],
+    "qnt_tensor_create": [C.c_int32, P, C.c_size_t, P, P],
+    "qnt_tensor_copy_to": [P, P, C.c_size_t],
+    "qnt_tensor_dtype": [P, P],
+    "qnt_tensor_destroy": [P],
+    "qnt_dequantize": [P, P, P],
+}.items():
+    getattr(lib, name).argtypes = args
+    if not name.endswith("destroy"):
+        getattr(lib, name).restype = C.c_int32
+
+failures = 0
+checks = 0
+
+
+def check(cond, what):
+    global failures, checks
+    checks += 1
+    if not cond:
+        failures += 1
+        print("FAIL:", what)
+
+
+def ok(status, what):
+    if status != 0:
+        raise RuntimeError(f"{what}: status {status}: {lib.qnt_last_error_message().decode()}")
+
+
+rng = np.random.default_rng(7)
+
+# --- the file, written by gguf-py ---------------------------------------------------------------
+path = os.path.join(work, "model.gguf")
+w = gguf.GGUFWriter(path, "llama")
+w.add_custom_alignment(64)
+meta = {
+    "t.u8": (np.uint8(200), gguf.GGUFValueType.UINT8),
+    "t.i8": (np.int8(-100), gguf.GGUFValueType.INT8),
+    "t.u16": (np.uint16(60000), gguf.GGUFValueType.UINT16),
+    "t.i16": (np.int16(-30000), gguf.GGUFValueType.INT16),
+    "t.u32": (np.uint32(4000000000), gguf.GGUFValueType.UINT32),
+    "t.i32": (np.int32(-2000000000), gguf.GGUFValueType.INT32),
+    "t.u64": (np.uint64(2 ** 63 + 5), gguf.GGUFValueType.UINT64),
+    "t.i64": (np.int64(-(2 ** 62)), gguf.GGUFValueType.INT64),
+    "t.f32": (np.float32(0.1), gguf.GGUFValueType.FLOAT32),
+    "t.f64": (np.float64(1e300), gguf.GGUFValueType.FLOAT64),
+    "t.bool": (True, gguf.GGUFValueType.BOOL),
+    "t.str": ("héllo wörld", gguf.GGUFValueType.STRING),
+}
+for k, (v, vt) in meta.items():
+    w.add_key_value(k, v, vt)
+w.add_array("t.tokens", ["<s>", "</s>", "a", "ü"])
+w.add_array("t.scores", [0.5, -1.25, 3.0])
+w.add_array("t.ids", [1, 2, 3, 400])
+
+shapes = {"f32": (3, 64), "f16": (2, 32), "bf16": (4, 32), "i8": (5,), "i16": (2, 3), "i32": (7,)}
+tensors = {}
+tensors["f32"] = (rng.standard_normal(shapes["f32"]).astype(np.float32), None)
+tensors["f16"] = (rng.standard_normal(shapes["f16"]).astype(np.float16), None)
+tensors["i8"] = (rng.integers(-128, 128, shapes["i8"]).astype(np.int8), None)
+tensors["i16"] = (rng.integers(-30000, 30000, shapes["i16"]).astype(np.int16), None)
+tensors["i32"] = (rng.integers(-2 ** 31, 2 ** 31, shapes["i32"]).astype(np.int32), None)
+bf = quants.quantize(rng.standard_normal(shapes["bf16"]).astype(np.float32), T.BF16)
+tensors["bf16"] = (bf, T.BF16)
+# Block types gguf-py quantizes, from real values (and a zero row, and rows of one sign).
+x = rng.standard_normal((6, 256)).astype(np.float32)
+x[1] = 0
+x[2] = np.abs(x[2])
+x[3] = -np.abs(x[3])
+for qt in (T.Q8_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1):
+    tensors[qt.name.lower()] = (quants.quantize(x, qt), qt)
+
+
+# Block types it only dequantizes: random blocks, each f16 scale replaced by a finite one.
+def random_blocks(qt, rows, cols, scale_at):
+    bs, ts = gguf.GGML_QUANT_SIZES[qt]
+    b = rng.integers(0, 256, (rows, cols // bs, ts), dtype=np.uint8)
+    for off in scale_at:
+        d = (rng.standard_normal(b.shape[:2]) * 0.01).astype(np.float16)
+        b[:, :, off:off + 2] = d.view(np.uint8).reshape(b.shape[0], b.shape[1], 2)
+    return b.reshape(rows, -1)
+
+
+tensors["q4_k"] = (random_blocks(T.Q4_K, 3, 512, [0, 2]), T.Q4_K)
+tensors["q5_k"] = (random_blocks(T.Q5_K, 2, 256, [0, 2]), T.Q5_K)
+tensors["q6_k"] = (random_blocks(T.Q6_K, 2, 512, [208]), T.Q6_K)
+tensors["iq4_nl"] = (random_blocks(T.IQ4_NL, 4, 64, [0]), T.IQ4_NL)
+tensors["tq1_0"] = (random_blocks(T.TQ1_0, 2, 256, [52]), T.TQ1_0)
+tensors["tq2_0"] = (random_blocks(T.TQ2_0, 2, 256, [64]), T.TQ2_0)
+for name, (arr, qt) in tensors.items():
+    w.add_tensor(name, arr, raw_dtype=qt)
+w.write_header_to_file()
+w.write_kv_data_to_file()
+w.write_tensors_to_file()
+w.close()
+
+# --- what gguf-py reads ---------------------------------------------------------------------------
+reader = gguf.GGUFReader(path)
+f = P()
+ok(lib.qnt_model_file_open(path.encode(), C.byref(f)), path)
+fmt = C.c_int32()
+ok(lib.qnt_model_file_format(f, C.byref(fmt)), "format")
+check(fmt.value == 2, f"format {fmt.value}")
+
+
+def meta_value(key):
+    t, e, n = C.c_int32(), C.c_int32(), C.c_size_t()
+    ok(lib.qnt_model_file_metadata_type(f, key.encode(), C.byref(t), C.byref(e), C.byref(n)), key)
+    vals = []
+    for i in range(n.value):
+        if e.value == 8:
+            s = C.c_char_p()
+            ok(lib.qnt_model_file_metadata_string_at(f, key.encode(), i, C.byref(s)), key)
+            vals.append(s.value.decode())
+        elif e.value in (6, 12):
+            d = C.c_double()
+            ok(lib.qnt_model_file_metadata_float(f, key.encode(), i, C.byref(d)), key)
+            vals.append(d.value)
+        elif e.value == 10:
+            u = C.c_uint64()
+            ok(lib.qnt_model_file_metadata_uint(f, key.encode(), i, C.byref(u)), key)
+            vals.append(u.value)
+        else:
+            v = C.c_int64()
+            ok(lib.qnt_model_file_metadata_int(f, key.encode(), i, C.byref(v)), key)
+            vals.append(v.value)
+    return t.value, e.value, vals
+
+
+n = C.c_size_t()
+ok(lib.qnt_model_file_metadata_count(f, C.byref(n)), "metadata count")
+real_keys = [k for k in reader.fields if not k.startswith("GGUF.")]  # gguf-py's pseudo-fields left out
+check(n.value == len(real_keys), f"{n.value} keys, gguf-py reads {len(real_keys)}")
+for key, field in reader.fields.items():
+    if key.startswith("GGUF."):
+        continue  # gguf-py's own pseudo-fields (version, counts)
+    t, e, vals = meta_value(key)
+    check(t == int(field.types[0]), f"{key}: type {t} vs {field.types}")
+    want = field.contents()
+    want = want if isinstance(want, list) else [want]
+    if e in (6, 12):  # compare as the stored float
+        cast = np.float32 if e == 6 else np.float64
+        check([cast(v) for v in vals] == [cast(v) for v in want], f"{key}: {vals} vs {want}")
+    else:
+        check([bool(v) for v in vals] == [bool(v) for v in want] if e == 7 else vals == want,
+              f"{key}: {vals} vs {want}")
+
+count = C.c_size_t()
+ok(lib.qnt_model_file_tensor_count(f, C.byref(count)), "count")
+check(count.value == len(reader.tensors), f"{count.value} tensors, gguf-py reads {len(reader.tensors)}")
+for rt in reader.tensors:
+    name = rt.name
+    i = C.c_size_t()
+    ok(lib.qnt_model_file_tensor_find(f, name.encode(), C.byref(i)), name)
+    s = C.c_char_p()
+    ok(lib.qnt_model_file_tensor_type(f, i.value, C.byref(s)), name)
+    check(s.value.decode() == rt.tensor_type.name, f"{name}: type {s.value} vs {rt.tensor_type.name}")
+    dims = (C.c_int64 * 8)()
+    rank = C.c_size_t()
+    ok(lib.qnt_model_file_tensor_shape(f, i.value, dims, 8, C.byref(rank)), name)
+    shape = list(dims[: rank.value])
+    check(shape == [int(d) for d in reversed(rt.shape)], f"{name}: shape {shape} vs {list(rt.shape)} (ggml order)")
+    data, nb = P(), C.c_size_t()
+    ok(lib.qnt_model_file_tensor_bytes(f, i.value, C.byref(data), C.byref(nb)), name)
+    check(C.string_at(data, nb.value) == rt.data.tobytes(), f"{name}: bytes differ")
+    # dequantized: gguf-py's values, bit for bit
+    if rt.tensor_type in (T.I8, T.I16, T.I32):  # plain integers: their values as float32
+        want = rt.data.astype(np.float32).reshape(shape)
+    else:
+        want = quants.dequantize(rt.data, rt.tensor_type).astype(np.float32).reshape(shape)
+    y = P()
+    ok(lib.qnt_tensor_create(1, dims, rank.value, None, C.byref(y)), name)
+    ok(lib.qnt_model_file_tensor_dequantize(f, i.value, y), name)
+    got = np.zeros(shape, dtype=np.float32)
+    ok(lib.qnt_tensor_copy_to(y, got.ctypes.data, got.nbytes), name)
+    lib.qnt_tensor_destroy(y)
+    check(np.array_equal(got.view(np.uint32), want.view(np.uint32)),
+          f"{name} ({rt.tensor_type.name}): dequantized differs from gguf-py in "
+          f"{int(np.sum(got.view(np.uint32) != want.view(np.uint32)))} of {got.size}")
+    # Q8_0 and Q4_0 as qnt tensors
+    if rt.tensor_type in (T.Q8_0, T.Q4_0):
+        q = P()
+        ok(lib.qnt_model_file_tensor(f, i.value, C.byref(q)), name)
+        d = C.c_int32()
+        ok(lib.qnt_tensor_dtype(q, C.byref(d)), name)
+        check(d.value == (3 if rt.tensor_type == T.Q8_0 else 8), f"{name}: qnt dtype {d.value}")
+        y = P()
+        ok(lib.qnt_tensor_create(1, dims, rank.value, None, C.byref(y)), name)
+        ok(lib.qnt_dequantize(None, q, y), name)
+        got = np.zeros(shape, dtype=np.float32)
+        ok(lib.qnt_tensor_copy_to(y, got.ctypes.data, got.nbytes), name)
+        lib.qnt_tensor_destroy(y)
+        lib.qnt_tensor_destroy(q)
+        if rt.tensor_type == T.Q8_0:
+            check(np.array_equal(got.view(np.uint32), want.view(np.uint32)), f"{name}: as i8, bits differ")
+        else:
+            same = got.view(np.uint32) == want.view(np.uint32)
+            zero_sign = (got == 0) & (want == 0)
+            check(np.all(same | zero_sign), f"{name}: as u4, values differ")
+lib.qnt_model_file_destroy(f)
+
+info = subprocess.run([qnt_cmd, "info", path], capture_output=True, text=True)
+check(info.returncode == 0 and "Q4_K" in info.stdout and "t.str = héllo wörld" in info.stdout,
+      f"qnt info: {info.returncode} {info.stderr}")
+out = os.path.join(work, "from_gguf.safetensors")
+r = subprocess.run([qnt_cmd, "quantize", path, out, "--type", "int8", "--quiet"], capture_output=True, text=True)
+check(r.returncode == 0, f"qnt quantize from GGUF: {r.stderr}")
+
+print(f"gguf: {checks - failures} of {checks} checks passed")
+sys.exit(1 if failures else 0)
