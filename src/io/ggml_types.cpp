@@ -57,6 +57,7 @@ const GgmlType *ggml_type(const char *name) noexcept {
 }
 
 void ggml_dequantize(const GgmlType &t, const uint8_t *src, size_t count, float *y) {
+  if (count == 0) return;  // (src and y may be null)
   const size_t n = count, nb = count / t.block;
   switch (t.id) {
     case 0:

@@ -298,7 +298,7 @@ TEST(ModelFile, BadSafetensorsAreRefused) {
                     R"("a":{"dtype":"I8","shape":[4],"data_offsets":[0,4]},"a.qnt_scales":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
                 eight),
        QNT_ERR_CORRUPT_DATA},
-      {"GGUF", "GGUF\3\0\0\0" + eight, QNT_ERR_UNSUPPORTED},
+      {"GGUF of a bad version (read as GGUF, not safetensors)", "GGUF\3\0\0\0" + eight, QNT_ERR_CORRUPT_DATA},
   };
   for (const Case &c : cases) {
     write_raw(path.p, c.file);
@@ -348,6 +348,179 @@ TEST(ModelFile, ShardedIndex) {
   for (const char *name : {"/s1.safetensors", "/s2.safetensors", "/model.safetensors.index.json"})
     std::remove((d + name).c_str());
   ::rmdir(dir);
+}
+
+}  // namespace
+
+namespace {
+using namespace qnt_test;
+
+// A GGUF file built field by field, so that each test can break one thing.
+struct Gguf {
+  std::string b;
+  template <class V>
+  Gguf &put(V v) {
+    b.append(reinterpret_cast<const char *>(&v), sizeof v);
+    return *this;
+  }
+  Gguf &str(const std::string &s) {
+    put<uint64_t>(s.size());
+    b += s;
+    return *this;
+  }
+  Gguf &head(uint32_t version, uint64_t tensors, uint64_t kv) {
+    b = "GGUF";
+    return put(version).put(tensors).put(kv);
+  }
+  Gguf &tensor(const std::string &name, std::vector<uint64_t> ne, uint32_t type, uint64_t offset) {
+    str(name).put<uint32_t>(static_cast<uint32_t>(ne.size()));
+    for (uint64_t d : ne) put(d);
+    return put(type).put(offset);
+  }
+  Gguf &pad(size_t align = 32) {
+    while (b.size() % align != 0) b += '\0';
+    return *this;
+  }
+};
+
+TEST(ModelFile, GgufReadAndRefused) {
+  TmpPath path("t.gguf");
+  // A valid file: two keys, a Q8_0 tensor [2, 32] (ggml ne {32, 2}) and an F32 one [3].
+  auto valid = [] {
+    Gguf g;
+    g.head(3, 2, 3);
+    g.str("general.name").put<uint32_t>(8).str("tiny");
+    g.str("n").put<uint32_t>(10).put<uint64_t>(uint64_t{1} << 63);
+    g.str("a").put<uint32_t>(9).put<uint32_t>(6).put<uint64_t>(2).put(1.5f).put(-2.0f);
+    g.tensor("w", {32, 2}, 8, 0).tensor("v", {3}, 0, 96);
+    g.pad();
+    std::string data(96 + 12, '\0');
+    for (int r = 0; r < 2; ++r) {
+      const uint16_t d = 0x3C00;  // 1.0
+      std::memcpy(&data[static_cast<size_t>(34 * r)], &d, 2);
+      for (int j = 0; j < 32; ++j) data[static_cast<size_t>(34 * r + 2 + j)] = static_cast<char>(j - 16);
+    }
+    const float v[3] = {1, 2, 3};
+    std::memcpy(&data[96], v, 12);
+    g.b += data;
+    return g.b;
+  };
+  write_raw(path.p, valid());
+  {
+    File f;
+    ASSERT_EQ(qnt_model_file_open(path.p.c_str(), &f.f), QNT_OK) << qnt_last_error_message();
+    qnt_file_format fmt = 0;
+    ASSERT_EQ(qnt_model_file_format(f.f, &fmt), QNT_OK);
+    EXPECT_EQ(fmt, QNT_FILE_GGUF);
+    const char *s = nullptr;
+    ASSERT_EQ(qnt_model_file_metadata_string(f.f, "general.name", &s), QNT_OK);
+    EXPECT_STREQ(s, "tiny");
+    int64_t iv = 0;
+    uint64_t uv = 0;
+    double dv = 0;
+    EXPECT_EQ(qnt_model_file_metadata_int(f.f, "n", 0, &iv), QNT_ERR_OVERFLOW);
+    ASSERT_EQ(qnt_model_file_metadata_uint(f.f, "n", 0, &uv), QNT_OK);
+    EXPECT_EQ(uv, uint64_t{1} << 63);
+    EXPECT_EQ(qnt_model_file_metadata_string(f.f, "n", &s), QNT_ERR_DTYPE_MISMATCH);
+    qnt_meta_type t = 0, e = 0;
+    size_t n = 0;
+    ASSERT_EQ(qnt_model_file_metadata_type(f.f, "a", &t, &e, &n), QNT_OK);
+    EXPECT_EQ(t, QNT_META_ARRAY);
+    EXPECT_EQ(e, QNT_META_FLOAT32);
+    EXPECT_EQ(n, 2u);
+    ASSERT_EQ(qnt_model_file_metadata_float(f.f, "a", 1, &dv), QNT_OK);
+    EXPECT_EQ(dv, -2.0);
+    EXPECT_EQ(qnt_model_file_metadata_float(f.f, "a", 2, &dv), QNT_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(qnt_model_file_metadata_int(f.f, "a", 0, &iv), QNT_ERR_DTYPE_MISMATCH);
+    size_t i = 0, rank = 0;
+    int64_t dims[4];
+    ASSERT_EQ(qnt_model_file_tensor_find(f.f, "w", &i), QNT_OK);
+    ASSERT_EQ(qnt_model_file_tensor_shape(f.f, i, dims, 4, &rank), QNT_OK);
+    ASSERT_EQ(rank, 2u);
+    EXPECT_EQ(dims[0], 2);
+    EXPECT_EQ(dims[1], 32);
+    ASSERT_EQ(qnt_model_file_tensor_type(f.f, i, &s), QNT_OK);
+    EXPECT_STREQ(s, "Q8_0");
+    // Dequantized, and as a qnt i8 tensor: the codes times 1.0.
+    T y, q, yq;
+    ASSERT_EQ(qnt_tensor_create(QNT_DTYPE_F32, dims, 2, nullptr, &y.t), QNT_OK);
+    ASSERT_EQ(qnt_model_file_tensor_dequantize(f.f, i, y.t), QNT_OK) << qnt_last_error_message();
+    std::vector<float> got(64);
+    ASSERT_EQ(qnt_tensor_copy_to(y.t, got.data(), 256), QNT_OK);
+    for (int k = 0; k < 64; ++k) EXPECT_EQ(got[static_cast<size_t>(k)], static_cast<float>(k % 32 - 16));
+    ASSERT_EQ(qnt_model_file_tensor(f.f, i, &q.t), QNT_OK) << qnt_last_error_message();
+    qnt_dtype d = 0;
+    ASSERT_EQ(qnt_tensor_dtype(q.t, &d), QNT_OK);
+    EXPECT_EQ(d, QNT_DTYPE_I8);
+    ASSERT_EQ(qnt_tensor_create(QNT_DTYPE_F32, dims, 2, nullptr, &yq.t), QNT_OK);
+    ASSERT_EQ(qnt_dequantize(nullptr, q.t, yq.t), QNT_OK);
+    std::vector<float> got2(64);
+    ASSERT_EQ(qnt_tensor_copy_to(yq.t, got2.data(), 256), QNT_OK);
+    EXPECT_EQ(got, got2);
+    T wrong;
+    const int64_t other[2] = {32, 2};
+    ASSERT_EQ(qnt_tensor_create(QNT_DTYPE_F32, other, 2, nullptr, &wrong.t), QNT_OK);
+    EXPECT_EQ(qnt_model_file_tensor_dequantize(f.f, i, wrong.t), QNT_ERR_SHAPE_MISMATCH);
+  }
+  struct Case {
+    const char *what;
+    std::string file;
+    qnt_status want;
+  };
+  auto one_key = [](uint32_t type, const std::string &value) {
+    Gguf g;
+    g.head(3, 0, 1).str("k").put(type);
+    g.b += value;
+    return g.b;
+  };
+  auto one_tensor = [](std::vector<uint64_t> ne, uint32_t type, uint64_t offset, size_t data) {
+    Gguf g;
+    g.head(3, 1, 0).tensor("t", std::move(ne), type, offset).pad();
+    g.b += std::string(data, '\0');
+    return g.b;
+  };
+  std::vector<Case> cases = {
+      {"version 1", Gguf().head(1, 0, 0).b, QNT_ERR_UNSUPPORTED},
+      {"big-endian", Gguf().head(0x03000000u, 0, 0).b, QNT_ERR_UNSUPPORTED},
+      {"version 7", Gguf().head(7, 0, 0).b, QNT_ERR_CORRUPT_DATA},
+      {"truncated header", std::string("GGUF\3\0\0\0", 8), QNT_ERR_CORRUPT_DATA},
+      {"2^60 keys", Gguf().head(3, 0, uint64_t{1} << 60).b, QNT_ERR_CORRUPT_DATA},
+      {"2^60 tensors", Gguf().head(3, uint64_t{1} << 60, 0).b, QNT_ERR_CORRUPT_DATA},
+      {"key of 2^63 bytes", Gguf().head(3, 0, 1).put<uint64_t>(uint64_t{1} << 63).b, QNT_ERR_CORRUPT_DATA},
+      {"unknown value type", one_key(13, std::string(8, '\0')), QNT_ERR_CORRUPT_DATA},
+      {"bool of 2", one_key(7, std::string(1, '\2')), QNT_ERR_CORRUPT_DATA},
+      {"non-UTF-8 string", one_key(8, std::string("\2\0\0\0\0\0\0\0\xff\xfe", 10)), QNT_ERR_CORRUPT_DATA},
+      {"array of arrays", one_key(9, std::string("\x09\0\0\0\1\0\0\0\0\0\0\0", 12)), QNT_ERR_CORRUPT_DATA},
+      {"array longer than the file", one_key(9, std::string("\x04\0\0\0\0\0\0\0\0\0\0\x10", 12)),
+       QNT_ERR_CORRUPT_DATA},
+      {"five dimensions", one_tensor({1, 1, 1, 1, 1}, 0, 0, 4), QNT_ERR_CORRUPT_DATA},
+      {"unknown ggml type", one_tensor({4}, 99, 0, 16), QNT_ERR_CORRUPT_DATA},
+      {"row not whole blocks", one_tensor({33}, 8, 0, 64), QNT_ERR_CORRUPT_DATA},
+      {"misaligned offset", one_tensor({4}, 0, 4, 32), QNT_ERR_CORRUPT_DATA},
+      {"data past the end", one_tensor({64}, 0, 0, 128), QNT_ERR_CORRUPT_DATA},
+      {"offset past the end", one_tensor({4}, 0, uint64_t{1} << 62, 16), QNT_ERR_CORRUPT_DATA},
+  };
+  {
+    Gguf g;  // a key twice
+    g.head(3, 0, 2).str("k").put<uint32_t>(4).put<uint32_t>(1).str("k").put<uint32_t>(4).put<uint32_t>(2);
+    cases.push_back({"duplicate key", g.b, QNT_ERR_CORRUPT_DATA});
+    Gguf a;  // an alignment that is not a power of two
+    a.head(3, 0, 1).str("general.alignment").put<uint32_t>(4).put<uint32_t>(48);
+    cases.push_back({"alignment 48", a.b, QNT_ERR_CORRUPT_DATA});
+    Gguf h;  // two tensors over the same bytes
+    h.head(3, 2, 0).tensor("a", {8}, 0, 0).tensor("b", {8}, 0, 0).pad();
+    h.b += std::string(32, '\0');
+    cases.push_back({"overlap", h.b, QNT_ERR_CORRUPT_DATA});
+    Gguf d;  // a tensor name twice
+    d.head(3, 2, 0).tensor("a", {8}, 0, 0).tensor("a", {8}, 0, 32).pad();
+    d.b += std::string(64, '\0');
+    cases.push_back({"duplicate tensor", d.b, QNT_ERR_CORRUPT_DATA});
+  }
+  for (const Case &c : cases) {
+    write_raw(path.p, c.file);
+    std::string msg;
+    EXPECT_EQ(open_status(path.p, &msg), c.want) << c.what << ": " << msg;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// libFuzzer target: qnt_model_file_open on fuzzed files (the bytes go to a temporary file, since
-// the reader maps a path). A refused file must be refused with a documented status; an accepted
+// libFuzzer target: qnt_model_file_open on fuzzed files, safetensors and GGUF alike (the format
+// comes from the content; the bytes go to a temporary file, since the reader takes a path). A refused file must be refused with a documented status; an accepted
 // one must give every entry's bytes and every qnt tensor it names (quantized ones dequantized),
 // and write back through qnt_model_writer into a file that opens again.
 #include "fuzz_common.hpp"
@@ -27,6 +27,18 @@ void read_all(qnt_model_file *f) {
     FUZZ_CALL(qnt_model_file_tensor_bytes(f, i, &data, &bytes));
     volatile uint8_t sink = 0;
     for (size_t k = 0; k < bytes; k += 4096) sink = static_cast<uint8_t>(sink + static_cast<const uint8_t *>(data)[k]);
+    {  // the values as float32, where qnt dequantizes the entry's type
+      int64_t dims[QNT_MAX_RANK];
+      size_t rank = 0;
+      FUZZ_CALL(qnt_model_file_tensor_shape(f, i, dims, QNT_MAX_RANK, &rank));
+      qnt_tensor *y = nullptr;
+      size_t count = 1;
+      for (size_t k = 0; k < rank; ++k) count = dims[k] > 0 && count <= (size_t{1} << 20) ? count * static_cast<size_t>(dims[k]) : 0;
+      if (count <= (size_t{1} << 20) && qnt_tensor_create(QNT_DTYPE_F32, dims, rank, nullptr, &y) == QNT_OK) {
+        FUZZ_CALL(qnt_model_file_tensor_dequantize(f, i, y));
+        qnt_tensor_destroy(y);
+      }
+    }
     qnt_tensor *t = nullptr;
     const qnt_status s = qnt_model_file_tensor(f, i, &t);
     FUZZ_CALL(s);
