@@ -28,7 +28,9 @@
  *       rounded on its own (as gguf-py's numpy does; ggml's C code compiled with FMA contraction
  *       may fuse q * d + m into one rounding and differ by an ulp there). The other ggml types
  *       are listed and their bytes readable.
- *    Writing GGUF is not in this release (QNT_ERR_UNSUPPORTED).
+ *    Writing GGUF (version 3, alignment 32): typed metadata, the plain types, and Q4_0, Q4_1,
+ *    Q5_0, Q5_1, Q8_0 quantized from float32 (qnt_model_writer_declare_ggml); the K-quants,
+ *    IQ4_NL and the ternary types are read, not yet written.
  *
  * Quantized tensors in safetensors. safetensors has no quantized dtypes, so qnt stores a tensor
  * `name` with qparams as up to three entries and one metadata key:
@@ -212,6 +214,28 @@ QNT_API qnt_status qnt_model_writer_write(qnt_model_writer *w, const qnt_tensor 
  * a declaration without qparams), exactly its size (QNT_ERR_SHAPE_MISMATCH otherwise). */
 QNT_API qnt_status qnt_model_writer_write_bytes(qnt_model_writer *w, const void *data,
                                                 size_t bytes);
+/* GGUF's typed metadata: one value of `type` at value (the C type of its size: uint8_t ...
+ * double; a bool is a uint8_t 0 or 1; a string is a const char *, its address passed), or an
+ * array of count values of element_type (strings: an array of const char *). For safetensors
+ * only a string scalar is taken (QNT_ERR_INVALID_ARGUMENT otherwise). "general.alignment" is
+ * qnt's: it writes the default, 32. */
+QNT_API qnt_status qnt_model_writer_set_metadata_scalar(qnt_model_writer *w, const char *key,
+                                                        qnt_meta_type type, const void *value);
+QNT_API qnt_status qnt_model_writer_set_metadata_array(qnt_model_writer *w, const char *key,
+                                                       qnt_meta_type element_type,
+                                                       const void *values, size_t count);
+/* GGUF: declares the next tensor as ggml type ggml_type ("Q8_0", ...), written later from an
+ * f32 tensor of this shape by qnt_model_writer_write: F32 as it is, F16 and BF16 rounded to
+ * nearest even, and Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 with the bits of ggml's reference quantizers
+ * (quantize_row_*_ref; gguf-py's quantize gives the same; a NaN or an infinity in the values is
+ * QNT_ERR_INVALID_ARGUMENT). The last dimension must be a whole number of the type's blocks
+ * (QNT_ERR_SHAPE_MISMATCH); other ggml types are QNT_ERR_UNSUPPORTED in this release (their
+ * bytes can still be copied: qnt_model_writer_declare_bytes with the ggml name). In a GGUF file,
+ * qnt_model_writer_declare takes the plain dtypes (f32, f16, bf16, i8, i16, i32) without
+ * qparams; qnt_model_writer_declare_bytes takes any ggml type name. */
+QNT_API qnt_status qnt_model_writer_declare_ggml(qnt_model_writer *w, const char *name,
+                                                 const char *ggml_type, const int64_t *shape,
+                                                 size_t rank);
 /* Completes the file (every declared tensor written) and renames it into place. */
 QNT_API qnt_status qnt_model_writer_finish(qnt_model_writer *w);
 

@@ -307,6 +307,36 @@ qnt_status qnt_model_writer_declare_bytes(qnt_model_writer *w, const char *name,
   });
 }
 
+qnt_status qnt_model_writer_set_metadata_scalar(qnt_model_writer *w, const char *key, qnt_meta_type type,
+                                                const void *value) {
+  return guard(__func__, [&] {
+    io::Writer &wr = writer_of(w);
+    require(key, "key");
+    require(value, "value");
+    wr.set_metadata(key, type, value, 1, false);
+  });
+}
+
+qnt_status qnt_model_writer_set_metadata_array(qnt_model_writer *w, const char *key, qnt_meta_type element_type,
+                                               const void *values, size_t count) {
+  return guard(__func__, [&] {
+    io::Writer &wr = writer_of(w);
+    require(key, "key");
+    if (element_type == QNT_META_ARRAY) fail(QNT_ERR_INVALID_ARGUMENT, "GGUF has no arrays of arrays that qnt writes");
+    wr.set_metadata(key, element_type, values, count, true);
+  });
+}
+
+qnt_status qnt_model_writer_declare_ggml(qnt_model_writer *w, const char *name, const char *ggml_type,
+                                         const int64_t *shape, size_t rank) {
+  return guard(__func__, [&] {
+    io::Writer &wr = writer_of(w);
+    require(name, "name");
+    require(ggml_type, "ggml_type");
+    wr.declare_ggml(name, ggml_type, shape, rank);
+  });
+}
+
 qnt_status qnt_model_writer_write(qnt_model_writer *w, const qnt_tensor *t) {
   return guard(__func__, [&] {
     io::Writer &wr = writer_of(w);

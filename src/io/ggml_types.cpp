@@ -2,7 +2,12 @@
 // ggml's ggml-common.h; the float operations in the order of its dequantize_row_*).
 #include "io/ggml_types.hpp"
 
+#include "core/error.hpp"
 #include "kernels/common/scalar.hpp"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
 
 #include <cstring>
 
@@ -224,6 +229,143 @@ void ggml_dequantize(const GgmlType &t, const uint8_t *src, size_t count, float 
       return;
     default:
       return;  // callers check t.dequant
+  }
+}
+
+bool ggml_quantizes(const GgmlType &t) noexcept {
+  switch (t.id) {
+    case 0: case 1: case 30: case 2: case 3: case 6: case 7: case 8: return true;
+    default: return false;
+  }
+}
+
+namespace {
+
+void put_half(uint8_t *p, float v) {
+  const uint16_t h = rules::f32_to_f16(v);
+  std::memcpy(p, &h, 2);
+}
+
+void check_finite(const float *x, size_t n, const char *type) {
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i])) fail(QNT_ERR_INVALID_ARGUMENT, "element ", i, " is ", x[i], ", which ", type, " cannot hold");
+}
+
+// The value of largest magnitude (the first such) and its magnitude, as ggml's Q4_0 / Q5_0 take it.
+void abs_max(const float *x, int n, float *amax, float *max) {
+  *amax = 0.0f;
+  *max = 0.0f;
+  for (int j = 0; j < n; ++j)
+    if (*amax < std::fabs(x[j])) {
+      *amax = std::fabs(x[j]);
+      *max = x[j];
+    }
+}
+
+void min_max(const float *x, int n, float *mn, float *mx) {
+  *mn = FLT_MAX;
+  *mx = -FLT_MAX;
+  for (int j = 0; j < n; ++j) {
+    if (x[j] < *mn) *mn = x[j];
+    if (x[j] > *mx) *mx = x[j];
+  }
+}
+
+}  // namespace
+
+void ggml_quantize(const GgmlType &t, const float *x, size_t n, uint8_t *dst) {
+  if (n == 0) return;
+  switch (t.id) {
+    case 0:
+      std::memcpy(dst, x, 4 * n);
+      return;
+    case 1:
+      for (size_t i = 0; i < n; ++i) put_half(dst + 2 * i, x[i]);
+      return;
+    case 30:
+      for (size_t i = 0; i < n; ++i) {
+        const uint16_t b = rules::f32_to_bf16(x[i]);
+        std::memcpy(dst + 2 * i, &b, 2);
+      }
+      return;
+    default:
+      break;
+  }
+  check_finite(x, n, t.name);
+  const size_t nb = n / t.block;
+  for (size_t i = 0; i < nb; ++i, x += 32, dst += t.size) {
+    switch (t.id) {
+      case 8: {  // Q8_0
+        float amax = 0.0f;
+        for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        put_half(dst, d);
+        for (int j = 0; j < 32; ++j) dst[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::round(x[j] * id)));
+        break;
+      }
+      case 2: {  // Q4_0
+        float amax, max;
+        abs_max(x, 32, &amax, &max);
+        const float d = max / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        put_half(dst, d);
+        for (int j = 0; j < 16; ++j) {
+          const auto xi0 = static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x[j] * id + 8.5f)));
+          const auto xi1 = static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x[16 + j] * id + 8.5f)));
+          dst[2 + j] = static_cast<uint8_t>(xi0 | (xi1 << 4));
+        }
+        break;
+      }
+      case 3:    // Q4_1
+      case 7: {  // Q5_1
+        const bool q5 = t.id == 7;
+        float mn, mx;
+        min_max(x, 32, &mn, &mx);
+        const float d = (mx - mn) / (q5 ? 31.0f : 15.0f);
+        if (!std::isfinite(d)) fail(QNT_ERR_INVALID_ARGUMENT, "block ", i, "'s range overflows float32");
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        put_half(dst, d);
+        put_half(dst + 2, mn);
+        uint32_t qh = 0;
+        uint8_t *qs = dst + (q5 ? 8 : 4);
+        for (int j = 0; j < 16; ++j) {
+          const float x0 = (x[j] - mn) * id, x1 = (x[16 + j] - mn) * id;
+          uint8_t xi0, xi1;
+          if (q5) {
+            xi0 = static_cast<uint8_t>(x0 + 0.5f);
+            xi1 = static_cast<uint8_t>(x1 + 0.5f);
+            qh |= ((xi0 & 0x10u) >> 4) << j;
+            qh |= ((xi1 & 0x10u) >> 4) << (j + 16);
+          } else {
+            xi0 = static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x0 + 0.5f)));
+            xi1 = static_cast<uint8_t>(std::min<int>(15, static_cast<int8_t>(x1 + 0.5f)));
+          }
+          qs[j] = static_cast<uint8_t>((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
+        }
+        if (q5) std::memcpy(dst + 4, &qh, 4);
+        break;
+      }
+      case 6: {  // Q5_0
+        float amax, max;
+        abs_max(x, 32, &amax, &max);
+        const float d = max / -16.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        put_half(dst, d);
+        uint32_t qh = 0;
+        for (int j = 0; j < 16; ++j) {
+          const auto xi0 = static_cast<uint8_t>(std::min<int>(31, static_cast<int8_t>(x[j] * id + 16.5f)));
+          const auto xi1 = static_cast<uint8_t>(std::min<int>(31, static_cast<int8_t>(x[16 + j] * id + 16.5f)));
+          dst[6 + j] = static_cast<uint8_t>((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
+          qh |= ((xi0 & 0x10u) >> 4) << j;
+          qh |= ((xi1 & 0x10u) >> 4) << (j + 16);
+        }
+        std::memcpy(dst + 2, &qh, 4);
+        break;
+      }
+      default:
+        fail(QNT_ERR_UNSUPPORTED, "writing ", t.name, " is not in this release (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0)");
+    }
   }
 }
 

@@ -25,4 +25,13 @@ const GgmlType *ggml_type(const char *name) noexcept;
 // n elements (a whole number of blocks) of type t at src, as float32 into dst.
 void ggml_dequantize(const GgmlType &t, const uint8_t *src, size_t n, float *dst);
 
+// Whether qnt writes type t from float32 (ggml_quantize).
+bool ggml_quantizes(const GgmlType &t) noexcept;
+// n finite floats (a whole number of blocks) as type t into dst, with the bits of ggml's
+// reference quantizers (quantize_row_*_ref: the scale search, its float operations and casts, the
+// f16 conversion rounding to nearest even); F16 and BF16 round to nearest even. Throws
+// QNT_ERR_INVALID_ARGUMENT for a NaN or an infinity in a block type's input, or a block whose
+// range overflows float32.
+void ggml_quantize(const GgmlType &t, const float *x, size_t n, uint8_t *dst);
+
 }  // namespace qnt::io

@@ -757,9 +757,10 @@ const uint8_t *ModelFile::bytes(size_t i) const {
 
 // ---------------------------------------------------------------------------------------------
 
-Writer::Writer(const std::string &path, qnt_file_format format) : path_(path), partial_(path + ".partial") {
-  if (format == QNT_FILE_GGUF) fail(QNT_ERR_UNSUPPORTED, "writing GGUF is not in this release");
-  if (format != QNT_FILE_SAFETENSORS) fail(QNT_ERR_INVALID_ARGUMENT, "unknown file format ", format);
+Writer::Writer(const std::string &path, qnt_file_format format)
+    : path_(path), partial_(path + ".partial"), format_(format) {
+  if (format != QNT_FILE_SAFETENSORS && format != QNT_FILE_GGUF)
+    fail(QNT_ERR_INVALID_ARGUMENT, "unknown file format ", format);
   if (path.empty()) fail(QNT_ERR_INVALID_ARGUMENT, "the path is empty");
   file_ = std::fopen(partial_.c_str(), "wb");
   if (file_ == nullptr) fail(QNT_ERR_INVALID_ARGUMENT, system_error("cannot create '" + partial_ + "'"));
@@ -781,7 +782,94 @@ void Writer::set_metadata(const std::string &key, const std::string &value) {
   if (key.compare(0, 4, "qnt.") == 0) fail(QNT_ERR_INVALID_ARGUMENT, "keys 'qnt.*' are qnt's own");
   for (const auto &kv : meta_)
     if (kv.first == key) fail(QNT_ERR_INVALID_ARGUMENT, "metadata '", key, "' is set twice");
-  meta_.emplace_back(key, value);
+  if (format_ == QNT_FILE_GGUF && key == "general.alignment")
+    fail(QNT_ERR_INVALID_ARGUMENT, "qnt writes GGUF with the default alignment (32)");
+  MetaValue v;
+  v.s.push_back(value);
+  meta_.emplace_back(key, std::move(v));
+}
+
+void Writer::set_metadata(const std::string &key, qnt_meta_type type, const void *values, size_t count,
+                          bool array) {
+  usable("metadata");
+  if (format_ != QNT_FILE_GGUF && !(type == QNT_META_STRING && !array))
+    fail(QNT_ERR_INVALID_ARGUMENT, "safetensors metadata holds strings only");
+  if (count > 0 && values == nullptr) fail(QNT_ERR_NULL_POINTER, "values is NULL");
+  if (!array && count != 1) fail(QNT_ERR_INVALID_ARGUMENT, "a scalar has one value");
+  MetaValue v;
+  v.type = array ? QNT_META_ARRAY : type;
+  v.element = type;
+  for (size_t k = 0; k < count; ++k) {
+    switch (type) {
+      case QNT_META_UINT8: v.u.push_back(static_cast<const uint8_t *>(values)[k]); break;
+      case QNT_META_INT8: v.i.push_back(static_cast<const int8_t *>(values)[k]); break;
+      case QNT_META_UINT16: v.u.push_back(static_cast<const uint16_t *>(values)[k]); break;
+      case QNT_META_INT16: v.i.push_back(static_cast<const int16_t *>(values)[k]); break;
+      case QNT_META_UINT32: v.u.push_back(static_cast<const uint32_t *>(values)[k]); break;
+      case QNT_META_INT32: v.i.push_back(static_cast<const int32_t *>(values)[k]); break;
+      case QNT_META_UINT64: v.u.push_back(static_cast<const uint64_t *>(values)[k]); break;
+      case QNT_META_INT64: v.i.push_back(static_cast<const int64_t *>(values)[k]); break;
+      case QNT_META_FLOAT32: v.f.push_back(static_cast<const float *>(values)[k]); break;
+      case QNT_META_FLOAT64: v.f.push_back(static_cast<const double *>(values)[k]); break;
+      case QNT_META_BOOL: {
+        const uint8_t b = static_cast<const uint8_t *>(values)[k];
+        if (b > 1) fail(QNT_ERR_INVALID_ARGUMENT, "a bool is 0 or 1");
+        v.i.push_back(b);
+        break;
+      }
+      case QNT_META_STRING: {
+        const char *str = static_cast<const char *const *>(values)[k];
+        if (str == nullptr) fail(QNT_ERR_NULL_POINTER, "string ", k, " is NULL");
+        try {
+          (void)json(std::string(str)).dump();
+        } catch (const json::exception &) {
+          fail(QNT_ERR_INVALID_ARGUMENT, "string ", k, " is not UTF-8");
+        }
+        v.s.emplace_back(str);
+        break;
+      }
+      default:
+        fail(QNT_ERR_INVALID_ARGUMENT, "unknown metadata type ", type);
+    }
+  }
+  if (count == 0 && (type < QNT_META_UINT8 || type > QNT_META_FLOAT64 || type == QNT_META_ARRAY))
+    fail(QNT_ERR_INVALID_ARGUMENT, "unknown metadata type ", type);
+  if (format_ != QNT_FILE_GGUF) {
+    set_metadata(key, v.s.at(0));
+    return;
+  }
+  if (started_) fail(QNT_ERR_INVALID_ARGUMENT, "metadata must come before the first tensor is written");
+  if (key == "general.alignment") fail(QNT_ERR_INVALID_ARGUMENT, "qnt writes GGUF with the default alignment (32)");
+  for (const auto &kv : meta_)
+    if (kv.first == key) fail(QNT_ERR_INVALID_ARGUMENT, "metadata '", key, "' is set twice");
+  meta_.emplace_back(key, std::move(v));
+}
+
+void Writer::declare_ggml(const std::string &name, const std::string &ggml_name, const int64_t *shape,
+                          size_t rank) {
+  Decl d;
+  d.name = name;
+  declared(d);
+  if (format_ != QNT_FILE_GGUF) fail(QNT_ERR_INVALID_ARGUMENT, "ggml types are for GGUF files");
+  const GgmlType *t = ggml_type(ggml_name.c_str());
+  if (t == nullptr) fail(QNT_ERR_INVALID_ARGUMENT, "'", ggml_name, "' is not a ggml type");
+  if (!ggml_quantizes(*t))
+    fail(QNT_ERR_UNSUPPORTED, "writing ", ggml_name, " from float32 is not in this release (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0)");
+  if (rank > 4) fail(QNT_ERR_INVALID_ARGUMENT, "GGUF tensors have at most 4 dimensions");
+  if (rank > 0 && shape == nullptr) fail(QNT_ERR_NULL_POINTER, "shape is NULL");
+  const size_t count = checked_element_count(shape, rank);
+  const int64_t last = rank > 0 ? shape[rank - 1] : 1;
+  if (last % static_cast<int64_t>(t->block) != 0)
+    fail(QNT_ERR_SHAPE_MISMATCH, "tensor '", name, "': a row of ", last, " is not a whole number of ", t->name,
+         " blocks of ", t->block);
+  d.dtype = QNT_DTYPE_F32;
+  d.ggml = t->id;
+  d.from_f32 = true;
+  d.file_dtype = t->name;
+  d.shape.assign(shape, shape + rank);
+  d.bytes = count / t->block * t->size;
+  names_[name] = 1;
+  decls_.push_back(std::move(d));
 }
 
 void Writer::declared(const Decl &d) {
@@ -806,6 +894,20 @@ void Writer::declare(const std::string &name, qnt_dtype dtype, const int64_t *sh
   d.dtype = dtype;
   d.shape.assign(shape, shape + rank);
   d.bytes = checked_byte_size(info, count);
+  if (format_ == QNT_FILE_GGUF) {
+    if (layout != nullptr)
+      fail(QNT_ERR_UNSUPPORTED, "qnt's quantized tensors go to safetensors; GGUF takes ggml's types "
+                                "(qnt_model_writer_declare_ggml)");
+    if (rank > 4) fail(QNT_ERR_INVALID_ARGUMENT, "GGUF tensors have at most 4 dimensions");
+    const uint32_t id = dtype == QNT_DTYPE_F32 ? 0 : dtype == QNT_DTYPE_F16 ? 1 : dtype == QNT_DTYPE_BF16 ? 30
+                      : dtype == QNT_DTYPE_I8 ? 24 : dtype == QNT_DTYPE_I16 ? 25 : dtype == QNT_DTYPE_I32 ? 26 : 0xFFFFFFFFu;
+    if (id == 0xFFFFFFFFu) fail(QNT_ERR_INVALID_ARGUMENT, "GGUF has no type for ", info.name, " without qparams");
+    d.ggml = id;
+    d.file_dtype = ggml_type(id)->name;
+    names_[name] = 1;
+    decls_.push_back(std::move(d));
+    return;
+  }
   if (layout != nullptr) {
     if (layout->dtype() != dtype)
       fail(QNT_ERR_DTYPE_MISMATCH, "the layout's qparams are ", layout->info().name, ", the tensor ", info.name);
@@ -834,9 +936,26 @@ void Writer::declare_bytes(const std::string &name, const std::string &file_dtyp
   Decl d;
   d.name = name;
   declared(d);
+  if (rank > 0 && shape == nullptr) fail(QNT_ERR_NULL_POINTER, "shape is NULL");
+  if (format_ == QNT_FILE_GGUF) {
+    const GgmlType *t = ggml_type(file_dtype.c_str());
+    if (t == nullptr) fail(QNT_ERR_INVALID_ARGUMENT, "'", file_dtype, "' is not a ggml type");
+    if (rank > 4) fail(QNT_ERR_INVALID_ARGUMENT, "GGUF tensors have at most 4 dimensions");
+    const size_t count = checked_element_count(shape, rank);
+    const int64_t last = rank > 0 ? shape[rank - 1] : 1;
+    if (last % static_cast<int64_t>(t->block) != 0 || count / t->block * t->size != bytes)
+      fail(QNT_ERR_SHAPE_MISMATCH, "tensor '", name, "': ", bytes, " bytes are not a shape of ", file_dtype);
+    d.dtype = 0;
+    d.ggml = t->id;
+    d.file_dtype = file_dtype;
+    d.shape.assign(shape, shape + rank);
+    d.bytes = bytes;
+    names_[name] = 1;
+    decls_.push_back(std::move(d));
+    return;
+  }
   const size_t size = safetensors_size(file_dtype);
   if (size == 0) fail(QNT_ERR_INVALID_ARGUMENT, "'", file_dtype, "' is not a safetensors dtype");
-  if (rank > 0 && shape == nullptr) fail(QNT_ERR_NULL_POINTER, "shape is NULL");
   const size_t count = checked_element_count(shape, rank);
   if (count > std::numeric_limits<size_t>::max() / size || count * size != bytes)
     fail(QNT_ERR_SHAPE_MISMATCH, "tensor '", name, "': ", bytes, " bytes for ", count, " elements of ", file_dtype);
@@ -855,10 +974,65 @@ void Writer::put(const void *data, size_t bytes) {
   }
 }
 
+// GGUF version 3: the keys, then the tensor infos (ggml's dimension order, offsets from the data,
+// each a multiple of 32), then the data, each tensor padded to 32 bytes.
+void Writer::start_gguf() {
+  std::string h = "GGUF";
+  auto put_raw = [&](const void *p, size_t n) { h.append(static_cast<const char *>(p), n); };
+  auto u32 = [&](uint32_t v) { put_raw(&v, 4); };
+  auto u64 = [&](uint64_t v) { put_raw(&v, 8); };
+  auto str = [&](const std::string &v) {
+    u64(v.size());
+    h += v;
+  };
+  u32(3);
+  u64(decls_.size());
+  u64(meta_.size());
+  for (const auto &kv : meta_) {
+    const MetaValue &v = kv.second;
+    str(kv.first);
+    u32(static_cast<uint32_t>(v.type));
+    const auto t = static_cast<uint32_t>(v.type == QNT_META_ARRAY ? v.element : v.type);
+    if (v.type == QNT_META_ARRAY) {
+      u32(t);
+      u64(v.count());
+    }
+    for (size_t k = 0; k < v.count(); ++k) {
+      switch (t) {
+        case QNT_META_UINT8: { const auto x = static_cast<uint8_t>(v.u[k]); put_raw(&x, 1); break; }
+        case QNT_META_INT8: { const auto x = static_cast<int8_t>(v.i[k]); put_raw(&x, 1); break; }
+        case QNT_META_BOOL: { const auto x = static_cast<uint8_t>(v.i[k]); put_raw(&x, 1); break; }
+        case QNT_META_UINT16: { const auto x = static_cast<uint16_t>(v.u[k]); put_raw(&x, 2); break; }
+        case QNT_META_INT16: { const auto x = static_cast<int16_t>(v.i[k]); put_raw(&x, 2); break; }
+        case QNT_META_UINT32: { const auto x = static_cast<uint32_t>(v.u[k]); put_raw(&x, 4); break; }
+        case QNT_META_INT32: { const auto x = static_cast<int32_t>(v.i[k]); put_raw(&x, 4); break; }
+        case QNT_META_UINT64: put_raw(&v.u[k], 8); break;
+        case QNT_META_INT64: put_raw(&v.i[k], 8); break;
+        case QNT_META_FLOAT32: { const auto x = static_cast<float>(v.f[k]); put_raw(&x, 4); break; }
+        case QNT_META_FLOAT64: put_raw(&v.f[k], 8); break;
+        default: str(v.s[k]); break;
+      }
+    }
+  }
+  uint64_t at = 0;
+  for (const Decl &d : decls_) {
+    str(d.name);
+    u32(static_cast<uint32_t>(d.shape.size()));
+    for (auto it = d.shape.rbegin(); it != d.shape.rend(); ++it) u64(static_cast<uint64_t>(*it));
+    u32(d.ggml);
+    u64(at);
+    at += (d.bytes + 31) / 32 * 32;
+  }
+  h.append((32 - h.size() % 32) % 32, '\0');
+  started_ = true;
+  put(h.data(), h.size());
+}
+
 void Writer::start() {
+  if (format_ == QNT_FILE_GGUF) return start_gguf();
   json h = json::object();
   json meta = json::object();
-  for (const auto &kv : meta_) meta[kv.first] = kv.second;
+  for (const auto &kv : meta_) meta[kv.first] = kv.second.s.at(0);
   for (const Decl &d : decls_) {
     if (!d.quantized) continue;
     std::string shape;
@@ -904,6 +1078,22 @@ void Writer::write(const Tensor &t) {
     fail(QNT_ERR_DTYPE_MISMATCH, "tensor '", d.name, "' was declared ", dtype_info(d.dtype).name, ", this is ",
          t.info().name);
   if (t.dims() != d.shape) fail(QNT_ERR_SHAPE_MISMATCH, "tensor '", d.name, "' has another shape than declared");
+  if (format_ == QNT_FILE_GGUF) {
+    if (t.qparams()) fail(QNT_ERR_INVALID_ARGUMENT, "tensor '", d.name, "' was declared without qparams");
+    if (!d.from_f32) {
+      if (!started_) start();
+      put(t.data(), t.byte_size());
+    } else {
+      std::vector<uint8_t> q(d.bytes);
+      ggml_quantize(*ggml_type(d.ggml), reinterpret_cast<const float *>(t.data()), t.element_count(), q.data());
+      if (!started_) start();
+      put(q.data(), q.size());
+    }
+    static const char zeros[32] = {};
+    put(zeros, (32 - d.bytes % 32) % 32);
+    ++next_;
+    return;
+  }
   const QParams *qp = t.qparams().get();
   if (d.quantized != (qp != nullptr))
     fail(QNT_ERR_INVALID_ARGUMENT, "tensor '", d.name, "' was declared ", d.quantized ? "with" : "without",
@@ -938,6 +1128,10 @@ void Writer::write_bytes(const void *data, size_t bytes) {
   if (data == nullptr && bytes > 0) fail(QNT_ERR_NULL_POINTER, "data is NULL");
   if (!started_) start();
   put(data, bytes);
+  if (format_ == QNT_FILE_GGUF) {
+    static const char zeros[32] = {};
+    put(zeros, (32 - bytes % 32) % 32);
+  }
   ++next_;
 }
 

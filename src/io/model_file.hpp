@@ -138,6 +138,11 @@ class Writer {
   Writer &operator=(const Writer &) = delete;
 
   void set_metadata(const std::string &key, const std::string &value);
+  // A typed value (GGUF only): `count` values of type `type` at values (strings: const char *
+  // const *), a scalar when !array.
+  void set_metadata(const std::string &key, qnt_meta_type type, const void *values, size_t count, bool array);
+  // GGUF: a tensor of ggml type `ggml_type`, written from float32 (block types quantized).
+  void declare_ggml(const std::string &name, const std::string &ggml_type, const int64_t *shape, size_t rank);
   void declare(const std::string &name, qnt_dtype dtype, const int64_t *shape, size_t rank,
                const QParams *layout);
   void declare_bytes(const std::string &name, const std::string &file_dtype, const int64_t *shape,
@@ -158,7 +163,10 @@ class Writer {
     int64_t axis = 0, block = 0;
     size_t count = 0;
     bool zero_points = false;
+    uint32_t ggml = 0xFFFFFFFFu;  // GGUF: the ggml type
+    bool from_f32 = false;        // GGUF: written from float32 (declare_ggml)
   };
+  void start_gguf();
   void usable(const char *what) const;
   void start();  // writes the header
   void put(const void *data, size_t bytes);
@@ -167,7 +175,8 @@ class Writer {
   std::string path_, partial_;
   std::FILE *file_ = nullptr;
   bool started_ = false, finished_ = false, broken_ = false;
-  std::vector<std::pair<std::string, std::string>> meta_;
+  qnt_file_format format_ = QNT_FILE_SAFETENSORS;
+  std::vector<std::pair<std::string, MetaValue>> meta_;
   std::vector<Decl> decls_;
   std::map<std::string, int> names_;
   size_t next_ = 0;

@@ -245,6 +245,65 @@ for rt in reader.tensors:
             check(np.all(same | zero_sign), f"{name}: as u4, values differ")
 lib.qnt_model_file_destroy(f)
 
+# --- GGUF written by qnt, read by gguf-py --------------------------------------------------------
+for name, args in {
+    "qnt_model_writer_create": [C.c_char_p, C.c_int32, P],
+    "qnt_model_writer_destroy": [P],
+    "qnt_model_writer_set_metadata": [P, C.c_char_p, C.c_char_p],
+    "qnt_model_writer_set_metadata_scalar": [P, C.c_char_p, C.c_int32, P],
+    "qnt_model_writer_set_metadata_array": [P, C.c_char_p, C.c_int32, P, C.c_size_t],
+    "qnt_model_writer_declare_ggml": [P, C.c_char_p, C.c_char_p, P, C.c_size_t],
+    "qnt_model_writer_write": [P, P],
+    "qnt_model_writer_finish": [P],
+    "qnt_tensor_wrap": [C.c_int32, P, C.c_size_t, P, P, C.c_size_t, P],
+}.items():
+    getattr(lib, name).argtypes = args
+    if not name.endswith("destroy"):
+        getattr(lib, name).restype = C.c_int32
+
+qpath = os.path.join(work, "written_by_qnt.gguf")
+wq = P()
+ok(lib.qnt_model_writer_create(qpath.encode(), 2, C.byref(wq)), qpath)
+ok(lib.qnt_model_writer_set_metadata(wq, b"general.architecture", b"llama"), "meta")
+scalars = {"s.u8": (0, C.c_uint8(250)), "s.i8": (1, C.c_int8(-5)), "s.u16": (2, C.c_uint16(65535)),
+           "s.i16": (3, C.c_int16(-2)), "s.u32": (4, C.c_uint32(7)), "s.i32": (5, C.c_int32(-7)),
+           "s.f32": (6, C.c_float(0.25)), "s.bool": (7, C.c_uint8(1)), "s.u64": (10, C.c_uint64(2 ** 64 - 1)),
+           "s.i64": (11, C.c_int64(-(2 ** 63))), "s.f64": (12, C.c_double(-1e-300))}
+for k, (t, v) in scalars.items():
+    ok(lib.qnt_model_writer_set_metadata_scalar(wq, k.encode(), t, C.byref(v)), k)
+strs = (C.c_char_p * 3)(b"a", "é".encode(), b"")
+ok(lib.qnt_model_writer_set_metadata_array(wq, b"s.strs", 8, strs, 3), "strs")
+floats = (C.c_float * 2)(1.5, -0.0)
+ok(lib.qnt_model_writer_set_metadata_array(wq, b"s.floats", 6, floats, 2), "floats")
+xw = rng.standard_normal((4, 64)).astype(np.float32)
+xw[1] = 0
+xw[2] = np.abs(xw[2])
+written = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]
+dims = (C.c_int64 * 2)(4, 64)
+for t in written:
+    ok(lib.qnt_model_writer_declare_ggml(wq, t.lower().encode(), t.encode(), dims, 2), t)
+for t in written:
+    xt = P()
+    ok(lib.qnt_tensor_wrap(1, dims, 2, None, xw.ctypes.data, xw.nbytes, C.byref(xt)), t)
+    ok(lib.qnt_model_writer_write(wq, xt), t)
+    lib.qnt_tensor_destroy(xt)
+ok(lib.qnt_model_writer_finish(wq), "finish")
+lib.qnt_model_writer_destroy(wq)
+r2 = gguf.GGUFReader(qpath)
+fields = {k: v for k, v in r2.fields.items() if not k.startswith("GGUF.")}
+check(fields["general.architecture"].contents() == "llama", "architecture")
+for k, (t, v) in scalars.items():
+    got = fields[k].contents()
+    check(int(fields[k].types[0]) == t, f"{k}: type {fields[k].types}")
+    check((bool(got) == bool(v.value)) if t == 7 else got == v.value, f"{k}: {got} vs {v.value}")
+check(fields["s.strs"].contents() == ["a", "é", ""], f"strs: {fields['s.strs'].contents()}")
+check([float(v) for v in fields["s.floats"].contents()] == [1.5, -0.0], "floats")
+for rt in r2.tensors:
+    qt = T[rt.name.upper()]
+    check(rt.tensor_type == qt and list(reversed([int(d) for d in rt.shape])) == [4, 64], f"{rt.name}: {rt.tensor_type} {rt.shape}")
+    want = quants.quantize(xw, qt) if qt not in (T.F32, T.F16) else xw.astype(np.float32 if qt == T.F32 else np.float16)
+    check(rt.data.tobytes() == np.ascontiguousarray(want).tobytes(), f"{rt.name}: qnt's bytes differ from gguf.quants.quantize")
+
 info = subprocess.run([qnt_cmd, "info", path], capture_output=True, text=True)
 check(info.returncode == 0 and "Q4_K" in info.stdout and "t.str = héllo wörld" in info.stdout,
       f"qnt info: {info.returncode} {info.stderr}")
