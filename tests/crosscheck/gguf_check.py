@@ -311,5 +311,26 @@ out = os.path.join(work, "from_gguf.safetensors")
 r = subprocess.run([qnt_cmd, "quantize", path, out, "--type", "int8", "--quiet"], capture_output=True, text=True)
 check(r.returncode == 0, f"qnt quantize from GGUF: {r.stderr}")
 
+# `qnt quantize` into GGUF: from GGUF (block types kept as bytes, f32 matrices to Q8_0) and from
+# the safetensors file qnt wrote above; gguf-py reads both.
+out2 = os.path.join(work, "requantized.gguf")
+r = subprocess.run([qnt_cmd, "quantize", path, out2, "--type", "q8_0", "--no-default-keep", "--quiet"],
+                   capture_output=True, text=True)
+check(r.returncode == 0, f"qnt quantize GGUF -> GGUF: {r.stderr}")
+if r.returncode == 0:
+    r3 = gguf.GGUFReader(out2)
+    by = {t.name: t for t in r3.tensors}
+    check(by["f32"].tensor_type == T.Q8_0, f"f32 became {by['f32'].tensor_type}")
+    check(by["f32"].data.tobytes() == quants.quantize(tensors["f32"][0], T.Q8_0).tobytes(), "f32 -> Q8_0 bytes")
+    check(by["q4_k"].tensor_type == T.Q8_0, "Q4_K dequantized then Q8_0")
+    check(by["i16"].tensor_type == T.I16 and by["i16"].data.tobytes() == tensors["i16"][0].tobytes(), "i16 kept")
+    check(r3.fields["t.tokens"].contents() == ["<s>", "</s>", "a", "ü"], "string array copied")
+    check(int(r3.fields["t.u64"].contents()) == 2 ** 63 + 5, "u64 copied")
+out3 = os.path.join(work, "from_safetensors.gguf")
+r = subprocess.run([qnt_cmd, "quantize", out, out3, "--type", "q4_0", "--quiet"], capture_output=True, text=True)
+check(r.returncode == 0, f"qnt quantize safetensors -> GGUF: {r.stderr}")
+if r.returncode == 0:
+    check(len(gguf.GGUFReader(out3).tensors) > 0, "gguf-py reads qnt's GGUF from safetensors")
+
 print(f"gguf: {checks - failures} of {checks} checks passed")
 sys.exit(1 if failures else 0)

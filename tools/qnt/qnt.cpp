@@ -1,7 +1,8 @@
 // The `qnt` command: model files on the command line, through libqnt's public C API only
 // (qnt/qnt.h and qnt/qnt_io.h), as any program would use it.
 //   qnt info FILE...
-//   qnt quantize IN OUT --type int8|uint8|int4|uint4|nf4 [--block N] [--per-channel]
+//   qnt quantize IN OUT --type int8|uint8|int4|uint4|nf4 (OUT .safetensors)
+//                           |q8_0|q4_0|q4_1|q5_0|q5_1|f16|bf16 (OUT .gguf) [--block N] [--per-channel]
 //                [--keep REGEX]... [--no-default-keep] [--threads N] [--quiet]
 #include <qnt/qnt.h>
 #include <qnt/qnt_io.h>
@@ -15,7 +16,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cctype>
 #include <cstring>
+#include <functional>
+#include <iterator>
+#include <numeric>
 #include <memory>
 #include <new>
 #include <regex>
@@ -341,13 +346,7 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
-int quantize(const QuantOptions &o) {
-  if (!ends_with(o.out, ".safetensors"))
-    throw Failure(o.out + ": this release writes safetensors (a name ending in .safetensors)");
-  const Target tgt = target_of(o.type);
-  const bool four_bit = tgt.dtype == QNT_DTYPE_I4 || tgt.dtype == QNT_DTYPE_U4 || tgt.dtype == QNT_DTYPE_NF4;
-  if (o.block < 0) throw Failure("--block must be positive");
-  const int64_t block = o.per_channel ? 0 : (o.block > 0 ? o.block : (four_bit ? 32 : 0));
+std::vector<std::regex> keep_patterns(const QuantOptions &o) {
   std::vector<std::regex> keep;
   if (!o.no_default_keep) keep.emplace_back("embed|norm|wte|wpe", std::regex::icase);
   for (const std::string &k : o.keep) {
@@ -357,6 +356,167 @@ int quantize(const QuantOptions &o) {
       throw Failure("--keep '" + k + "': " + e.what());
     }
   }
+  return keep;
+}
+
+// Metadata key k of `in` copied into the GGUF writer w with its type.
+void copy_typed_metadata(const qnt_model_file *in, qnt_model_writer *w, const char *k) {
+  qnt_meta_type type = 0, elem = 0;
+  size_t count = 0;
+  check(qnt_model_file_metadata_type(in, k, &type, &elem, &count), k);
+  std::vector<int64_t> iv(count);
+  std::vector<uint64_t> uv(count);
+  std::vector<double> dv(count);
+  std::vector<const char *> sv(count);
+  std::vector<uint8_t> raw(8 * count + 8);
+  for (size_t i = 0; i < count; ++i) {
+    switch (elem) {
+      case QNT_META_STRING: check(qnt_model_file_metadata_string_at(in, k, i, &sv[i]), k); break;
+      case QNT_META_FLOAT32: case QNT_META_FLOAT64: check(qnt_model_file_metadata_float(in, k, i, &dv[i]), k); break;
+      case QNT_META_UINT8: case QNT_META_UINT16: case QNT_META_UINT32: case QNT_META_UINT64:
+        check(qnt_model_file_metadata_uint(in, k, i, &uv[i]), k);
+        break;
+      default: check(qnt_model_file_metadata_int(in, k, i, &iv[i]), k); break;
+    }
+    uint8_t *at = raw.data() + 8 * i;
+    switch (elem) {  // each value in the C type of its size
+      case QNT_META_UINT8: { const auto v = static_cast<uint8_t>(uv[i]); std::memcpy(raw.data() + i, &v, 1); break; }
+      case QNT_META_INT8: case QNT_META_BOOL: { const auto v = static_cast<int8_t>(iv[i]); std::memcpy(raw.data() + i, &v, 1); break; }
+      case QNT_META_UINT16: { const auto v = static_cast<uint16_t>(uv[i]); std::memcpy(raw.data() + 2 * i, &v, 2); break; }
+      case QNT_META_INT16: { const auto v = static_cast<int16_t>(iv[i]); std::memcpy(raw.data() + 2 * i, &v, 2); break; }
+      case QNT_META_UINT32: { const auto v = static_cast<uint32_t>(uv[i]); std::memcpy(raw.data() + 4 * i, &v, 4); break; }
+      case QNT_META_INT32: { const auto v = static_cast<int32_t>(iv[i]); std::memcpy(raw.data() + 4 * i, &v, 4); break; }
+      case QNT_META_FLOAT32: { const auto v = static_cast<float>(dv[i]); std::memcpy(raw.data() + 4 * i, &v, 4); break; }
+      case QNT_META_UINT64: std::memcpy(at, &uv[i], 8); break;
+      case QNT_META_INT64: std::memcpy(at, &iv[i], 8); break;
+      case QNT_META_FLOAT64: std::memcpy(at, &dv[i], 8); break;
+      default: break;
+    }
+  }
+  const void *values = elem == QNT_META_STRING ? static_cast<const void *>(sv.data()) : raw.data();
+  if (type == QNT_META_ARRAY)
+    check(qnt_model_writer_set_metadata_array(w, k, elem, values, count), k);
+  else
+    check(qnt_model_writer_set_metadata_scalar(w, k, elem, values), k);
+}
+
+// `qnt quantize` into GGUF: float matrices whose rows are whole blocks of 32 become the ggml
+// block type; the rest keeps its type (GGUF's block types as their bytes).
+int quantize_gguf(const QuantOptions &o) {
+  std::string type = o.type;
+  for (char &ch : type) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  const char *types[] = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "F16", "BF16"};
+  if (std::none_of(std::begin(types), std::end(types), [&](const char *t) { return type == t; }))
+    throw Failure("--type " + o.type + ": GGUF output takes q8_0, q4_0, q4_1, q5_0, q5_1, f16 or bf16");
+  if (o.block != 0 || o.per_channel) throw Failure("--block and --per-channel are qnt's schemes; ggml's types fix their blocks");
+  const int64_t qblock = type == "F16" || type == "BF16" ? 1 : 32;
+  const auto keep = keep_patterns(o);
+  const File in = open_file(o.in);
+  size_t n = 0, meta = 0;
+  check(qnt_model_file_tensor_count(in.get(), &n), o.in);
+  check(qnt_model_file_metadata_count(in.get(), &meta), o.in);
+  qnt_model_writer *wp = nullptr;
+  check(qnt_model_writer_create(o.out.c_str(), QNT_FILE_GGUF, &wp), o.out);
+  const Writer w(wp);
+  for (size_t i = 0; i < meta; ++i) {
+    const char *k = nullptr;
+    check(qnt_model_file_metadata_key(in.get(), i, &k), o.in);
+    if (std::strncmp(k, "qnt.", 4) == 0 || std::strcmp(k, "general.alignment") == 0) continue;
+    copy_typed_metadata(in.get(), w.get(), k);
+  }
+  struct G {
+    EntryInfo e;
+    size_t index;
+    int how;  // 0 bytes, 1 plain tensor, 2 from float32 into `type`
+  };
+  std::vector<G> plan;
+  double in_bytes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    G g{entry(in.get(), i), i, 0};
+    const std::string &name = g.e.name;
+    if (ends_with(name, ".qnt_scales") || ends_with(name, ".qnt_zero_points")) continue;
+    in_bytes += static_cast<double>(g.e.bytes);
+    const char *q = nullptr;
+    const bool qnt_quant = qnt_model_file_metadata_string(in.get(), ("qnt." + name).c_str(), &q) == QNT_OK;
+    const bool is_float = g.e.type == "F32" || g.e.type == "F16" || g.e.type == "BF16" || qnt_quant ||
+                          (!is_qnt_type(g.e.type) && dequantizes(in.get(), i));
+    bool kept = !is_float || g.e.shape.size() < 2 || g.e.shape.back() % qblock != 0 ||
+                std::any_of(g.e.shape.begin(), g.e.shape.end(), [](int64_t d) { return d == 0; });
+    for (const std::regex &r : keep) kept = kept || std::regex_search(name, r);
+    if (!kept || qnt_quant) {
+      g.how = 2;
+      check(qnt_model_writer_declare_ggml(w.get(), name.c_str(), kept ? "F32" : type.c_str(), g.e.shape.data(),
+                                          g.e.shape.size()),
+            name);
+    } else if (is_qnt_type(g.e.type) && g.e.type != "U8" && g.e.type != "U16") {
+      g.how = 1;
+      const TensorP t = tensor_at(in.get(), i, name);
+      qnt_dtype d = 0;
+      check(qnt_tensor_dtype(t.get(), &d), name);
+      check(qnt_model_writer_declare(w.get(), name.c_str(), d, g.e.shape.data(), g.e.shape.size(), nullptr), name);
+    } else {
+      const void *data = nullptr;
+      check(qnt_model_file_tensor_bytes(in.get(), i, &data, &g.e.bytes), name);
+      check(qnt_model_writer_declare_bytes(w.get(), name.c_str(), g.e.type.c_str(), g.e.shape.data(),
+                                           g.e.shape.size(), g.e.bytes),
+            name);
+    }
+    plan.push_back(std::move(g));
+  }
+  Progress progress(o.quiet, plan.size(), in_bytes);
+  double done_bytes = 0;
+  size_t done = 0, quantized = 0;
+  for (const G &g : plan) {
+    const std::string &name = g.e.name;
+    if (g.how == 2) {
+      Plan p;
+      p.e = g.e;
+      p.index = g.index;
+      const char *q = nullptr;
+      std::vector<float> x;
+      if (qnt_model_file_metadata_string(in.get(), ("qnt." + name).c_str(), &q) == QNT_OK) {
+        const TensorP t = tensor_at(in.get(), g.index, name);
+        x.resize(static_cast<size_t>(std::accumulate(g.e.shape.begin(), g.e.shape.end(), int64_t{1}, std::multiplies<>())));
+        qnt_tensor *yp = nullptr;
+        check(qnt_tensor_wrap(QNT_DTYPE_F32, g.e.shape.data(), g.e.shape.size(), nullptr, x.data(), 4 * x.size(), &yp),
+              name);
+        const TensorP yt(yp);
+        check(qnt_dequantize(nullptr, t.get(), yt.get()), name);
+      } else {
+        x = is_qnt_type(g.e.type) ? as_f32(in.get(), p, tensor_at(in.get(), g.index, name).get()) : as_f32(in.get(), p, nullptr);
+      }
+      qnt_tensor *xp = nullptr;
+      check(qnt_tensor_wrap(QNT_DTYPE_F32, g.e.shape.data(), g.e.shape.size(), nullptr, x.data(), 4 * x.size(), &xp), name);
+      const TensorP xt(xp);
+      check(qnt_model_writer_write(w.get(), xt.get()), name);
+      ++quantized;
+    } else if (g.how == 1) {
+      check(qnt_model_writer_write(w.get(), tensor_at(in.get(), g.index, name).get()), name);
+    } else {
+      const void *data = nullptr;
+      size_t bytes = 0;
+      check(qnt_model_file_tensor_bytes(in.get(), g.index, &data, &bytes), name);
+      check(qnt_model_writer_write_bytes(w.get(), data, bytes), name);
+    }
+    done_bytes += static_cast<double>(g.e.bytes);
+    progress.step(name, done_bytes, ++done);
+  }
+  check(qnt_model_writer_finish(w.get()), o.out);
+  if (!o.quiet)
+    std::printf("%s -> %s (%s): %zu tensors, %zu written from float32, %.2f s\n", o.in.c_str(), o.out.c_str(),
+                type.c_str(), plan.size(), quantized, progress.seconds());
+  return 0;
+}
+
+int quantize(const QuantOptions &o) {
+  if (ends_with(o.out, ".gguf")) return quantize_gguf(o);
+  if (!ends_with(o.out, ".safetensors"))
+    throw Failure(o.out + ": the output is a .safetensors or a .gguf file");
+  const Target tgt = target_of(o.type);
+  const bool four_bit = tgt.dtype == QNT_DTYPE_I4 || tgt.dtype == QNT_DTYPE_U4 || tgt.dtype == QNT_DTYPE_NF4;
+  if (o.block < 0) throw Failure("--block must be positive");
+  const int64_t block = o.per_channel ? 0 : (o.block > 0 ? o.block : (four_bit ? 32 : 0));
+  const auto keep = keep_patterns(o);
   Ctx ctx;
   {
     qnt_context *c = nullptr;
@@ -557,7 +717,7 @@ int quantize(const QuantOptions &o) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  CLI::App app{"qnt: model files through libqnt (safetensors; GGUF to come)"};
+  CLI::App app{"qnt: model files (safetensors, GGUF) through libqnt"};
   app.require_subcommand(1);
   std::vector<std::string> info_files;
   CLI::App *info_cmd = app.add_subcommand("info", "format, metadata and every tensor of model files");
@@ -565,8 +725,8 @@ int main(int argc, char **argv) {
   QuantOptions q;
   CLI::App *quant = app.add_subcommand("quantize", "quantize a model's weights into a new file");
   quant->add_option("in", q.in, "input model (safetensors, index or folder)")->required();
-  quant->add_option("out", q.out, "output file (.safetensors)")->required();
-  quant->add_option("--type", q.type, "int8, uint8 (per channel by default), int4, uint4, nf4 (blocks of 32)")
+  quant->add_option("out", q.out, "output file (.safetensors or .gguf)")->required();
+  quant->add_option("--type", q.type, "safetensors: int8, uint8 (per channel by default), int4, uint4, nf4 (blocks of 32); GGUF: q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16")
       ->required();
   quant->add_option("--block", q.block, "block size along each weight's last axis");
   quant->add_flag("--per-channel", q.per_channel, "one scale per output channel (axis 0)");
