@@ -51,16 +51,6 @@ std::string st_bytes(const std::string &header, const std::string &data, uint64_
   return s + header + data;
 }
 
-std::vector<uint8_t> bytes_of_tensor(qnt_tensor *t) {
-  size_t n = 0;
-  EXPECT_EQ(qnt_tensor_byte_size(t, &n), QNT_OK);
-  std::vector<uint8_t> v(n);
-  if (n > 0) {
-    EXPECT_EQ(qnt_tensor_copy_to(t, v.data(), n), QNT_OK);
-  }
-  return v;
-}
-
 qnt_status open_status(const std::string &path, std::string *msg = nullptr) {
   File f;
   const qnt_status s = qnt_model_file_open(path.c_str(), &f.f);
@@ -166,7 +156,7 @@ TEST(ModelFile, SafetensorsRoundTrip) {
     ASSERT_EQ(qnt_tensor_dtype(got.t, &dg), QNT_OK);
     ASSERT_EQ(qnt_tensor_dtype(want, &dw), QNT_OK);
     EXPECT_EQ(dg, dw) << name;
-    EXPECT_EQ(bytes_of_tensor(got.t), bytes_of_tensor(want)) << name;
+    EXPECT_EQ(bytes_of(got.t), bytes_of(want)) << name;
     int32_t ro = 0;
     ASSERT_EQ(qnt_tensor_is_read_only(got.t, &ro), QNT_OK);
     EXPECT_EQ(ro, 1) << name;
@@ -213,7 +203,7 @@ TEST(ModelFile, SafetensorsRoundTrip) {
   ASSERT_EQ(qnt_model_file_tensor(f.f, i, &keep.t), QNT_OK);
   qnt_model_file_destroy(f.f);
   f.f = nullptr;
-  EXPECT_EQ(bytes_of_tensor(keep.t), bytes_of_tensor(x.t));
+  EXPECT_EQ(bytes_of(keep.t), bytes_of(x.t));
 }
 
 TEST(ModelFile, WriterLeavesNothingBehindUnlessFinished) {
@@ -337,7 +327,7 @@ TEST(ModelFile, ShardedIndex) {
     ASSERT_EQ(qnt_model_file_tensor_find(f.f, "b", &i), QNT_OK);
     T b;
     ASSERT_EQ(qnt_model_file_tensor(f.f, i, &b.t), QNT_OK);
-    EXPECT_EQ(bytes_of_tensor(b.t), (std::vector<uint8_t>{7, 9}));
+    EXPECT_EQ(bytes_of(b.t), (std::vector<uint8_t>{7, 9}));
   }
   // An index naming a tensor its shard lacks is refused.
   write_raw(d + "/model.safetensors.index.json", R"({"weight_map":{"a":"s2.safetensors","b":"s2.safetensors"}})");

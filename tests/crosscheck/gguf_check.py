@@ -19,17 +19,12 @@ import subprocess
 import sys
 
 import numpy as np
+from qnt_ctypes import Checks, P, load
 import gguf
 from gguf import GGMLQuantizationType as T
 from gguf import quants
 
-lib = C.CDLL(sys.argv[1])
-qnt_cmd = sys.argv[2]
-work = sys.argv[3]
-os.makedirs(work, exist_ok=True)
-P = C.c_void_p
-lib.qnt_last_error_message.restype = C.c_char_p
-for name, args in {
+lib = load(sys.argv[1], {
     "qnt_model_file_open": [C.c_char_p, P],
     "qnt_model_file_destroy": [P],
     "qnt_model_file_format": [P, P],
@@ -51,26 +46,12 @@ for name, args in {
     "qnt_tensor_dtype": [P, P],
     "qnt_tensor_destroy": [P],
     "qnt_dequantize": [P, P, P],
-}.items():
-    getattr(lib, name).argtypes = args
-    if not name.endswith("destroy"):
-        getattr(lib, name).restype = C.c_int32
-
-failures = 0
-checks = 0
-
-
-def check(cond, what):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what)
-
-
-def ok(status, what):
-    if status != 0:
-        raise RuntimeError(f"{what}: status {status}: {lib.qnt_last_error_message().decode()}")
+})
+qnt_cmd = sys.argv[2]
+work = sys.argv[3]
+os.makedirs(work, exist_ok=True)
+_c = Checks(lib)
+check, ok = _c.check, _c.ok
 
 
 rng = np.random.default_rng(7)
@@ -332,5 +313,4 @@ check(r.returncode == 0, f"qnt quantize safetensors -> GGUF: {r.stderr}")
 if r.returncode == 0:
     check(len(gguf.GGUFReader(out3).tensors) > 0, "gguf-py reads qnt's GGUF from safetensors")
 
-print(f"gguf: {checks - failures} of {checks} checks passed")
-sys.exit(1 if failures else 0)
+sys.exit(_c.summary("gguf"))

@@ -18,18 +18,13 @@ import subprocess
 import sys
 
 import numpy as np
+from qnt_ctypes import Checks, P, load
 import torch
 from safetensors.numpy import load_file as np_load
 from safetensors.torch import load_file as torch_load
 from safetensors.torch import save_file
 
-lib = C.CDLL(sys.argv[1])
-qnt_cmd = sys.argv[2]
-work = sys.argv[3]
-os.makedirs(work, exist_ok=True)
-P = C.c_void_p
-lib.qnt_last_error_message.restype = C.c_char_p
-for name, args in {
+lib = load(sys.argv[1], {
     "qnt_model_file_open": [C.c_char_p, P],
     "qnt_model_file_destroy": [P],
     "qnt_model_file_tensor_count": [P, P],
@@ -45,26 +40,12 @@ for name, args in {
     "qnt_tensor_copy_to": [P, P, C.c_size_t],
     "qnt_tensor_destroy": [P],
     "qnt_dequantize": [P, P, P],
-}.items():
-    getattr(lib, name).argtypes = args
-    if not name.endswith("destroy"):
-        getattr(lib, name).restype = C.c_int32
-
-failures = 0
-checks = 0
-
-
-def check(cond, what):
-    global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what)
-
-
-def ok(status, what):
-    if status != 0:
-        raise RuntimeError(f"{what}: status {status}: {lib.qnt_last_error_message().decode()}")
+})
+qnt_cmd = sys.argv[2]
+work = sys.argv[3]
+os.makedirs(work, exist_ok=True)
+_c = Checks(lib)
+check, ok = _c.check, _c.ok
 
 
 class QntFile:
@@ -245,5 +226,4 @@ for qtype, block in [("int8", None), ("uint8", None), ("int4", None), ("uint4", 
         check(sqnr > (30 if dt in ("i8", "u8") else 14), f"{out}: {name} SQNR {sqnr:.1f} dB")
     del qf
 
-print(f"model files: {checks - failures} of {checks} checks passed")
-sys.exit(1 if failures else 0)
+sys.exit(_c.summary("model files"))
