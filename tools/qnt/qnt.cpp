@@ -1,6 +1,7 @@
 // The `qnt` command: model files on the command line, through libqnt's public C API only
 // (qnt/qnt.h and qnt/qnt_io.h), as any program would use it.
 //   qnt info FILE...
+//   qnt bench [--threads N]
 //   qnt quantize IN OUT --type int8|uint8|int4|uint4|nf4 (OUT .safetensors)
 //                           |q8_0|q4_0|q4_1|q5_0|q5_1|f16|bf16 (OUT .gguf) [--block N] [--per-channel]
 //                [--keep REGEX]... [--no-default-keep] [--threads N] [--quiet]
@@ -25,6 +26,7 @@
 #include <new>
 #include <regex>
 #include <stdexcept>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -714,6 +716,137 @@ int quantize(const QuantOptions &o) {
   return 0;
 }
 
+// ---------------------------------------------------------------------------------------------
+// `qnt bench`: this machine's limit for the weight-only layer (the read bandwidth: a streaming
+// sum over 512 MiB on 1 and on all threads) and qnt's kernels against it, measured in the same
+// run. The weight-only layer (4096 x 4096, batch 1; int4 blocks of 32 and 128; both modes) reads
+// its weights from DRAM: copies rotated, twice the size of a 64 MiB cache. The int8 GEMM
+// (1024^3, prepared B) is reported in GOPS: its limit, the machine's multiply peak, needs the
+// instructions themselves (scripts/bench.sh measures it, with oneDNN beside).
+
+double best_of(int reps, const std::function<void()> &f) {
+  f();
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+double read_bandwidth(int threads) {
+  const size_t n = (size_t{512} << 20) / sizeof(uint64_t);
+  std::vector<uint64_t> buf(n);
+  for (size_t i = 0; i < n; ++i) buf[i] = i;
+  std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8);
+  const double t = best_of(3, [&] {
+    std::vector<std::thread> pool;
+    for (int k = 0; k < threads; ++k)
+      pool.emplace_back([&, k] {
+        const size_t a = n * static_cast<size_t>(k) / static_cast<size_t>(threads);
+        const size_t b = n * static_cast<size_t>(k + 1) / static_cast<size_t>(threads);
+        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        size_t i = a;
+        for (; i + 4 <= b; i += 4) s0 += buf[i], s1 += buf[i + 1], s2 += buf[i + 2], s3 += buf[i + 3];
+        for (; i < b; ++i) s0 += buf[i];
+        sums[static_cast<size_t>(k) * 8] = s0 + s1 + s2 + s3;
+      });
+    for (auto &th : pool) th.join();
+  });
+  volatile uint64_t sink = std::accumulate(sums.begin(), sums.end(), uint64_t{0});
+  (void)sink;
+  return static_cast<double>(n * sizeof(uint64_t)) / t / 1e9;
+}
+
+int bench(int threads_opt) {
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<int> counts{1};
+  const int top = threads_opt > 0 ? threads_opt : hw;
+  if (top > 1) counts.push_back(top);
+  qnt_context *c = nullptr;
+  check(qnt_context_create(&c), "context");
+  const Ctx ctx(c);
+  const char *kernels = nullptr;
+  check(qnt_context_kernels(c, &kernels), "kernels");
+  qnt_isa isa = 0;
+  check(qnt_context_isa(c, &isa), "isa");
+  std::printf("qnt bench: kernel set %s, %d hardware threads\n", qnt_isa_name(isa), hw);
+  // The weights: one f32 matrix, quantized per format, prepared in enough copies.
+  const int64_t N = 4096, K = 4096;
+  std::vector<float> w(static_cast<size_t>(N * K));
+  uint32_t r = 12345;
+  for (auto &v : w) {
+    r = r * 1664525u + 1013904223u;
+    v = static_cast<float>(static_cast<int32_t>(r >> 8) - (1 << 23)) / static_cast<float>(1 << 23);
+  }
+  const int64_t wshape[2] = {N, K}, xshape[2] = {1, K}, yshape[2] = {1, N};
+  qnt_tensor *wt = nullptr;
+  check(qnt_tensor_wrap(QNT_DTYPE_F32, wshape, 2, nullptr, w.data(), 4 * w.size(), &wt), "w");
+  const TensorP wf(wt);
+  std::vector<float> xv(static_cast<size_t>(K), 0.5f), yv(static_cast<size_t>(N));
+  qnt_tensor *xp = nullptr, *yp = nullptr;
+  check(qnt_tensor_wrap(QNT_DTYPE_F32, xshape, 2, nullptr, xv.data(), 4 * xv.size(), &xp), "x");
+  check(qnt_tensor_wrap(QNT_DTYPE_F32, yshape, 2, nullptr, yv.data(), 4 * yv.size(), &yp), "y");
+  const TensorP xt(xp), yt(yp);
+  std::printf("%-44s %8s %10s %10s %8s\n", "work", "threads", "time (ms)", "GB/s", "share");
+  for (int th : counts) {
+    check(qnt_context_set_num_threads(c, th), "threads");
+    const double bw = read_bandwidth(th);
+    std::printf("%-44s %8d %10s %10.2f %8s\n", "read bandwidth (streaming sum, 512 MiB)", th, "", bw, "1");
+    for (int64_t block : {int64_t{32}, int64_t{128}}) {
+      qnt_qparams *qp = nullptr;
+      check(qnt_calibrate_minmax(c, wf.get(), QNT_DTYPE_I4, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_BLOCK, 1, block,
+                                 &qp),
+            "calibrate");
+      const Qp qh(qp);
+      qnt_tensor *qt = nullptr;
+      check(qnt_tensor_create(QNT_DTYPE_I4, wshape, 2, qp, &qt), "w4");
+      const TensorP q4(qt);
+      check(qnt_quantize(c, wf.get(), q4.get()), "quantize");
+      const double bytes = static_cast<double>(N * K / 2) + static_cast<double>(N * K / block) * 4.0;
+      const int copies = static_cast<int>(std::max(2.0, 2.0 * 64e6 / bytes + 1));
+      for (int64_t mode : {int64_t{QNT_WEIGHT_ONLY_INT8_ACT}, int64_t{QNT_WEIGHT_ONLY_F32}}) {
+        qnt_op_desc *d = nullptr;
+        check(qnt_op_desc_create(&d), "desc");
+        check(qnt_op_desc_set(d, QNT_OP_WEIGHT_ONLY_MODE, mode), "desc");
+        std::vector<qnt_prepared *> ops(static_cast<size_t>(copies), nullptr);
+        for (auto &op : ops) check(qnt_prepared_create_linear_weight_only(c, q4.get(), nullptr, d, &op), "prepare");
+        qnt_op_desc_destroy(d);
+        size_t at = 0;
+        const double t = best_of(20 * copies, [&] {
+          check(qnt_prepared_run(c, ops[at], xt.get(), yt.get()), "run");
+          at = (at + 1) % ops.size();
+        });
+        for (auto *op : ops) qnt_prepared_destroy(op);
+        char label[80];
+        std::snprintf(label, sizeof label, "weight-only int4 b%lld %s, M1 4096x4096", static_cast<long long>(block),
+                      mode == QNT_WEIGHT_ONLY_F32 ? "f32 mode" : "W4A8");
+        std::printf("%-44s %8d %10.3f %10.2f %8.2f\n", label, th, 1e3 * t, bytes / t / 1e9, bytes / t / 1e9 / bw);
+      }
+    }
+    // int8 GEMM, prepared B
+    const int64_t M = 1024, GK = 1024, GN = 1024;
+    std::vector<uint8_t> av(static_cast<size_t>(M * GK)), bv(static_cast<size_t>(GK * GN));
+    for (auto &v : av) v = static_cast<uint8_t>((r = r * 1664525u + 1013904223u) >> 24);
+    for (auto &v : bv) v = static_cast<uint8_t>((r = r * 1664525u + 1013904223u) >> 24);
+    const int64_t as[2] = {M, GK}, bs[2] = {GK, GN}, cs[2] = {M, GN};
+    qnt_tensor *at = nullptr, *bt = nullptr, *ct = nullptr;
+    check(qnt_tensor_wrap(QNT_DTYPE_U8, as, 2, nullptr, av.data(), av.size(), &at), "a");
+    check(qnt_tensor_wrap(QNT_DTYPE_I8, bs, 2, nullptr, bv.data(), bv.size(), &bt), "b");
+    check(qnt_tensor_create(QNT_DTYPE_I32, cs, 2, nullptr, &ct), "c");
+    const TensorP a8(at), b8(bt), c32(ct);
+    qnt_prepared *mm = nullptr;
+    check(qnt_prepared_create_matmul(c, b8.get(), nullptr, nullptr, &mm), "matmul");
+    const double t = best_of(10, [&] { check(qnt_prepared_run(c, mm, a8.get(), c32.get()), "matmul"); });
+    qnt_prepared_destroy(mm);
+    std::printf("%-44s %8d %10.3f %10s %8s   %.1f GOPS (u8 x s8 -> s32)\n", "int8 GEMM 1024^3, prepared B", th, 1e3 * t,
+                "", "", 2.0 * static_cast<double>(M * GK * GN) / t / 1e9);
+  }
+  std::printf("(share: of the read bandwidth measured above, on the same thread count)\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -735,10 +868,14 @@ int main(int argc, char **argv) {
                   "quantize embeddings and norms too (kept by default: /embed|norm|wte|wpe/i)");
   quant->add_option("--threads", q.threads, "threads (default: the machine's)");
   quant->add_flag("--quiet", q.quiet, "print nothing");
+  int bench_threads = 0;
+  CLI::App *bench_cmd = app.add_subcommand("bench", "the weight-only and GEMM kernels on this machine, against its read bandwidth");
+  bench_cmd->add_option("--threads", bench_threads, "the larger thread count (default: the machine's)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (*info_cmd) return info(info_files);
     if (*quant) return quantize(q);
+    if (*bench_cmd) return bench(bench_threads);
   } catch (const std::bad_alloc &) {
     std::fprintf(stderr, "qnt: out of memory\n");
     return 1;
