@@ -234,7 +234,7 @@ void ggml_dequantize(const GgmlType &t, const uint8_t *src, size_t count, float 
 
 bool ggml_quantizes(const GgmlType &t) noexcept {
   switch (t.id) {
-    case 0: case 1: case 30: case 2: case 3: case 6: case 7: case 8: return true;
+    case 0: case 1: case 30: case 2: case 3: case 6: case 7: case 8: case 12: case 13: case 14: return true;
     default: return false;
   }
 }
@@ -271,6 +271,228 @@ void min_max(const float *x, int n, float *mn, float *mx) {
   }
 }
 
+// ggml's round to nearest (ties to even) through the float adder: exact for |v| < 2^22.
+int nearest_int(float v) {
+  const float big = v + 12582912.0f;
+  int32_t i;
+  std::memcpy(&i, &big, 4);
+  return (i & 0x007FFFFF) - 0x00400000;
+}
+
+// The K-quants' search for a sub-block's scale and minimum (ggml's make_qkx2_quants): codes in
+// [0, nmax] for n values x with weights w, starting from the min-max fit and trying nstep + 1
+// stretched scales, each refit by weighted least squares; the codes that fit best go to L.
+// Returns the scale; *the_min gets -(the minimum).
+float kquant_fit(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min, float rmin,
+                 float rdelta, int nstep) {
+  float mn = x[0], mx = x[0];
+  float sum_w = w[0];
+  float sum_x = sum_w * x[0];
+  for (int i = 1; i < n; ++i) {
+    if (x[i] < mn) mn = x[i];
+    if (x[i] > mx) mx = x[i];
+    sum_w += w[i];
+    sum_x += w[i] * x[i];
+  }
+  if (mn > 0) mn = 0;
+  if (mx == mn) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    *the_min = -mn;
+    return 0.0f;
+  }
+  float iscale = static_cast<float>(nmax) / (mx - mn);
+  float scale = 1 / iscale;
+  float best_error = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = nearest_int(iscale * (x[i] - mn));
+    L[i] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
+    float diff = scale * static_cast<float>(L[i]) + mn - x[i];
+    diff = diff * diff;
+    best_error += w[i] * diff;
+  }
+  uint8_t aux[32];
+  for (int is = 0; is <= nstep; ++is) {
+    iscale = (rmin + rdelta * static_cast<float>(is) + static_cast<float>(nmax)) / (mx - mn);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      int l = nearest_int(iscale * (x[i] - mn));
+      l = std::max(0, std::min(nmax, l));
+      aux[i] = static_cast<uint8_t>(l);
+      const float fl = static_cast<float>(l);
+      sum_l += w[i] * fl;
+      sum_l2 += w[i] * fl * fl;
+      sum_xl += w[i] * fl * x[i];
+    }
+    const float D = sum_w * sum_l2 - sum_l * sum_l;
+    if (D > 0) {
+      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+      if (this_min > 0) {
+        this_min = 0;
+        this_scale = sum_xl / sum_l2;
+      }
+      float cur_error = 0;
+      for (int i = 0; i < n; ++i) {
+        float diff = this_scale * static_cast<float>(aux[i]) + this_min - x[i];
+        diff = diff * diff;
+        cur_error += w[i] * diff;
+      }
+      if (cur_error < best_error) {
+        for (int i = 0; i < n; ++i) L[i] = aux[i];
+        best_error = cur_error;
+        scale = this_scale;
+        mn = this_min;
+      }
+    }
+  }
+  *the_min = -mn;
+  return scale;
+}
+
+// Q4_K (bits 4) and Q5_K (bits 5): ggml's quantize_row_q4_K_ref / q5_K_ref for one block of 256.
+void quantize_k45(const float *x, uint8_t *dst, int bits) {
+  const int nmax = (1 << bits) - 1;
+  uint8_t L[256];
+  float mins[8], scales[8], w[32];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 8; ++j) {
+    float sum_x2 = 0;
+    for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+    const float av_x = std::sqrt(sum_x2 / 32);
+    for (int l = 0; l < 32; ++l) w[l] = av_x + std::fabs(x[32 * j + l]);
+    scales[j] = bits == 4 ? kquant_fit(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], -1.0f, 0.1f, 20)
+                          : kquant_fit(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], -0.5f, 0.1f, 15);
+    if (scales[j] > max_scale) max_scale = scales[j];
+    if (mins[j] > max_min) max_min = mins[j];
+  }
+  uint8_t *sc = dst + 4;
+  std::memset(sc, 0, 12);
+  const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+  const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    const auto ls = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_scale * scales[j])));
+    const auto lm = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_min * mins[j])));
+    if (j < 4) {
+      sc[j] = ls;
+      sc[j + 4] = lm;
+    } else {
+      sc[j + 4] = static_cast<uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
+      sc[j - 4] = static_cast<uint8_t>(sc[j - 4] | ((ls >> 4) << 6));
+      sc[j] = static_cast<uint8_t>(sc[j] | ((lm >> 4) << 6));
+    }
+  }
+  put_half(dst, max_scale / 63.0f);
+  put_half(dst + 2, max_min / 63.0f);
+  const float d0 = half(dst), m0 = half(dst + 2);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t s1, m1;
+    scale_min_k4(j, sc, &s1, &m1);
+    const float d = d0 * static_cast<float>(s1);
+    if (d == 0.0f) continue;
+    const float dm = m0 * static_cast<float>(m1);
+    for (int ii = 0; ii < 32; ++ii)
+      L[32 * j + ii] = static_cast<uint8_t>(std::max(0, std::min(nmax, nearest_int((x[32 * j + ii] + dm) / d))));
+  }
+  if (bits == 4) {
+    uint8_t *q = dst + 16;
+    for (int j = 0; j < 256; j += 64, q += 32)
+      for (int l = 0; l < 32; ++l) q[l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 4));
+    return;
+  }
+  uint8_t *qh = dst + 16, *ql = dst + 48;
+  std::memset(qh, 0, 32);
+  uint8_t m1 = 1, m2 = 2;
+  for (int n0 = 0; n0 < 256; n0 += 64, ql += 32) {
+    for (int j = 0; j < 32; ++j) {
+      int l1 = L[n0 + j], l2 = L[n0 + j + 32];
+      if (l1 > 15) l1 -= 16, qh[j] = static_cast<uint8_t>(qh[j] | m1);
+      if (l2 > 15) l2 -= 16, qh[j] = static_cast<uint8_t>(qh[j] | m2);
+      ql[j] = static_cast<uint8_t>(l1 | (l2 << 4));
+    }
+    m1 = static_cast<uint8_t>(m1 << 2);
+    m2 = static_cast<uint8_t>(m2 << 2);
+  }
+}
+
+// Q6_K's sub-block scale search (ggml's make_qx_quants with rmse_type 1: weights x^2): codes in
+// [-nmax, nmax - 1] (stored + nmax in L), 19 scales tried around -nmax / max.
+float kquant_fit_sym(int n, int nmax, const float *x, int8_t *L) {
+  float mx = 0, amax = 0;
+  for (int i = 0; i < n; ++i)
+    if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), mx = x[i];
+  if (amax < 1e-15f) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    return 0.0f;
+  }
+  float iscale = -static_cast<float>(nmax) / mx;
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i])));
+    L[i] = static_cast<int8_t>(l + nmax);
+    const float w = x[i] * x[i], fl = static_cast<float>(l);
+    sumlx += w * x[i] * fl;
+    suml2 += w * fl * fl;
+  }
+  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / mx;
+    sumlx = suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i])));
+      const float w = x[i] * x[i], fl = static_cast<float>(l);
+      sumlx += w * x[i] * fl;
+      suml2 += w * fl * fl;
+    }
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; ++i)
+        L[i] = static_cast<int8_t>(nmax + std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i]))));
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+// Q6_K: ggml's quantize_row_q6_K_ref for one block of 256.
+void quantize_q6k(const float *x, uint8_t *dst) {
+  int8_t L[256];
+  float scales[16];
+  float max_scale = 0, max_abs_scale = 0;
+  for (int ib = 0; ib < 16; ++ib) {
+    const float scale = kquant_fit_sym(16, 32, x + 16 * ib, L + 16 * ib);
+    scales[ib] = scale;
+    if (std::fabs(scale) > max_abs_scale) max_abs_scale = std::fabs(scale), max_scale = scale;
+  }
+  std::memset(dst, 0, 210);
+  if (max_abs_scale < 1e-15f) {
+    put_half(dst + 208, 0.0f);
+    return;
+  }
+  const float iscale = -128.0f / max_scale;
+  put_half(dst + 208, 1 / iscale);
+  auto *sc = reinterpret_cast<int8_t *>(dst + 192);
+  for (int ib = 0; ib < 16; ++ib) sc[ib] = static_cast<int8_t>(std::min(127, nearest_int(iscale * scales[ib])));
+  const float d0 = half(dst + 208);
+  for (int j = 0; j < 16; ++j) {
+    const float d = d0 * static_cast<float>(sc[j]);
+    if (d == 0.0f) continue;
+    for (int ii = 0; ii < 16; ++ii)
+      L[16 * j + ii] = static_cast<int8_t>(std::max(-32, std::min(31, nearest_int(x[16 * j + ii] / d))) + 32);
+  }
+  uint8_t *ql = dst, *qh = dst + 128;
+  for (int j = 0; j < 256; j += 128, ql += 64, qh += 32)
+    for (int l = 0; l < 32; ++l) {
+      const auto q1 = static_cast<uint8_t>(L[j + l] & 0xF), q2 = static_cast<uint8_t>(L[j + l + 32] & 0xF);
+      const auto q3 = static_cast<uint8_t>(L[j + l + 64] & 0xF), q4 = static_cast<uint8_t>(L[j + l + 96] & 0xF);
+      ql[l] = static_cast<uint8_t>(q1 | (q3 << 4));
+      ql[l + 32] = static_cast<uint8_t>(q2 | (q4 << 4));
+      qh[l] = static_cast<uint8_t>((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
+                                   ((L[j + l + 96] >> 4) << 6));
+    }
+}
+
 }  // namespace
 
 void ggml_quantize(const GgmlType &t, const float *x, size_t n, uint8_t *dst) {
@@ -293,8 +515,11 @@ void ggml_quantize(const GgmlType &t, const float *x, size_t n, uint8_t *dst) {
   }
   check_finite(x, n, t.name);
   const size_t nb = n / t.block;
-  for (size_t i = 0; i < nb; ++i, x += 32, dst += t.size) {
+  for (size_t i = 0; i < nb; ++i, x += t.block, dst += t.size) {
     switch (t.id) {
+      case 12: quantize_k45(x, dst, 4); break;
+      case 13: quantize_k45(x, dst, 5); break;
+      case 14: quantize_q6k(x, dst); break;
       case 8: {  // Q8_0
         float amax = 0.0f;
         for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
@@ -364,7 +589,7 @@ void ggml_quantize(const GgmlType &t, const float *x, size_t n, uint8_t *dst) {
         break;
       }
       default:
-        fail(QNT_ERR_UNSUPPORTED, "writing ", t.name, " is not in this release (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0)");
+        fail(QNT_ERR_UNSUPPORTED, "writing ", t.name, " is not in this release (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)");
     }
   }
 }

@@ -14,6 +14,7 @@
 usage: gguf_check.py path/to/libqnt.so path/to/qnt workdir
 """
 import ctypes as C
+import hashlib
 import os
 import subprocess
 import sys
@@ -291,6 +292,59 @@ check(info.returncode == 0 and "Q4_K" in info.stdout and "t.str = héllo wörld"
 out = os.path.join(work, "from_gguf.safetensors")
 r = subprocess.run([qnt_cmd, "quantize", path, out, "--type", "int8", "--quiet"], capture_output=True, text=True)
 check(r.returncode == 0, f"qnt quantize from GGUF: {r.stderr}")
+
+# The K-quants, which gguf-py does not quantize: qnt's bytes against ggml's own reference
+# quantizers. The SHA-256 of each type's bytes for golden_input() below was computed once with
+# ggml_quantize_chunk (no importance matrix: quantize_row_*_ref) of ggml d99724f2, built from a
+# fetched copy outside this project; the legacy types are here too, as a second witness besides
+# gguf.quants.quantize.
+GOLDEN = {
+    "Q4_0": "2d391fb279c6d0b7bd78a7be6664a4218d821798991e6bc3a90796fb6bd4fa7e",
+    "Q4_1": "58975d4cb1e4fc370de65c6f9f147be01ac76fb699b6859d01dc579f6ea5c345",
+    "Q5_0": "b21a6b677db7357b6af33ad18d761798b160369f517d41306b57fd2745a84cce",
+    "Q5_1": "d7f82c725308321c0954262fc8f1a6acd7c27e8cab03e1a1965fb3d84d03b76c",
+    "Q8_0": "7981e074cef04112838b695371d909eb19ec3c25e7c816fba569fe959409174d",
+    "Q4_K": "aec5ad50b007796a89a1e49588b6a2a68fd326140077a01d8825b5ba327ad079",
+    "Q5_K": "aac64fd8900c227ad3791b178b134160287a00c89353a91b2a87cfd5b34129c2",
+    "Q6_K": "46dcce2ed413e26cad650ac9e32280020911d680f77aa04f422db7ea4c2d1b7e",
+}
+
+
+def golden_input(rows=8, cols=512):
+    """Deterministic values with heavy tails and a zero row, from a 32-bit LCG (no library RNG)."""
+    st = 2463534242
+    vals = np.empty(rows * cols, dtype=np.float32)
+    for i in range(rows * cols):
+        st = (st * 1664525 + 1013904223) % 2 ** 32
+        u = (st >> 8) / 2 ** 24 - 0.5
+        vals[i] = np.float32(8 * u * u * u + 0.1 * u)
+    g = vals.reshape(rows, cols)
+    g[2] = 0
+    g[5] = np.abs(g[5])
+    return g
+
+
+xg = golden_input()
+gpath = os.path.join(work, "golden.gguf")
+wq = P()
+ok(lib.qnt_model_writer_create(gpath.encode(), 2, C.byref(wq)), gpath)
+gdims = (C.c_int64 * 2)(8, 512)
+for t in GOLDEN:
+    ok(lib.qnt_model_writer_declare_ggml(wq, t.encode(), t.encode(), gdims, 2), t)
+for t in GOLDEN:
+    xt = P()
+    ok(lib.qnt_tensor_wrap(1, gdims, 2, None, xg.ctypes.data, xg.nbytes, C.byref(xt)), t)
+    ok(lib.qnt_model_writer_write(wq, xt), t)
+    lib.qnt_tensor_destroy(xt)
+ok(lib.qnt_model_writer_finish(wq), "finish")
+lib.qnt_model_writer_destroy(wq)
+for rt in gguf.GGUFReader(gpath).tensors:
+    check(hashlib.sha256(rt.data.tobytes()).hexdigest() == GOLDEN[rt.name],
+          f"{rt.name}: qnt's bytes are not ggml's reference quantizer's")
+    deq = quants.dequantize(rt.data, rt.tensor_type).reshape(8, 512)
+    err = float(np.sum((deq - xg) ** 2))
+    sqnr = 10 * np.log10(float(np.sum(xg.astype(np.float64) ** 2)) / max(err, 1e-30))
+    check(sqnr > 15, f"{rt.name}: SQNR {sqnr:.1f} dB")
 
 # `qnt quantize` into GGUF: from GGUF (block types kept as bytes, f32 matrices to Q8_0) and from
 # the safetensors file qnt wrote above; gguf-py reads both.
