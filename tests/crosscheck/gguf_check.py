@@ -257,20 +257,28 @@ strs = (C.c_char_p * 3)(b"a", "é".encode(), b"")
 ok(lib.qnt_model_writer_set_metadata_array(wq, b"s.strs", 8, strs, 3), "strs")
 floats = (C.c_float * 2)(1.5, -0.0)
 ok(lib.qnt_model_writer_set_metadata_array(wq, b"s.floats", 6, floats, 2), "floats")
+
+
+def write_tensors(w, x, types, name_of):
+    """Declares then writes x (float32, 2-D) once per ggml type through qnt's writer w, finishes
+    and destroys w."""
+    dims = (C.c_int64 * 2)(*x.shape)
+    for t in types:
+        ok(lib.qnt_model_writer_declare_ggml(w, name_of(t).encode(), t.encode(), dims, 2), t)
+    for t in types:
+        xt = P()
+        ok(lib.qnt_tensor_wrap(1, dims, 2, None, x.ctypes.data, x.nbytes, C.byref(xt)), t)
+        ok(lib.qnt_model_writer_write(w, xt), t)
+        lib.qnt_tensor_destroy(xt)
+    ok(lib.qnt_model_writer_finish(w), "finish")
+    lib.qnt_model_writer_destroy(w)
+
+
 xw = rng.standard_normal((4, 64)).astype(np.float32)
 xw[1] = 0
 xw[2] = np.abs(xw[2])
 written = ["F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]
-dims = (C.c_int64 * 2)(4, 64)
-for t in written:
-    ok(lib.qnt_model_writer_declare_ggml(wq, t.lower().encode(), t.encode(), dims, 2), t)
-for t in written:
-    xt = P()
-    ok(lib.qnt_tensor_wrap(1, dims, 2, None, xw.ctypes.data, xw.nbytes, C.byref(xt)), t)
-    ok(lib.qnt_model_writer_write(wq, xt), t)
-    lib.qnt_tensor_destroy(xt)
-ok(lib.qnt_model_writer_finish(wq), "finish")
-lib.qnt_model_writer_destroy(wq)
+write_tensors(wq, xw, written, str.lower)
 r2 = gguf.GGUFReader(qpath)
 fields = {k: v for k, v in r2.fields.items() if not k.startswith("GGUF.")}
 check(fields["general.architecture"].contents() == "llama", "architecture")
@@ -328,16 +336,7 @@ xg = golden_input()
 gpath = os.path.join(work, "golden.gguf")
 wq = P()
 ok(lib.qnt_model_writer_create(gpath.encode(), 2, C.byref(wq)), gpath)
-gdims = (C.c_int64 * 2)(8, 512)
-for t in GOLDEN:
-    ok(lib.qnt_model_writer_declare_ggml(wq, t.encode(), t.encode(), gdims, 2), t)
-for t in GOLDEN:
-    xt = P()
-    ok(lib.qnt_tensor_wrap(1, gdims, 2, None, xg.ctypes.data, xg.nbytes, C.byref(xt)), t)
-    ok(lib.qnt_model_writer_write(wq, xt), t)
-    lib.qnt_tensor_destroy(xt)
-ok(lib.qnt_model_writer_finish(wq), "finish")
-lib.qnt_model_writer_destroy(wq)
+write_tensors(wq, xg, list(GOLDEN), str)
 for rt in gguf.GGUFReader(gpath).tensors:
     check(hashlib.sha256(rt.data.tobytes()).hexdigest() == GOLDEN[rt.name],
           f"{rt.name}: qnt's bytes are not ggml's reference quantizer's")
