@@ -234,7 +234,8 @@ void ggml_dequantize(const GgmlType &t, const uint8_t *src, size_t count, float 
 
 bool ggml_quantizes(const GgmlType &t) noexcept {
   switch (t.id) {
-    case 0: case 1: case 30: case 2: case 3: case 6: case 7: case 8: case 12: case 13: case 14: return true;
+    case 0: case 1: case 30: case 2: case 3: case 6: case 7: case 8: case 12: case 13: case 14: case 34: case 35:
+      return true;
     default: return false;
   }
 }
@@ -493,6 +494,46 @@ void quantize_q6k(const float *x, uint8_t *dst) {
     }
 }
 
+// TQ1_0 (tq2 false) and TQ2_0: ggml's quantize_row_tq1_0_ref / tq2_0_ref for one block of 256:
+// d = amax, trits lroundf(x / d) + 1 in {0, 1, 2}; TQ1_0 packs five trits a byte as the fraction
+// ceil(v * 256 / 243) (four in qh, shifted to the top trit), TQ2_0 four a byte in 2-bit fields.
+void quantize_ternary(const float *x, uint8_t *dst, bool tq2) {
+  float amax = 0.0f;
+  for (int j = 0; j < 256; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  auto trit = [&](const float v) { return static_cast<int>(std::lround(v * id)) + 1; };
+  if (tq2) {
+    for (int j = 0; j < 64; j += 32, x += 128)
+      for (int m = 0; m < 32; ++m) {
+        int q = 0;
+        for (int n = 0; n < 4; ++n) q += (trit(x[m + 32 * n]) & 3) << (2 * n);
+        dst[j + m] = static_cast<uint8_t>(q);
+      }
+    put_half(dst + 64, d);
+    return;
+  }
+  auto pack = [](int q) { return static_cast<uint8_t>((q * 256 + 242) / 243); };
+  for (int m = 0; m < 32; ++m) {  // bytes 0-31: five trits 32 apart
+    int q = 0;
+    for (int n = 0; n < 5; ++n) q = q * 3 + trit(x[m + 32 * n]);
+    dst[m] = pack(q);
+  }
+  x += 160;
+  for (int m = 0; m < 16; ++m) {  // bytes 32-47: five trits 16 apart
+    int q = 0;
+    for (int n = 0; n < 5; ++n) q = q * 3 + trit(x[m + 16 * n]);
+    dst[32 + m] = pack(q);
+  }
+  x += 80;
+  for (int j = 0; j < 4; ++j) {  // qh: four trits 4 apart, then one more place
+    int q = 0;
+    for (int m = 0; m < 4; ++m) q = q * 3 + trit(x[j + 4 * m]);
+    dst[48 + j] = pack(q * 3);
+  }
+  put_half(dst + 52, d);
+}
+
 }  // namespace
 
 void ggml_quantize(const GgmlType &t, const float *x, size_t n, uint8_t *dst) {
@@ -520,6 +561,8 @@ void ggml_quantize(const GgmlType &t, const float *x, size_t n, uint8_t *dst) {
       case 12: quantize_k45(x, dst, 4); break;
       case 13: quantize_k45(x, dst, 5); break;
       case 14: quantize_q6k(x, dst); break;
+      case 34: quantize_ternary(x, dst, false); break;
+      case 35: quantize_ternary(x, dst, true); break;
       case 8: {  // Q8_0
         float amax = 0.0f;
         for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
@@ -589,7 +632,7 @@ void ggml_quantize(const GgmlType &t, const float *x, size_t n, uint8_t *dst) {
         break;
       }
       default:
-        fail(QNT_ERR_UNSUPPORTED, "writing ", t.name, " is not in this release (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K)");
+        fail(QNT_ERR_UNSUPPORTED, "writing ", t.name, " is not in this release (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, TQ1_0, TQ2_0)");
     }
   }
 }
