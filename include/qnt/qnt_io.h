@@ -29,8 +29,8 @@
  *       may fuse q * d + m into one rounding and differ by an ulp there). The other ggml types
  *       are listed and their bytes readable.
  *    Writing GGUF (version 3, alignment 32): typed metadata, the plain types, and Q4_0, Q4_1,
- *    Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, TQ1_0, TQ2_0 quantized from float32
- *    (qnt_model_writer_declare_ggml); IQ4_NL is read, not yet written.
+ *    Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, TQ1_0, TQ2_0 quantized from float32
+ *    (qnt_model_writer_declare_ggml): every block type qnt reads.
  *
  * Quantized tensors in safetensors. safetensors has no quantized dtypes, so qnt stores a tensor
  * `name` with qparams as up to three entries and one metadata key:
@@ -226,7 +226,8 @@ QNT_API qnt_status qnt_model_writer_set_metadata_array(qnt_model_writer *w, cons
                                                        const void *values, size_t count);
 /* GGUF: declares the next tensor as ggml type ggml_type ("Q8_0", ...), written later from an
  * f32 tensor of this shape by qnt_model_writer_write: F32 as it is, F16 and BF16 rounded to
- * nearest even, and Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, TQ1_0, TQ2_0 with the bits of ggml's
+ * nearest even, and Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, TQ1_0, TQ2_0 with the bits
+ * of ggml's
  * reference quantizers (quantize_row_*_ref, the K-quants' scale and minimum search included;
  * ggml built without FMA contraction, and gguf-py's quantize for the legacy types, give the same
  * bytes; a NaN or an infinity in the values is QNT_ERR_INVALID_ARGUMENT). The last dimension must be a whole number of the type's blocks

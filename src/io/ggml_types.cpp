@@ -234,7 +234,8 @@ void ggml_dequantize(const GgmlType &t, const uint8_t *src, size_t count, float 
 
 bool ggml_quantizes(const GgmlType &t) noexcept {
   switch (t.id) {
-    case 0: case 1: case 30: case 2: case 3: case 6: case 7: case 8: case 12: case 13: case 14: case 34: case 35:
+    case 0: case 1: case 30: case 2: case 3: case 6: case 7: case 8: case 12: case 13: case 14: case 20: case 34:
+    case 35:
       return true;
     default: return false;
   }
@@ -494,6 +495,46 @@ void quantize_q6k(const float *x, uint8_t *dst) {
     }
 }
 
+// The index of the IQ4_NL table value nearest to v (ggml's best_index_int8; the lower on a tie).
+int iq4nl_index(float v) {
+  if (v <= static_cast<float>(kIq4nl[0])) return 0;
+  if (v >= static_cast<float>(kIq4nl[15])) return 15;
+  int lo = 0, hi = 15;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (v < static_cast<float>(kIq4nl[mid])) hi = mid;
+    else lo = mid;
+  }
+  return v - static_cast<float>(kIq4nl[hi - 1]) < static_cast<float>(kIq4nl[hi]) - v ? hi - 1 : hi;
+}
+
+// IQ4_NL: ggml's quantize_row_iq4_nl_ref for one block of 32 (no importance weights, no scale
+// trials): d = max / -127, each value's nearest table entry, then d refit by least squares
+// weighted by x^2. An all-zero block gets d = 0 and codes 0 (ggml leaves the codes of such a
+// block to whatever its buffer held; the values are 0 either way).
+void quantize_iq4nl(const float *x, uint8_t *dst) {
+  float amax = 0, mx = 0;
+  for (int j = 0; j < 32; ++j)
+    if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), mx = x[j];
+  uint8_t L[32] = {};
+  float d = 0.0f;
+  if (amax >= 1e-15f) {
+    d = mx / static_cast<float>(kIq4nl[0]);
+    const float id = 1 / d;
+    float sumqx = 0, sumq2 = 0;
+    for (int j = 0; j < 32; ++j) {
+      const int l = iq4nl_index(id * x[j]);
+      L[j] = static_cast<uint8_t>(l);
+      const float q = static_cast<float>(kIq4nl[l]), w = x[j] * x[j];
+      sumqx += w * q * x[j];
+      sumq2 += w * q * q;
+    }
+    d = sumq2 > 0 ? sumqx / sumq2 : 0.0f;
+  }
+  put_half(dst, d);
+  for (int j = 0; j < 16; ++j) dst[2 + j] = static_cast<uint8_t>(L[j] | (L[16 + j] << 4));
+}
+
 // TQ1_0 (tq2 false) and TQ2_0: ggml's quantize_row_tq1_0_ref / tq2_0_ref for one block of 256:
 // d = amax, trits lroundf(x / d) + 1 in {0, 1, 2}; TQ1_0 packs five trits a byte as the fraction
 // ceil(v * 256 / 243) (four in qh, shifted to the top trit), TQ2_0 four a byte in 2-bit fields.
@@ -561,6 +602,7 @@ void ggml_quantize(const GgmlType &t, const float *x, size_t n, uint8_t *dst) {
       case 12: quantize_k45(x, dst, 4); break;
       case 13: quantize_k45(x, dst, 5); break;
       case 14: quantize_q6k(x, dst); break;
+      case 20: quantize_iq4nl(x, dst); break;
       case 34: quantize_ternary(x, dst, false); break;
       case 35: quantize_ternary(x, dst, true); break;
       case 8: {  // Q8_0
@@ -632,7 +674,7 @@ void ggml_quantize(const GgmlType &t, const float *x, size_t n, uint8_t *dst) {
         break;
       }
       default:
-        fail(QNT_ERR_UNSUPPORTED, "writing ", t.name, " is not in this release (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, TQ1_0, TQ2_0)");
+        fail(QNT_ERR_UNSUPPORTED, "writing ", t.name, " is not in this release (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, TQ1_0, TQ2_0)");
     }
   }
 }

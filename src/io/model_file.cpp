@@ -855,8 +855,8 @@ void Writer::declare_ggml(const std::string &name, const std::string &ggml_name,
   if (t == nullptr) fail(QNT_ERR_INVALID_ARGUMENT, "'", ggml_name, "' is not a ggml type");
   if (!ggml_quantizes(*t))
     fail(QNT_ERR_UNSUPPORTED, "writing ", ggml_name,
-         " from float32 is not in this release (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, TQ1_0, "
-         "TQ2_0)");
+         " from float32 is not in this release (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, "
+         "TQ1_0, TQ2_0)");
   if (rank > 4) fail(QNT_ERR_INVALID_ARGUMENT, "GGUF tensors have at most 4 dimensions");
   if (rank > 0 && shape == nullptr) fail(QNT_ERR_NULL_POINTER, "shape is NULL");
   const size_t count = checked_element_count(shape, rank);

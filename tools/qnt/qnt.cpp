@@ -3,7 +3,7 @@
 //   qnt info FILE...
 //   qnt bench [--threads N]
 //   qnt quantize IN OUT --type int8|uint8|int4|uint4|nf4 (OUT .safetensors)
-//                           |q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|tq1_0|tq2_0|f16|bf16 (OUT .gguf) [--block N] [--per-channel]
+//                           |q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|iq4_nl|tq1_0|tq2_0|f16|bf16 (.gguf) [--block N] [--per-channel]
 //                [--keep REGEX]... [--no-default-keep] [--threads N] [--quiet]
 #include <qnt/qnt.h>
 #include <qnt/qnt_io.h>
@@ -408,9 +408,9 @@ void copy_typed_metadata(const qnt_model_file *in, qnt_model_writer *w, const ch
 int quantize_gguf(const QuantOptions &o) {
   std::string type = o.type;
   for (char &ch : type) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  const char *types[] = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "TQ1_0", "TQ2_0", "F16", "BF16"};
+  const char *types[] = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "TQ1_0", "TQ2_0", "F16", "BF16"};
   if (std::none_of(std::begin(types), std::end(types), [&](const char *t) { return type == t; }))
-    throw Failure("--type " + o.type + ": GGUF output takes q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, tq1_0, tq2_0, f16 or bf16");
+    throw Failure("--type " + o.type + ": GGUF output takes q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, iq4_nl, tq1_0, tq2_0, f16 or bf16");
   if (o.block != 0 || o.per_channel) throw Failure("--block and --per-channel are qnt's schemes; ggml's types fix their blocks");
   const int64_t qblock = type == "F16" || type == "BF16" ? 1 : type.back() == 'K' || type[0] == 'T' ? 256 : 32;
   const auto keep = keep_patterns(o);
@@ -860,7 +860,7 @@ int main(int argc, char **argv) {
   CLI::App *quant = app.add_subcommand("quantize", "quantize a model's weights into a new file");
   quant->add_option("in", q.in, "input model (safetensors, index or folder)")->required();
   quant->add_option("out", q.out, "output file (.safetensors or .gguf)")->required();
-  quant->add_option("--type", q.type, "safetensors: int8, uint8 (per channel by default), int4, uint4, nf4 (blocks of 32); GGUF: q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, tq1_0, tq2_0, f16, bf16")
+  quant->add_option("--type", q.type, "safetensors: int8, uint8 (per channel by default), int4, uint4, nf4 (blocks of 32); GGUF: q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, iq4_nl, tq1_0, tq2_0, f16, bf16")
       ->required();
   quant->add_option("--block", q.block, "block size along each weight's last axis");
   quant->add_flag("--per-channel", q.per_channel, "one scale per output channel (axis 0)");
