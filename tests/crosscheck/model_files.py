@@ -167,9 +167,11 @@ del f
 
 # 2. `qnt quantize` output loads in safetensors and PyTorch, and means what qnt says.
 NIBBLE_SIGNED = {"i4": True, "u4": False}
-for qtype, block in [("int8", None), ("uint8", None), ("int4", None), ("uint4", 64), ("int4", 16), ("nf4", None)]:
-    out = os.path.join(work, f"q_{qtype}_{block}.safetensors")
-    cmd = [qnt_cmd, "quantize", src, out, "--type", qtype, "--quiet"] + (["--block", str(block)] if block else [])
+for qtype, extra in [("int8", []), ("uint8", []), ("int4", []), ("uint4", ["--block", "64"]),
+                     ("int4", ["--block", "16"]), ("nf4", []), ("int4", ["--per-channel", "--method", "mse"]),
+                     ("uint8", ["--method", "percentile", "--percentile", "99.5"])]:
+    out = os.path.join(work, f"q_{qtype}_{'_'.join(extra)}.safetensors")
+    cmd = [qnt_cmd, "quantize", src, out, "--type", qtype, "--quiet"] + extra
     r = subprocess.run(cmd, capture_output=True, text=True)
     check(r.returncode == 0, f"{' '.join(cmd)}: {r.stderr}")
     if r.returncode != 0:

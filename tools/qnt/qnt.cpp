@@ -4,7 +4,8 @@
 //   qnt bench [--threads N]
 //   qnt quantize IN OUT --type int8|uint8|int4|uint4|nf4 (OUT .safetensors)
 //                           |q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|iq4_nl|tq1_0|tq2_0|f16|bf16 (.gguf) [--block N] [--per-channel]
-//                [--keep REGEX]... [--no-default-keep] [--threads N] [--quiet]
+//                [--keep REGEX]... [--no-default-keep] [--method minmax|percentile|entropy|mse|adaptive]
+//                [--percentile P] [--threads N] [--quiet]
 #include <qnt/qnt.h>
 #include <qnt/qnt_io.h>
 
@@ -217,7 +218,8 @@ int info(const std::vector<std::string> &paths) {
 
 // ---------------------------------------------------------------------------------------------
 struct QuantOptions {
-  std::string in, out, type;
+  std::string in, out, type, method = "minmax";
+  double percentile = 0;
   int64_t block = 0;
   bool per_channel = false, quiet = false, no_default_keep = false;
   std::vector<std::string> keep;
@@ -519,6 +521,21 @@ int quantize(const QuantOptions &o) {
   const bool four_bit = tgt.dtype == QNT_DTYPE_I4 || tgt.dtype == QNT_DTYPE_U4 || tgt.dtype == QNT_DTYPE_NF4;
   if (o.block < 0) throw Failure("--block must be positive");
   const int64_t block = o.per_channel ? 0 : (o.block > 0 ? o.block : (four_bit ? 32 : 0));
+  // --method: how each channel's scale is chosen (qnt_calibrator's methods over the weights).
+  const struct {
+    const char *name;
+    qnt_calib_method m;
+  } methods[] = {{"minmax", QNT_CALIB_MINMAX}, {"percentile", QNT_CALIB_PERCENTILE}, {"entropy", QNT_CALIB_ENTROPY},
+                 {"mse", QNT_CALIB_MSE}, {"adaptive", QNT_CALIB_ADAPTIVE}};
+  qnt_calib_method method = 0;
+  for (const auto &m : methods)
+    if (o.method == m.name) method = m.m;
+  if (method == 0) throw Failure("--method " + o.method + ": minmax, percentile, entropy, mse or adaptive");
+  if (method != QNT_CALIB_MINMAX && (block > 0 || tgt.dtype == QNT_DTYPE_NF4))
+    throw Failure("--method " + o.method + ": the calibrators choose per-tensor or per-channel qparams of the integer "
+                  "dtypes; use --per-channel (blocks and NF4 take min-max and absmax)");
+  if (o.percentile != 0 && method != QNT_CALIB_PERCENTILE && method != QNT_CALIB_ADAPTIVE)
+    throw Failure("--percentile goes with --method percentile or adaptive");
   const auto keep = keep_patterns(o);
   Ctx ctx;
   {
@@ -675,13 +692,24 @@ int quantize(const QuantOptions &o) {
             name);
       const TensorP xt(xp);
       qnt_qparams *qp = nullptr;
-      if (tgt.dtype == QNT_DTYPE_NF4)
+      if (tgt.dtype == QNT_DTYPE_NF4) {
         check(qnt_calibrate_codebook(ctx.get(), xt.get(), tgt.dtype, p.gran, p.axis, p.block, &qp), name);
-      else
+      } else if (method != QNT_CALIB_MINMAX) {
+        // A calibrator's search over each channel's histogram of the weights themselves.
+        qnt_calibrator *cal = nullptr;
+        check(qnt_calibrator_create(method, tgt.dtype, tgt.affine ? QNT_SCHEME_AFFINE : QNT_SCHEME_SYMMETRIC, p.gran,
+                                    p.axis, &cal),
+              name);
+        const std::unique_ptr<qnt_calibrator, void (*)(qnt_calibrator *)> ch(cal, qnt_calibrator_destroy);
+        if (o.percentile > 0) check(qnt_calibrator_set_option(cal, QNT_CALIB_OPT_PERCENTILE, o.percentile), "--percentile");
+        check(qnt_calibrator_observe(ctx.get(), cal, xt.get()), name);
+        check(qnt_calibrator_compute(ctx.get(), cal, &qp), name);
+      } else {
         check(qnt_calibrate_minmax(ctx.get(), xt.get(), tgt.dtype,
                                    tgt.affine ? QNT_SCHEME_AFFINE : QNT_SCHEME_SYMMETRIC, p.gran, p.axis,
                                    p.block, &qp),
               name);
+      }
       const Qp qh(qp);
       check(qnt_tensor_create(tgt.dtype, p.e.shape.data(), p.e.shape.size(), qp, &yp), name);
       const TensorP yt(yp);
@@ -867,6 +895,10 @@ int main(int argc, char **argv) {
   quant->add_option("--keep", q.keep, "keep tensors whose name matches this regex in their dtype (repeatable)");
   quant->add_flag("--no-default-keep", q.no_default_keep,
                   "quantize embeddings and norms too (kept by default: /embed|norm|wte|wpe/i)");
+  quant->add_option("--method", q.method,
+                    "how each channel's scale is chosen: minmax (default), percentile, entropy, mse, adaptive "
+                    "(qnt_calibrator over the weights; per-channel integer types)");
+  quant->add_option("--percentile", q.percentile, "with --method percentile: the percentile, in (50, 100]");
   quant->add_option("--threads", q.threads, "threads (default: the machine's)");
   quant->add_flag("--quiet", q.quiet, "print nothing");
   int bench_threads = 0;
