@@ -9,11 +9,11 @@ seconds=${1:-60}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DQNT_BUILD_FUZZERS=ON -DQNT_WITH_OPENMP=OFF -DQNT_WITH_CUDA=OFF -DQNT_BUILD_TESTS=OFF \
   -DQNT_BUILD_EXAMPLES=OFF -DQNT_WERROR=ON > /dev/null
-cmake --build build-fuzz -j "$(nproc)" --target fuzz_api fuzz_calibrator fuzz_dlpack fuzz_safetensors
+cmake --build build-fuzz -j "$(nproc)" --target fuzz_api fuzz_calibrator fuzz_dlpack fuzz_safetensors fuzz_gguf
 export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 failed=0
-for t in api calibrator dlpack safetensors; do
+for t in api calibrator dlpack safetensors gguf; do
   new=$(mktemp -d)
   corpus="tests/fuzz/corpus/$t"
   [ -d "$corpus" ] || corpus=""
@@ -30,5 +30,5 @@ for t in api calibrator dlpack safetensors; do
   fi
   rm -rf "$new"
 done
-echo "fuzz: $((4 - failed)) passed, $failed failed"
+echo "fuzz: $((5 - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]

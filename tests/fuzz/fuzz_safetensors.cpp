@@ -1,5 +1,6 @@
-// libFuzzer target: qnt_model_file_open on fuzzed files, safetensors and GGUF alike (the format
-// comes from the content; the bytes go to a temporary file, since the reader takes a path). A refused file must be refused with a documented status; an accepted
+// libFuzzer targets fuzz_safetensors and fuzz_gguf: qnt_model_file_open on fuzzed files (the
+// format comes from the content; fuzz_gguf writes GGUF's magic and version 3 before each input;
+// the bytes go to a temporary file, since the reader takes a path). A refused file must be refused with a documented status; an accepted
 // one must give every entry's bytes and every qnt tensor it names (quantized ones dequantized),
 // and write back through qnt_model_writer into a file that opens again.
 #include "fuzz_common.hpp"
@@ -67,6 +68,11 @@ void read_all(qnt_model_file *f) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string in = temp_path(".safetensors"), out = temp_path("_out.safetensors");
   if (std::FILE *fp = std::fopen(in.c_str(), "wb")) {
+#if defined(QNT_FUZZ_GGUF)
+    // fuzz_gguf: every input is a GGUF v3 file after the magic and the version, so that the
+    // fuzzer spends its time on GGUF's header, metadata, tensor infos and block types.
+    std::fwrite("GGUF\3\0\0\0", 1, 8, fp);
+#endif
     if (size > 0) std::fwrite(data, 1, size, fp);
     std::fclose(fp);
   } else {
