@@ -200,10 +200,13 @@ with torch.no_grad():
     print("|---|---|---|---|---|")
     src = os.path.join(model_dir, "model.safetensors")
     print(f"| f32 (the model as published) | safetensors | {os.path.getsize(src) / 2**20:.1f} MiB | 1 | 1 |")
-    for qtype, ext, extra in [("int8", "safetensors", []), ("uint8", "safetensors", []),
-                              ("int4", "safetensors", []), ("uint4", "safetensors", []),
-                              ("nf4", "safetensors", ["--block", "64"]), ("q8_0", "gguf", []),
-                              ("q4_0", "gguf", []), ("q4_1", "gguf", [])]:
+    variants = [("int8", "safetensors", []), ("uint8", "safetensors", []), ("int4", "safetensors", []),
+                ("uint4", "safetensors", []), ("nf4", "safetensors", ["--block", "64"]), ("q8_0", "gguf", []),
+                ("q4_0", "gguf", []), ("q4_1", "gguf", []), ("q4_k", "gguf", []), ("q6_k", "gguf", [])]
+    only = os.environ.get("QNT_MINILM_TYPES")  # e.g. "q4_k,q6_k": those rows only
+    for qtype, ext, extra in variants:
+        if only and qtype not in only.split(","):
+            continue
         out = os.path.join(work, f"minilm-{qtype}.{ext}")
         subprocess.run([qnt_cmd, "quantize", src, out, "--type", qtype, "--quiet"] + extra, check=True)
         emb = embed(load_weights(out), sentences)
