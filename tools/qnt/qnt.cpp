@@ -111,6 +111,21 @@ EntryInfo entry(const qnt_model_file *f, size_t i) {
   e.shape.assign(dims, dims + rank);
   size_t count = 1;
   for (int64_t d : e.shape) count *= static_cast<size_t>(d);
+  // The entry's bytes from its type (without mapping it): ggml's block types by their blocks.
+  static const struct {
+    const char *name;
+    size_t block, size;
+  } kBlockTypes[] = {{"Q4_0", 32, 18},  {"Q4_1", 32, 20},   {"Q5_0", 32, 22},  {"Q5_1", 32, 24},
+                     {"Q8_0", 32, 34},  {"Q8_1", 32, 36},   {"IQ4_NL", 32, 18}, {"MXFP4", 32, 17},
+                     {"Q2_K", 256, 84}, {"Q3_K", 256, 110}, {"Q4_K", 256, 144}, {"Q5_K", 256, 176},
+                     {"Q6_K", 256, 210}, {"Q8_K", 256, 292}, {"IQ2_XXS", 256, 66}, {"IQ2_XS", 256, 74},
+                     {"IQ3_XXS", 256, 98}, {"IQ1_S", 256, 50}, {"IQ3_S", 256, 110}, {"IQ2_S", 256, 82},
+                     {"IQ4_XS", 256, 136}, {"IQ1_M", 256, 56}, {"TQ1_0", 256, 54}, {"TQ2_0", 256, 66}};
+  for (const auto &b : kBlockTypes)
+    if (e.type == b.name) {
+      e.bytes = count / b.block * b.size;
+      return e;
+    }
   const size_t size = e.type == "F64" || e.type == "I64" || e.type == "U64" ? 8
                       : e.type == "F32" || e.type == "I32" || e.type == "U32" ? 4
                       : e.type == "F16" || e.type == "BF16" || e.type == "I16" || e.type == "U16" ? 2
