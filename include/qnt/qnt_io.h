@@ -184,8 +184,8 @@ QNT_API qnt_status qnt_model_writer_create(const char *path, qnt_file_format for
                                            qnt_model_writer **out);
 QNT_API void qnt_model_writer_destroy(qnt_model_writer *w);
 
-/* A metadata string (both copied). A key written twice, or one starting with "qnt." (qnt's own),
- * is QNT_ERR_INVALID_ARGUMENT. */
+/* A metadata string (both copied). A key written twice, or one starting with "qnt." or "qnt:"
+ * (qnt's own), is QNT_ERR_INVALID_ARGUMENT. */
 QNT_API qnt_status qnt_model_writer_set_metadata(qnt_model_writer *w, const char *key,
                                                  const char *value);
 
@@ -238,6 +238,24 @@ QNT_API qnt_status qnt_model_writer_set_metadata_array(qnt_model_writer *w, cons
 QNT_API qnt_status qnt_model_writer_declare_ggml(qnt_model_writer *w, const char *name,
                                                  const char *ggml_type, const int64_t *shape,
                                                  size_t rank);
+/* Calibrated inputs (since 0.9). A weight's file can carry the qparams of its layer's input, as
+ * a static quantized linear (qnt_linear_static) needs them: per-tensor qparams of an integer
+ * dtype, computed by a calibrator over activations (`qnt quantize --calibrate`). Both formats
+ * store them as the metadata string "qnt:input.<name>" = "dtype=<qnt_dtype_name>;scale=<the
+ * float32 scale, 9 significant digits>;zero_point=<z>", which reads back to the same bits; a
+ * file whose such key is malformed, or names no tensor of the file, fails to open
+ * (QNT_ERR_CORRUPT_DATA).
+ * qnt_model_writer_set_input_qparams records qp for the tensor `name`, before the first tensor
+ * is written; the name must be declared by then (the first write fails otherwise). Errors:
+ * QNT_ERR_INVALID_ARGUMENT (empty name, set twice, after the first write), QNT_ERR_UNSUPPORTED
+ * (qparams that are not per-tensor, or of NF4, binary or ternary). */
+QNT_API qnt_status qnt_model_writer_set_input_qparams(qnt_model_writer *w, const char *name,
+                                                      const qnt_qparams *qp);
+/* The qparams recorded for the input of entry `index`, or *out = NULL (and QNT_OK) when the file
+ * records none. Caller destroys *out with qnt_qparams_destroy(). */
+QNT_API qnt_status qnt_model_file_tensor_input_qparams(const qnt_model_file *f, size_t index,
+                                                       qnt_qparams **out);
+
 /* Completes the file (every declared tensor written) and renames it into place. */
 QNT_API qnt_status qnt_model_writer_finish(qnt_model_writer *w);
 

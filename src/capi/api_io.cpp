@@ -153,6 +153,23 @@ qnt_status qnt_model_file_tensor(const qnt_model_file *f, size_t index, qnt_tens
   });
 }
 
+qnt_status qnt_model_file_tensor_input_qparams(const qnt_model_file *f, size_t index, qnt_qparams **out) {
+  return guard(__func__, [&] {
+    const io::ModelFile &m = file_of(f);
+    const io::Entry &e = entry_of(m, index);
+    require(out, "out");
+    *out = e.input ? new_qparams_handle(e.input) : nullptr;
+  });
+}
+
+qnt_status qnt_model_writer_set_input_qparams(qnt_model_writer *w, const char *name, const qnt_qparams *qp) {
+  return guard(__func__, [&] {
+    io::Writer &wr = writer_of(w);
+    require(name, "name");
+    wr.set_input_qparams(name, *qparams_of(qp, "qp"));
+  });
+}
+
 qnt_status qnt_model_file_metadata_count(const qnt_model_file *f, size_t *out) {
   return guard(__func__, [&] {
     const io::ModelFile &m = file_of(f);

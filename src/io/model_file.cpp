@@ -197,6 +197,7 @@ std::unique_ptr<ModelFile> ModelFile::open(const std::string &path) {
     if (got >= 4 && std::memcmp(head, "GGUF", 4) == 0) {
       f->format_ = QNT_FILE_GGUF;
       f->add_gguf(path);
+      f->check_inputs();
       return f;
     }
     size_t i = 0;
@@ -244,6 +245,7 @@ std::unique_ptr<ModelFile> ModelFile::open(const std::string &path) {
     }
   }
   f->check_quantized();
+  f->check_inputs();
   return f;
 }
 
@@ -409,6 +411,52 @@ void ModelFile::check_quantized() {
     q->zero_points = zps;
     if (c.quant) fail(QNT_ERR_CORRUPT_DATA, what, " appears twice");
     c.quant = std::move(q);
+  }
+}
+
+namespace {
+const char *const kInputPrefix = "qnt:input.";
+
+// "dtype=u8;scale=0.0123;zero_point=128": the text of per-tensor integer qparams (the scale
+// printed with 9 significant digits, which reads back as the same float32).
+std::string input_text(const QParams &qp) {
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%.9g", static_cast<double>(qp.scales()[0]));
+  return std::string("dtype=") + qp.info().name + ";scale=" + scale + ";zero_point=" +
+         std::to_string(qp.zero_points()[0]);
+}
+}  // namespace
+
+void ModelFile::check_inputs() {
+  const size_t prefix = std::strlen(kInputPrefix);
+  for (const auto &kv : meta_) {
+    if (kv.first.compare(0, prefix, kInputPrefix) != 0) continue;
+    const std::string name = kv.first.substr(prefix);
+    const std::string what = "metadata '" + kv.first + "'";
+    if (kv.second.type != QNT_META_STRING) fail(QNT_ERR_CORRUPT_DATA, what, " is not a string");
+    auto f = fields_of(kv.second.s.at(0), what);
+    if (f.size() != 3 || f.count("dtype") == 0 || f.count("scale") == 0 || f.count("zero_point") == 0)
+      fail(QNT_ERR_CORRUPT_DATA, what, ": the fields are dtype, scale and zero_point");
+    const DTypeInfo *info = dtype_by_name(f["dtype"]);
+    if (info == nullptr || info->rule != Rule::Integer)
+      fail(QNT_ERR_CORRUPT_DATA, what, ": '", f["dtype"], "' is not an integer qnt dtype");
+    const std::string &st = f["scale"];
+    char *end = nullptr;
+    errno = 0;
+    const float scale = st.empty() ? 0.0f : std::strtof(st.c_str(), &end);
+    if (st.empty() || end != st.c_str() + st.size() || errno != 0)
+      fail(QNT_ERR_CORRUPT_DATA, what, ": scale '", st, "' is not a number");
+    const int64_t zp = to_int64(f["zero_point"], what);
+    if (zp < INT32_MIN || zp > INT32_MAX) fail(QNT_ERR_CORRUPT_DATA, what, ": zero point ", zp);
+    const auto z = static_cast<int32_t>(zp);
+    const ptrdiff_t at = find(name);
+    if (at < 0) fail(QNT_ERR_CORRUPT_DATA, what, ": the file has no tensor '", name, "'");
+    try {
+      entries_[static_cast<size_t>(at)].input =
+          QParams::create(info->id, QNT_GRANULARITY_PER_TENSOR, 0, 0, &scale, &z, 1);
+    } catch (const Error &e) {
+      fail(QNT_ERR_CORRUPT_DATA, what, ": ", e.what());
+    }
   }
 }
 
@@ -779,7 +827,8 @@ void Writer::usable(const char *what) const {
 void Writer::set_metadata(const std::string &key, const std::string &value) {
   usable("metadata");
   if (started_) fail(QNT_ERR_INVALID_ARGUMENT, "metadata must come before the first tensor is written");
-  if (key.compare(0, 4, "qnt.") == 0) fail(QNT_ERR_INVALID_ARGUMENT, "keys 'qnt.*' are qnt's own");
+  if (key.compare(0, 4, "qnt.") == 0 || key.compare(0, 4, "qnt:") == 0)
+    fail(QNT_ERR_INVALID_ARGUMENT, "keys 'qnt.*' and 'qnt:*' are qnt's own");
   for (const auto &kv : meta_)
     if (kv.first == key) fail(QNT_ERR_INVALID_ARGUMENT, "metadata '", key, "' is set twice");
   if (format_ == QNT_FILE_GGUF && key == "general.alignment")
@@ -1030,7 +1079,24 @@ void Writer::start_gguf() {
   put(h.data(), h.size());
 }
 
+void Writer::set_input_qparams(const std::string &name, const QParams &qp) {
+  usable("input qparams");
+  if (started_) fail(QNT_ERR_INVALID_ARGUMENT, "input qparams must come before the first tensor is written");
+  if (name.empty()) fail(QNT_ERR_INVALID_ARGUMENT, "the tensor name is empty");
+  if (qp.granularity() != QNT_GRANULARITY_PER_TENSOR || qp.info().rule != Rule::Integer)
+    fail(QNT_ERR_UNSUPPORTED, "input qparams are per-tensor qparams of an integer dtype");
+  const std::string key = kInputPrefix + name;
+  for (const auto &kv : meta_)
+    if (kv.first == key) fail(QNT_ERR_INVALID_ARGUMENT, "the input qparams of '", name, "' are set twice");
+  MetaValue v;
+  v.s.push_back(input_text(qp));
+  meta_.emplace_back(key, std::move(v));
+  inputs_.push_back(name);
+}
+
 void Writer::start() {
+  for (const std::string &n : inputs_)
+    if (names_.count(n) == 0) fail(QNT_ERR_INVALID_ARGUMENT, "input qparams for '", n, "', which is not declared");
   if (format_ == QNT_FILE_GGUF) return start_gguf();
   json h = json::object();
   json meta = json::object();

@@ -87,6 +87,7 @@ struct Entry {
   size_t bytes = 0;
   std::shared_ptr<const FileHandle> file;
   std::shared_ptr<const QuantInfo> quant;  // set on a quantized tensor's codes entry
+  std::shared_ptr<const QParams> input;     // its input's calibrated qparams ("qnt:input.<name>")
   uint32_t ggml = 0xFFFFFFFFu;             // GGUF: the ggml type
 };
 
@@ -114,6 +115,7 @@ class ModelFile {
   void add_safetensors(const std::string &path);
   void add_gguf(const std::string &path);
   void check_quantized();
+  void check_inputs();
   qnt_file_format format_ = QNT_FILE_SAFETENSORS;
   std::vector<Entry> entries_;
   std::map<std::string, size_t> by_name_;
@@ -147,6 +149,8 @@ class Writer {
                const QParams *layout);
   void declare_bytes(const std::string &name, const std::string &file_dtype, const int64_t *shape,
                      size_t rank, size_t bytes);
+  // The calibrated per-tensor qparams of the input of tensor `name` (a "qnt:input.<name>" key).
+  void set_input_qparams(const std::string &name, const QParams &qp);
   void write(const Tensor &t);
   void write_bytes(const void *data, size_t bytes);
   void finish();
@@ -177,6 +181,7 @@ class Writer {
   bool started_ = false, finished_ = false, broken_ = false;
   qnt_file_format format_ = QNT_FILE_SAFETENSORS;
   std::vector<std::pair<std::string, MetaValue>> meta_;
+  std::vector<std::string> inputs_;  // names given input qparams, checked against decls_ at start
   std::vector<Decl> decls_;
   std::map<std::string, int> names_;
   size_t next_ = 0;

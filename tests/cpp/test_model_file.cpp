@@ -7,10 +7,12 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -513,3 +515,148 @@ TEST(ModelFile, GgufReadAndRefused) {
 }
 
 }  // namespace
+
+namespace {
+// The scale and zero point of per-tensor qparams.
+std::pair<float, int32_t> scale_zp(const qnt_qparams *qp) {
+  float s = 0;
+  int32_t z = 0;
+  EXPECT_EQ(qnt_qparams_scales(qp, &s, 1), QNT_OK);
+  EXPECT_EQ(qnt_qparams_zero_points(qp, &z, 1), QNT_OK);
+  return {s, z};
+}
+}  // namespace
+
+// Calibrated input qparams ("qnt:input.<name>"): written and read back with the same bits in both
+// formats, over scales across float32's range; the writer's rules; malformed keys refused.
+TEST(ModelFile, InputQParams) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> ex(-120, 120), zpu(0, 255), zpi(-128, 127);
+  for (qnt_file_format fmt : {QNT_FILE_SAFETENSORS, QNT_FILE_GGUF}) {
+    TmpPath path(fmt == QNT_FILE_GGUF ? "in.gguf" : "in.safetensors");
+    const int n = 200;
+    std::vector<float> scales(n);
+    std::vector<int32_t> zps(n);
+    std::vector<qnt_dtype> dts(n);
+    {
+      W w;
+      ASSERT_EQ(qnt_model_writer_create(path.p.c_str(), fmt, &w.w), QNT_OK);
+      const int64_t shape[2] = {2, 32};
+      std::vector<float> zeros(64, 0.0f);
+      for (int i = 0; i < n; ++i) {
+        const std::string name = "layer" + std::to_string(i) + ".weight";
+        ASSERT_EQ(qnt_model_writer_declare(w.w, name.c_str(), QNT_DTYPE_F32, shape, 2, nullptr), QNT_OK);
+        scales[static_cast<size_t>(i)] = std::ldexp(mant(rng), ex(rng));
+        const bool u = i % 3 != 0;
+        dts[static_cast<size_t>(i)] = i % 3 == 0 ? QNT_DTYPE_I8 : i % 3 == 1 ? QNT_DTYPE_U8 : QNT_DTYPE_U16;
+        zps[static_cast<size_t>(i)] = u ? zpu(rng) : zpi(rng);
+        QP qp;
+        per_tensor(qp, dts[static_cast<size_t>(i)], scales[static_cast<size_t>(i)], zps[static_cast<size_t>(i)]);
+        ASSERT_EQ(qnt_model_writer_set_input_qparams(w.w, name.c_str(), qp.p), QNT_OK) << qnt_last_error_message();
+        if (i == 0) {
+          EXPECT_EQ(qnt_model_writer_set_input_qparams(w.w, name.c_str(), qp.p), QNT_ERR_INVALID_ARGUMENT);  // twice
+        }
+      }
+      for (int i = 0; i < n; ++i) {
+        T t;
+        ASSERT_EQ(qnt_tensor_wrap(QNT_DTYPE_F32, shape, 2, nullptr, zeros.data(), 256, &t.t), QNT_OK);
+        ASSERT_EQ(qnt_model_writer_write(w.w, t.t), QNT_OK) << qnt_last_error_message();
+      }
+      QP late;
+      per_tensor(late, QNT_DTYPE_U8, 1.0f, 0);
+      EXPECT_EQ(qnt_model_writer_set_input_qparams(w.w, "layer0.weight", late.p), QNT_ERR_INVALID_ARGUMENT);
+      ASSERT_EQ(qnt_model_writer_finish(w.w), QNT_OK);
+    }
+    File f;
+    ASSERT_EQ(qnt_model_file_open(path.p.c_str(), &f.f), QNT_OK) << qnt_last_error_message();
+    for (int i = 0; i < n; ++i) {
+      QP got;
+      ASSERT_EQ(qnt_model_file_tensor_input_qparams(f.f, static_cast<size_t>(i), &got.p), QNT_OK);
+      ASSERT_NE(got.p, nullptr);
+      qnt_dtype d = 0;
+      ASSERT_EQ(qnt_qparams_dtype(got.p, &d), QNT_OK);
+      EXPECT_EQ(d, dts[static_cast<size_t>(i)]);
+      const auto sz = scale_zp(got.p);
+      uint32_t a = 0, b = 0;
+      std::memcpy(&a, &sz.first, 4);
+      std::memcpy(&b, &scales[static_cast<size_t>(i)], 4);
+      EXPECT_EQ(a, b) << i;
+      EXPECT_EQ(sz.second, zps[static_cast<size_t>(i)]);
+    }
+    QP none;
+    EXPECT_EQ(qnt_model_file_tensor_input_qparams(f.f, static_cast<size_t>(n), &none.p), QNT_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(qnt_model_file_tensor_input_qparams(f.f, 0, nullptr), QNT_ERR_NULL_POINTER);
+  }
+  // A tensor without them gives NULL; the writer's refusals.
+  TmpPath path("in2.safetensors");
+  {
+    W w;
+    ASSERT_EQ(qnt_model_writer_create(path.p.c_str(), QNT_FILE_SAFETENSORS, &w.w), QNT_OK);
+    const int64_t shape[1] = {4};
+    ASSERT_EQ(qnt_model_writer_declare(w.w, "a", QNT_DTYPE_F32, shape, 1, nullptr), QNT_OK);
+    QP ok, axis, nf4;
+    per_tensor(ok, QNT_DTYPE_U8, 0.5f, 3);
+    const float s2[2] = {1, 2};
+    ASSERT_EQ(qnt_qparams_create_per_axis(QNT_DTYPE_I8, 0, 2, s2, nullptr, &axis.p), QNT_OK);
+    per_tensor(nf4, QNT_DTYPE_NF4, 1.0f, 0);
+    EXPECT_EQ(qnt_model_writer_set_input_qparams(w.w, "a", axis.p), QNT_ERR_UNSUPPORTED);
+    EXPECT_EQ(qnt_model_writer_set_input_qparams(w.w, "a", nf4.p), QNT_ERR_UNSUPPORTED);
+    EXPECT_EQ(qnt_model_writer_set_input_qparams(w.w, "", ok.p), QNT_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(qnt_model_writer_set_input_qparams(w.w, nullptr, ok.p), QNT_ERR_NULL_POINTER);
+    EXPECT_EQ(qnt_model_writer_set_input_qparams(w.w, "a", nullptr), QNT_ERR_NULL_POINTER);
+    EXPECT_EQ(qnt_model_writer_set_metadata(w.w, "qnt:input.a", "dtype=u8;scale=1;zero_point=0"),
+              QNT_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(qnt_model_writer_set_input_qparams(w.w, "missing", ok.p), QNT_OK);  // checked at the first write
+    const float v[4] = {1, 2, 3, 4};
+    T t;
+    ASSERT_EQ(qnt_tensor_wrap(QNT_DTYPE_F32, shape, 1, nullptr, const_cast<float *>(v), 16, &t.t), QNT_OK);
+    EXPECT_EQ(qnt_model_writer_write(w.w, t.t), QNT_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(qnt_last_error_message()).find("missing"), std::string::npos) << qnt_last_error_message();
+  }
+  {
+    W w;
+    ASSERT_EQ(qnt_model_writer_create(path.p.c_str(), QNT_FILE_SAFETENSORS, &w.w), QNT_OK);
+    const int64_t shape[1] = {2};
+    ASSERT_EQ(qnt_model_writer_declare(w.w, "a", QNT_DTYPE_F32, shape, 1, nullptr), QNT_OK);
+    const float v[2] = {1, 2};
+    T t;
+    ASSERT_EQ(qnt_tensor_wrap(QNT_DTYPE_F32, shape, 1, nullptr, const_cast<float *>(v), 8, &t.t), QNT_OK);
+    ASSERT_EQ(qnt_model_writer_write(w.w, t.t), QNT_OK);
+    ASSERT_EQ(qnt_model_writer_finish(w.w), QNT_OK);
+    File f;
+    ASSERT_EQ(qnt_model_file_open(path.p.c_str(), &f.f), QNT_OK);
+    QP none;
+    none.p = reinterpret_cast<qnt_qparams *>(&w);  // overwritten with NULL
+    EXPECT_EQ(qnt_model_file_tensor_input_qparams(f.f, 0, &none.p), QNT_OK);
+    EXPECT_EQ(none.p, nullptr);
+  }
+  // Malformed keys fail the open.
+  const std::string ok_entry = R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+  const std::string eight(8, '\1');
+  auto with = [&](const std::string &value) {
+    return st_bytes("{\"__metadata__\":{\"qnt:input.a\":\"" + value + "\"}," + ok_entry + "}", eight);
+  };
+  const std::vector<std::string> bad = {
+      "dtype=u8;scale=0.5",                      // a field missing
+      "dtype=u8;scale=0.5;zero_point=0;x=1",     // an extra field
+      "dtype=f32;scale=0.5;zero_point=0",        // not an integer dtype
+      "dtype=nf4;scale=0.5;zero_point=0",        // a codebook dtype
+      "dtype=u8;scale=0.5x;zero_point=0",        // not a number
+      "dtype=u8;scale=;zero_point=0",            // empty
+      "dtype=u8;scale=-1;zero_point=0",          // qparams refuse it
+      "dtype=u8;scale=nan;zero_point=0",         //
+      "dtype=u8;scale=0.5;zero_point=300",       // out of u8's range
+      "dtype=u8;scale=0.5;zero_point=99999999999",  //
+  };
+  for (const std::string &v : bad) {
+    write_raw(path.p, with(v));
+    std::string msg;
+    EXPECT_EQ(open_status(path.p, &msg), QNT_ERR_CORRUPT_DATA) << v << ": " << msg;
+  }
+  write_raw(path.p, st_bytes("{\"__metadata__\":{\"qnt:input.b\":\"dtype=u8;scale=0.5;zero_point=0\"}," + ok_entry + "}",
+                             eight));
+  EXPECT_EQ(open_status(path.p), QNT_ERR_CORRUPT_DATA);  // names no tensor
+  write_raw(path.p, with("dtype=u8;scale=0.5;zero_point=7"));
+  EXPECT_EQ(open_status(path.p), QNT_OK) << qnt_last_error_message();
+}

@@ -40,6 +40,10 @@ lib = load(sys.argv[1], {
     "qnt_tensor_copy_to": [P, P, C.c_size_t],
     "qnt_tensor_destroy": [P],
     "qnt_dequantize": [P, P, P],
+    "qnt_model_file_tensor_input_qparams": [P, C.c_size_t, P],
+    "qnt_qparams_scales": [P, P, C.c_size_t],
+    "qnt_qparams_zero_points": [P, P, C.c_size_t],
+    "qnt_qparams_destroy": [P],
 })
 qnt_cmd = sys.argv[2]
 work = sys.argv[3]
@@ -227,5 +231,106 @@ for qtype, extra in [("int8", []), ("uint8", []), ("int4", []), ("uint4", ["--bl
         sqnr = 10 * np.log10(np.sum(ref * ref) / max(np.sum((ref - got) ** 2), 1e-30))
         check(sqnr > (30 if dt in ("i8", "u8") else 14), f"{out}: {name} SQNR {sqnr:.1f} dB")
     del qf
+
+# 3. `qnt quantize --calibrate`: the input qparams stored with the weights are PyTorch's
+#    MinMaxObserver's for min-max (uint8 affine, int8 symmetric), for samples named by the layer
+#    or by its weight, in F32, F16 and BF16; they come back through the C API with the bits of
+#    the text, survive a second quantize (to safetensors and to GGUF), and bad data is refused.
+from torch.ao.quantization import MinMaxObserver  # noqa: E402
+
+acts = {
+    "layers.0.mlp.up_proj": torch.randn(4, 9, 32) * 2.5 + 0.7,          # the layer's name
+    "layers.0.mlp.down_proj.weight": torch.relu(torch.randn(40, 64)).to(torch.float16),  # the weight's
+    "layers.0.attn.q_proj": (torch.randn(17, 32) * 0.01).to(torch.bfloat16),
+}
+data = os.path.join(work, "acts.safetensors")
+save_file(acts, data)
+
+
+def input_qparams(path, weight):
+    qf = QntFile(path)
+    i = C.c_size_t()
+    ok(lib.qnt_model_file_tensor_find(qf.h, weight.encode(), C.byref(i)), weight)
+    qp = P()
+    ok(lib.qnt_model_file_tensor_input_qparams(qf.h, i, C.byref(qp)), weight)
+    if not qp.value:
+        return None
+    s, z = C.c_float(), C.c_int32()
+    ok(lib.qnt_qparams_scales(qp, C.byref(s), 1), weight)
+    ok(lib.qnt_qparams_zero_points(qp, C.byref(z), 1), weight)
+    lib.qnt_qparams_destroy(qp)
+    return np.float32(s.value), int(z.value)
+
+
+for act_type, tdtype, scheme in [("uint8", torch.quint8, torch.per_tensor_affine),
+                                 ("int8", torch.qint8, torch.per_tensor_symmetric)]:
+    out = os.path.join(work, f"calibrated_{act_type}.safetensors")
+    r = subprocess.run([qnt_cmd, "quantize", src, out, "--type", "int8", "--calibrate", data,
+                        "--act-type", act_type], capture_output=True, text=True)
+    check(r.returncode == 0, f"--calibrate {act_type}: {r.stderr}")
+    check("inputs calibrated from" in r.stdout, f"--calibrate {act_type}: no inputs table in {r.stdout!r}")
+    if r.returncode != 0:
+        continue
+    with open(out, "rb") as fh:
+        n = int.from_bytes(fh.read(8), "little")
+        meta = json.loads(fh.read(n))["__metadata__"]
+    for layer, x in acts.items():
+        weight = layer if layer.endswith(".weight") else layer + ".weight"
+        obs = MinMaxObserver(dtype=tdtype, qscheme=scheme)
+        obs(x.float())
+        ts, tz = obs.calculate_qparams()
+        got = input_qparams(out, weight)
+        check(got is not None, f"{out}: no input qparams for {weight}")
+        if got is None:
+            continue
+        want_s = np.float32(ts.item())
+        check(got[0].view(np.uint32) == want_s.view(np.uint32) and got[1] == int(tz.item()),
+              f"{out}: {weight} input qparams {got} vs MinMaxObserver ({want_s}, {int(tz.item())})")
+        fields = dict(kv.split("=", 1) for kv in meta["qnt:input." + weight].split(";"))
+        check(np.float32(fields["scale"]).view(np.uint32) == got[0].view(np.uint32),
+              f"{out}: {weight}: the text {fields['scale']} is not the scale read back")
+    # carried through a second quantize; and GGUF (of the float tensors: GGUF has no U8, BOOL)
+    floats = os.path.join(work, "floats.safetensors")
+    save_file({k: v for k, v in tensors.items() if v.is_floating_point() and v.dtype != torch.float64}, floats)
+    gg = os.path.join(work, act_type + ".gguf")
+    steps = [(out, os.path.join(work, act_type + "again.safetensors"), "int4", []),
+             (floats, gg, "q8_0", ["--calibrate", data, "--act-type", act_type]),
+             (gg, os.path.join(work, act_type + "from_gguf.safetensors"), "uint8", [])]
+    for a, b, qtype, extra in steps:
+        r = subprocess.run([qnt_cmd, "quantize", a, b, "--type", qtype, "--quiet"] + extra, capture_output=True,
+                           text=True)
+        check(r.returncode == 0, f"{b}: {r.stderr}")
+        if r.returncode == 0:
+            for layer in acts:
+                weight = layer if layer.endswith(".weight") else layer + ".weight"
+                check(input_qparams(b, weight) == input_qparams(out, weight), f"{b}: {weight} input qparams differ")
+# the histogram methods run on the same samples (their results are the calibrator's: its own tests)
+for method in ("percentile", "entropy", "mse", "adaptive"):
+    out = os.path.join(work, f"calibrated_{method}.safetensors")
+    r = subprocess.run([qnt_cmd, "quantize", src, out, "--type", "int8", "--calibrate", data, "--method", method,
+                        "--quiet"], capture_output=True, text=True)
+    check(r.returncode == 0, f"--method {method}: {r.stderr}")
+    if r.returncode == 0:
+        mm = input_qparams(os.path.join(work, "calibrated_uint8.safetensors"), "layers.0.mlp.up_proj.weight")
+        got = input_qparams(out, "layers.0.mlp.up_proj.weight")
+        check(got is not None and 0 < got[0] <= mm[0] * 1.0001, f"--method {method}: scale {got} vs min-max {mm}")
+bad_data = {
+    "no such layer": {"layers.9.mlp": torch.randn(3, 32)},
+    "wrong width": {"layers.0.mlp.up_proj": torch.randn(3, 31)},
+    "not a matrix": {"layers.0.input_layernorm": torch.randn(3, 32)},
+    "integer samples": {"layers.0.mlp.up_proj": torch.ones(3, 32, dtype=torch.int32)},
+    "twice": {"layers.0.mlp.up_proj": torch.randn(3, 32), "layers.0.mlp.up_proj.weight": torch.randn(3, 32)},
+}
+for what, d in bad_data.items():
+    path = os.path.join(work, "bad_acts.safetensors")
+    save_file(d, path)
+    out = os.path.join(work, "bad_calibrated.safetensors")
+    r = subprocess.run([qnt_cmd, "quantize", src, out, "--type", "int8", "--calibrate", path], capture_output=True,
+                       text=True)
+    check(r.returncode != 0 and "qnt:" in r.stderr and not os.path.exists(out),
+          f"--calibrate with {what}: rc {r.returncode}, {r.stderr!r}")
+r = subprocess.run([qnt_cmd, "quantize", src, os.path.join(work, "x.safetensors"), "--type", "int8", "--calibrate",
+                    data, "--act-type", "int4"], capture_output=True, text=True)
+check(r.returncode != 0 and "--act-type" in r.stderr, f"--act-type int4: {r.stderr!r}")
 
 sys.exit(_c.summary("model files"))

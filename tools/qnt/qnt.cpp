@@ -5,7 +5,7 @@
 //   qnt quantize IN OUT --type int8|uint8|int4|uint4|nf4 (OUT .safetensors)
 //                           |q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|iq4_nl|tq1_0|tq2_0|f16|bf16 (.gguf) [--block N] [--per-channel]
 //                [--keep REGEX]... [--no-default-keep] [--method minmax|percentile|entropy|mse|adaptive]
-//                [--percentile P] [--threads N] [--quiet]
+//                [--calibrate DATA [--act-type uint8|int8]] [--percentile P] [--threads N] [--quiet]
 #include <qnt/qnt.h>
 #include <qnt/qnt_io.h>
 
@@ -233,7 +233,7 @@ int info(const std::vector<std::string> &paths) {
 
 // ---------------------------------------------------------------------------------------------
 struct QuantOptions {
-  std::string in, out, type, method = "minmax";
+  std::string in, out, type, method = "minmax", calibrate, act_type = "uint8";
   double percentile = 0;
   int64_t block = 0;
   bool per_channel = false, quiet = false, no_default_keep = false;
@@ -378,6 +378,126 @@ std::vector<std::regex> keep_patterns(const QuantOptions &o) {
   return keep;
 }
 
+qnt_calib_method method_of(const std::string &name) {
+  const struct {
+    const char *name;
+    qnt_calib_method m;
+  } methods[] = {{"minmax", QNT_CALIB_MINMAX}, {"percentile", QNT_CALIB_PERCENTILE}, {"entropy", QNT_CALIB_ENTROPY},
+                 {"mse", QNT_CALIB_MSE}, {"adaptive", QNT_CALIB_ADAPTIVE}};
+  for (const auto &m : methods)
+    if (name == m.name) return m.m;
+  throw Failure("--method " + name + ": minmax, percentile, entropy, mse or adaptive");
+}
+
+// A layer input's calibrated qparams (--calibrate), for the weight `weight`.
+struct InputQp {
+  std::string weight;
+  Qp qp;
+  std::string method;  // the method a calibrator chose (adaptive), or the one asked for
+};
+
+// --calibrate DATA: each tensor of DATA holds samples of one layer's input, [..., K] with K the
+// last dimension of the weight it feeds, and is named as that weight ("x.weight") or as its
+// layer ("x"). Each one's per-tensor qparams of --act-type, from a calibrator of --method over
+// all of its samples.
+std::vector<InputQp> calibrate_inputs(const QuantOptions &o, qnt_context *ctx, const qnt_model_file *model) {
+  std::vector<InputQp> out;
+  if (o.calibrate.empty()) return out;
+  const qnt_calib_method method = method_of(o.method);
+  qnt_dtype dtype = 0;
+  qnt_scheme scheme = QNT_SCHEME_AFFINE;
+  if (o.act_type == "uint8") {
+    dtype = QNT_DTYPE_U8;
+  } else if (o.act_type == "int8") {
+    dtype = QNT_DTYPE_I8;
+    scheme = QNT_SCHEME_SYMMETRIC;
+  } else {
+    throw Failure("--act-type " + o.act_type + ": uint8 (affine) or int8 (symmetric)");
+  }
+  const File data = open_file(o.calibrate);
+  size_t n = 0;
+  check(qnt_model_file_tensor_count(data.get(), &n), o.calibrate);
+  if (n == 0) throw Failure(o.calibrate + ": no tensors to calibrate with");
+  for (size_t i = 0; i < n; ++i) {
+    Plan p;
+    p.index = i;
+    p.e = entry(data.get(), i);
+    const std::string &name = p.e.name;
+    const std::string where = o.calibrate + ": '" + name + "'";
+    size_t wi = 0;
+    std::string weight = name;
+    if (qnt_model_file_tensor_find(model, weight.c_str(), &wi) != QNT_OK) {
+      weight = name + ".weight";
+      if (qnt_model_file_tensor_find(model, weight.c_str(), &wi) != QNT_OK)
+        throw Failure(where + " names no tensor of " + o.in + " (as '" + name + "' or '" + weight + "')");
+    }
+    const EntryInfo we = entry(model, wi);
+    if (we.shape.size() != 2)
+      throw Failure(where + ": '" + weight + "' is not a matrix [N, K]; inputs are calibrated for linear layers");
+    if (p.e.shape.empty() || p.e.shape.back() != we.shape.back())
+      throw Failure(where + ": samples of shape " + shape_text(p.e.shape) + " do not end in K = " +
+                    std::to_string(we.shape.back()) + ", the last dimension of '" + weight + "'");
+    if (std::any_of(out.begin(), out.end(), [&](const InputQp &q) { return q.weight == weight; }))
+      throw Failure(where + ": a second set of samples for '" + weight + "'");
+    const bool is_float = p.e.type == "F32" || p.e.type == "F16" || p.e.type == "BF16" ||
+                          (!is_qnt_type(p.e.type) && dequantizes(data.get(), i));
+    if (!is_float) throw Failure(where + ": samples are float tensors, not " + p.e.type);
+    std::vector<float> x = is_qnt_type(p.e.type) ? as_f32(data.get(), p, tensor_at(data.get(), i, name).get())
+                                                 : as_f32(data.get(), p, nullptr);
+    qnt_tensor *xp = nullptr;
+    check(qnt_tensor_wrap(QNT_DTYPE_F32, p.e.shape.data(), p.e.shape.size(), nullptr, x.data(), 4 * x.size(), &xp),
+          where);
+    const TensorP xt(xp);
+    qnt_calibrator *cal = nullptr;
+    check(qnt_calibrator_create(method, dtype, scheme, QNT_GRANULARITY_PER_TENSOR, 0, &cal), where);
+    const std::unique_ptr<qnt_calibrator, void (*)(qnt_calibrator *)> ch(cal, qnt_calibrator_destroy);
+    if (o.percentile > 0) check(qnt_calibrator_set_option(cal, QNT_CALIB_OPT_PERCENTILE, o.percentile), "--percentile");
+    check(qnt_calibrator_observe(ctx, cal, xt.get()), where);
+    qnt_qparams *qp = nullptr;
+    check(qnt_calibrator_compute(ctx, cal, &qp), where);
+    InputQp r{weight, Qp(qp), o.method};
+    if (method == QNT_CALIB_ADAPTIVE) {
+      qnt_calib_method chosen = 0;
+      check(qnt_calibrator_chosen_method(cal, &chosen), where);
+      for (const char *m : {"minmax", "percentile", "entropy", "mse"})
+        if (method_of(m) == chosen) r.method = std::string("adaptive: ") + m;
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// The input qparams for the writer: those calibrated now, and those the input file carries for
+// the other tensors it keeps.
+void record_inputs(const std::vector<InputQp> &fresh, const qnt_model_file *in, qnt_model_writer *w,
+                   const std::vector<std::string> &written) {
+  for (const InputQp &q : fresh) check(qnt_model_writer_set_input_qparams(w, q.weight.c_str(), q.qp.get()), q.weight);
+  for (const std::string &name : written) {
+    if (std::any_of(fresh.begin(), fresh.end(), [&](const InputQp &q) { return q.weight == name; })) continue;
+    size_t i = 0;
+    check(qnt_model_file_tensor_find(in, name.c_str(), &i), name);
+    qnt_qparams *qp = nullptr;
+    check(qnt_model_file_tensor_input_qparams(in, i, &qp), name);
+    const Qp h(qp);
+    if (qp != nullptr) check(qnt_model_writer_set_input_qparams(w, name.c_str(), qp), name);
+  }
+}
+
+void print_inputs(const QuantOptions &o, const std::vector<InputQp> &inputs) {
+  if (o.quiet || inputs.empty()) return;
+  std::printf("  inputs calibrated from %s (%s, %s): %zu\n", o.calibrate.c_str(), o.act_type.c_str(), o.method.c_str(),
+              inputs.size());
+  std::printf("  %-48s %14s %11s  %s\n", "input of", "scale", "zero point", "method");
+  for (const InputQp &q : inputs) {
+    float s = 0;
+    int32_t z = 0;
+    check(qnt_qparams_scales(q.qp.get(), &s, 1), q.weight);
+    check(qnt_qparams_zero_points(q.qp.get(), &z, 1), q.weight);
+    std::printf("  %-48s %14.7g %11d  %s\n", q.weight.c_str(), static_cast<double>(s), static_cast<int>(z),
+                q.method.c_str());
+  }
+}
+
 // Metadata key k of `in` copied into the GGUF writer w with its type.
 void copy_typed_metadata(const qnt_model_file *in, qnt_model_writer *w, const char *k) {
   qnt_meta_type type = 0, elem = 0;
@@ -430,18 +550,32 @@ int quantize_gguf(const QuantOptions &o) {
     throw Failure("--type " + o.type + ": GGUF output takes q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, iq4_nl, tq1_0, tq2_0, f16 or bf16");
   if (o.block != 0 || o.per_channel) throw Failure("--block and --per-channel are qnt's schemes; ggml's types fix their blocks");
   const int64_t qblock = type == "F16" || type == "BF16" ? 1 : type.back() == 'K' || type[0] == 'T' ? 256 : 32;
+  if (o.calibrate.empty() && o.method != "minmax")
+    throw Failure("--method " + o.method + ": ggml's types fix how their scales are chosen (--method goes with "
+                  "--calibrate for GGUF output)");
+  if (o.percentile != 0 && o.method != "percentile" && o.method != "adaptive")
+    throw Failure("--percentile goes with --method percentile or adaptive");
   const auto keep = keep_patterns(o);
   const File in = open_file(o.in);
   size_t n = 0, meta = 0;
   check(qnt_model_file_tensor_count(in.get(), &n), o.in);
   check(qnt_model_file_metadata_count(in.get(), &meta), o.in);
+  std::vector<InputQp> inputs;
+  if (!o.calibrate.empty()) {
+    qnt_context *c = nullptr;
+    check(qnt_context_create(&c), "context");
+    const Ctx ctx(c);
+    if (o.threads > 0) check(qnt_context_set_num_threads(c, o.threads), "--threads");
+    inputs = calibrate_inputs(o, c, in.get());
+  }
   qnt_model_writer *wp = nullptr;
   check(qnt_model_writer_create(o.out.c_str(), QNT_FILE_GGUF, &wp), o.out);
   const Writer w(wp);
   for (size_t i = 0; i < meta; ++i) {
     const char *k = nullptr;
     check(qnt_model_file_metadata_key(in.get(), i, &k), o.in);
-    if (std::strncmp(k, "qnt.", 4) == 0 || std::strcmp(k, "general.alignment") == 0) continue;
+    if (std::strncmp(k, "qnt.", 4) == 0 || std::strncmp(k, "qnt:", 4) == 0 || std::strcmp(k, "general.alignment") == 0)
+      continue;
     copy_typed_metadata(in.get(), w.get(), k);
   }
   struct G {
@@ -482,6 +616,11 @@ int quantize_gguf(const QuantOptions &o) {
             name);
     }
     plan.push_back(std::move(g));
+  }
+  {
+    std::vector<std::string> names;
+    for (const G &g : plan) names.push_back(g.e.name);
+    record_inputs(inputs, in.get(), w.get(), names);
   }
   Progress progress(o.quiet, plan.size(), in_bytes);
   double done_bytes = 0;
@@ -525,6 +664,7 @@ int quantize_gguf(const QuantOptions &o) {
   if (!o.quiet)
     std::printf("%s -> %s (%s): %zu tensors, %zu written from float32, %.2f s\n", o.in.c_str(), o.out.c_str(),
                 type.c_str(), plan.size(), quantized, progress.seconds());
+  print_inputs(o, inputs);
   return 0;
 }
 
@@ -536,20 +676,13 @@ int quantize(const QuantOptions &o) {
   const bool four_bit = tgt.dtype == QNT_DTYPE_I4 || tgt.dtype == QNT_DTYPE_U4 || tgt.dtype == QNT_DTYPE_NF4;
   if (o.block < 0) throw Failure("--block must be positive");
   const int64_t block = o.per_channel ? 0 : (o.block > 0 ? o.block : (four_bit ? 32 : 0));
-  // --method: how each channel's scale is chosen (qnt_calibrator's methods over the weights).
-  const struct {
-    const char *name;
-    qnt_calib_method m;
-  } methods[] = {{"minmax", QNT_CALIB_MINMAX}, {"percentile", QNT_CALIB_PERCENTILE}, {"entropy", QNT_CALIB_ENTROPY},
-                 {"mse", QNT_CALIB_MSE}, {"adaptive", QNT_CALIB_ADAPTIVE}};
-  qnt_calib_method method = 0;
-  for (const auto &m : methods)
-    if (o.method == m.name) method = m.m;
-  if (method == 0) throw Failure("--method " + o.method + ": minmax, percentile, entropy, mse or adaptive");
+  // --method: how each channel's scale is chosen (qnt_calibrator's methods over the weights),
+  // or, with --calibrate, how the inputs' ranges are (the weights then take min-max).
+  const qnt_calib_method method = o.calibrate.empty() ? method_of(o.method) : QNT_CALIB_MINMAX;
   if (method != QNT_CALIB_MINMAX && (block > 0 || tgt.dtype == QNT_DTYPE_NF4))
     throw Failure("--method " + o.method + ": the calibrators choose per-tensor or per-channel qparams of the integer "
                   "dtypes; use --per-channel (blocks and NF4 take min-max and absmax)");
-  if (o.percentile != 0 && method != QNT_CALIB_PERCENTILE && method != QNT_CALIB_ADAPTIVE)
+  if (o.percentile != 0 && o.method != "percentile" && o.method != "adaptive")
     throw Failure("--percentile goes with --method percentile or adaptive");
   const auto keep = keep_patterns(o);
   Ctx ctx;
@@ -563,13 +696,14 @@ int quantize(const QuantOptions &o) {
   size_t n = 0, meta = 0;
   check(qnt_model_file_tensor_count(in.get(), &n), o.in);
   check(qnt_model_file_metadata_count(in.get(), &meta), o.in);
+  const std::vector<InputQp> inputs = calibrate_inputs(o, ctx.get(), in.get());
   qnt_model_writer *wp = nullptr;
   check(qnt_model_writer_create(o.out.c_str(), QNT_FILE_SAFETENSORS, &wp), o.out);
   const Writer w(wp);
   for (size_t i = 0; i < meta; ++i) {
     const char *k = nullptr, *v = nullptr;
     check(qnt_model_file_metadata_key(in.get(), i, &k), o.in);
-    if (std::strncmp(k, "qnt.", 4) == 0) continue;  // qnt's own: rewritten with its tensors
+    if (std::strncmp(k, "qnt.", 4) == 0 || std::strncmp(k, "qnt:", 4) == 0) continue;  // qnt's own: rewritten
     // (safetensors metadata holds strings: GGUF's other values go as their text)
     if (qnt_model_file_metadata_string(in.get(), k, &v) == QNT_OK) {
       check(qnt_model_writer_set_metadata(w.get(), k, v), k);
@@ -665,6 +799,11 @@ int quantize(const QuantOptions &o) {
     check(qnt_model_writer_declare(w.get(), name.c_str(), tgt.dtype, p.e.shape.data(), p.e.shape.size(), lp), name);
     plans.push_back(std::move(p));
   }
+  {
+    std::vector<std::string> names;
+    for (const Plan &p : plans) names.push_back(p.e.name);
+    record_inputs(inputs, in.get(), w.get(), names);
+  }
   // Pass 2: each tensor converted and written, one at a time.
   Progress progress(o.quiet, plans.size(), in_bytes);
   std::vector<Row> rows;
@@ -757,6 +896,7 @@ int quantize(const QuantOptions &o) {
     for (const Row &r : rows)
       std::printf("  %-48s %10.2f %12zu %12zu\n", r.name.c_str(), r.sqnr, r.in, r.out);
   }
+  print_inputs(o, inputs);
   return 0;
 }
 
@@ -911,8 +1051,14 @@ int main(int argc, char **argv) {
   quant->add_flag("--no-default-keep", q.no_default_keep,
                   "quantize embeddings and norms too (kept by default: /embed|norm|wte|wpe/i)");
   quant->add_option("--method", q.method,
-                    "how each channel's scale is chosen: minmax (default), percentile, entropy, mse, adaptive "
-                    "(qnt_calibrator over the weights; per-channel integer types)");
+                    "minmax (default), percentile, entropy, mse or adaptive: with --calibrate, how each input's "
+                    "range is chosen from its samples; without it, each weight channel's (qnt_calibrator over the "
+                    "weights; per-channel integer types)");
+  quant->add_option("--calibrate", q.calibrate,
+                    "a model file of activation samples, one tensor [..., K] a linear layer, named as its weight "
+                    "or its layer: each input's per-tensor qparams (--act-type, by --method) are stored with the "
+                    "weights as 'qnt:input.<weight>'");
+  quant->add_option("--act-type", q.act_type, "with --calibrate: uint8 (affine, the default) or int8 (symmetric)");
   quant->add_option("--percentile", q.percentile, "with --method percentile: the percentile, in (50, 100]");
   quant->add_option("--threads", q.threads, "threads (default: the machine's)");
   quant->add_flag("--quiet", q.quiet, "print nothing");
