@@ -12,6 +12,7 @@ usage: minilm_accuracy.py path/to/libqnt.so path/to/qnt model_dir workdir
 """
 import ctypes as C
 import itertools
+import json
 import math
 import os
 import subprocess
@@ -35,6 +36,8 @@ for name, args in {
     "qnt_model_file_metadata_string": [P, C.c_char_p, P],
     "qnt_tensor_create": [C.c_int32, P, C.c_size_t, P, P], "qnt_tensor_copy_to": [P, P, C.c_size_t],
     "qnt_tensor_destroy": [P], "qnt_dequantize": [P, P, P],
+    "qnt_model_file_tensor_input_qparams": [P, C.c_size_t, P], "qnt_qparams_scales": [P, P, C.c_size_t],
+    "qnt_qparams_zero_points": [P, P, C.c_size_t], "qnt_qparams_dtype": [P, P], "qnt_qparams_destroy": [P],
 }.items():
     getattr(lib, name).argtypes = args
     if not name.endswith("destroy"):
@@ -86,6 +89,49 @@ def load_weights(path):
         ok(lib.qnt_tensor_copy_to(y, a.ctypes.data, a.nbytes), name)
         lib.qnt_tensor_destroy(y)
         out[name] = torch.from_numpy(a)
+    lib.qnt_model_file_destroy(f)
+    return out
+
+
+U8 = 4  # QNT_DTYPE_U8
+
+
+def save_f32(tensors, path):
+    """A safetensors file of float32 tensors (the format: a little-endian u64 header length, the JSON
+    header, the data)."""
+    header, blobs, at = {}, [], 0
+    for k, t in tensors.items():
+        b = t.contiguous().float().numpy().tobytes()
+        header[k] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [at, at + len(b)]}
+        blobs.append(b)
+        at += len(b)
+    h = json.dumps(header).encode()
+    with open(path, "wb") as fh:
+        fh.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+
+
+def input_qparams(path):
+    """{layer: (scale, zero point, qmin, qmax)} of each weight's calibrated input, through libqnt."""
+    f = P()
+    ok(lib.qnt_model_file_open(path.encode(), C.byref(f)), path)
+    n = C.c_size_t()
+    ok(lib.qnt_model_file_tensor_count(f, C.byref(n)), path)
+    out = {}
+    for i in range(n.value):
+        s = C.c_char_p()
+        ok(lib.qnt_model_file_tensor_name(f, i, C.byref(s)), path)
+        name = s.value.decode()
+        qp = P()
+        ok(lib.qnt_model_file_tensor_input_qparams(f, i, C.byref(qp)), name)
+        if not qp.value:
+            continue
+        sc, z, d = C.c_float(), C.c_int32(), C.c_int32()
+        ok(lib.qnt_qparams_scales(qp, C.byref(sc), 1), name)
+        ok(lib.qnt_qparams_zero_points(qp, C.byref(z), 1), name)
+        ok(lib.qnt_qparams_dtype(qp, C.byref(d)), name)
+        lib.qnt_qparams_destroy(qp)
+        lo, hi = (0, 255) if d.value == U8 else (-128, 127)
+        out[name[: -len(".weight")]] = (sc.value, z.value, lo, hi)
     lib.qnt_model_file_destroy(f)
     return out
 
@@ -145,7 +191,10 @@ def encode(text):
 
 
 # --- the encoder -------------------------------------------------------------------------------
-def embed(W, sentences):
+def embed(W, sentences, record=None, inq=None):
+    """record: a dict that gets each linear layer's input rows (the real tokens');
+    inq: {layer: (scale, zero point, qmin, qmax)}, each layer's input fake-quantized with them
+    (a static W8A8 layer simulated in float: round half to even, clamp, dequantize)."""
     ids = [encode(s) for s in sentences]
     L = max(len(x) for x in ids)
     tok = torch.zeros(len(ids), L, dtype=torch.long)
@@ -161,7 +210,13 @@ def embed(W, sentences):
     bias = (1.0 - mask)[:, None, None, :] * -1e9
     for l in range(6):
         p = f"encoder.layer.{l}."
-        lin = lambda x, n: x @ W[p + n + ".weight"].T + W[p + n + ".bias"]  # noqa: E731
+        def lin(x, n):
+            if record is not None:
+                record.setdefault(p + n, []).append(x[mask.bool()].clone())
+            if inq is not None and p + n in inq:
+                s, z, lo, hi = inq[p + n]
+                x = ((torch.round(x / s) + z).clamp(lo, hi) - z) * s
+            return x @ W[p + n + ".weight"].T + W[p + n + ".bias"]
         split = lambda x: x.view(x.shape[0], L, heads, H // heads).transpose(1, 2)  # noqa: E731
         q, k, v = (split(lin(h, "attention.self." + n)) for n in ("query", "key", "value"))
         a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(H // heads) + bias, dim=-1) @ v
@@ -195,6 +250,15 @@ with torch.no_grad():
                  ["A man is eating food.", "A man is eating a piece of bread.", "A man is riding a horse."])
     print(f"# f32 sanity: sim(eating, eating bread) = {float(pair[0] @ pair[1]):.3f}, "
           f"sim(eating, riding) = {float(pair[0] @ pair[2]):.3f}")
+    # calibration data: other sentences, each linear layer's input rows
+    calib = [f"{s} {v} {o}" for s, v, o in itertools.product(
+        ["The pilot", "A curious child", "Their manager", "The museum guide"],
+        ["described", "lost", "discovered", "photographed"],
+        ["a red umbrella", "the mountain trail", "an unpaid invoice", "the new library"])]
+    rec = {}
+    embed(load_weights(os.path.join(model_dir, "model.safetensors")), calib, record=rec)
+    acts = os.path.join(work, "minilm-acts.safetensors")
+    save_f32({k: torch.cat(v) for k, v in rec.items()}, acts)
     print(f"# {len(sentences)} sentences; cosine similarity of each sentence's embedding to the f32 model's")
     print("| weights (`qnt quantize --type`) | file | size | mean cosine | min cosine |")
     print("|---|---|---|---|---|")
@@ -215,3 +279,16 @@ with torch.no_grad():
                                                         else (" (block 32)" if ext == "safetensors" else "")))
         print(f"| {label} | {ext} | {os.path.getsize(out) / 2**20:.1f} MiB | {float(cos.mean()):.5f} | "
               f"{float(cos.min()):.5f} |")
+    # Static W8A8: int8 weights per channel and each linear layer's input quantized to uint8 with
+    # the qparams `qnt quantize --calibrate` stored (from 64 other sentences), by --method.
+    for method in ["minmax", "percentile", "entropy", "mse", "adaptive"]:
+        if only and "static-" + method not in only.split(","):
+            continue
+        out = os.path.join(work, f"minilm-static-{method}.safetensors")
+        subprocess.run([qnt_cmd, "quantize", src, out, "--type", "int8", "--calibrate", acts, "--method", method,
+                        "--quiet"], check=True)
+        inq = input_qparams(out)
+        emb = embed(load_weights(out), sentences, inq=inq)
+        cos = (emb * ref).sum(-1)
+        print(f"| int8 per channel, inputs uint8 static (`--calibrate --method {method}`) | safetensors | "
+              f"{os.path.getsize(out) / 2**20:.1f} MiB | {float(cos.mean()):.5f} | {float(cos.min()):.5f} |")
