@@ -14,7 +14,7 @@ set -eu
 what=${1:-build}
 pkgs="build-essential cmake pkg-config libxsimd-dev nlohmann-json3-dev libcli11-dev"
 if [ "$what" = test ] || [ "$what" = bench ]; then
-  pkgs="$pkgs libgtest-dev libgmock-dev libbenchmark-dev libcriterion-dev python3-numpy python3-torch python3-pip python3-yaml"
+  pkgs="$pkgs libgtest-dev libgmock-dev libbenchmark-dev libcriterion-dev python3-numpy python3-torch python3-pip python3-yaml python3-pytest python3-venv"
   # the fuzz targets (clang with libFuzzer's runtime) and dlpack.h, whose layouts qnt's own
   # DLPack declarations are checked against
   pkgs="$pkgs clang libclang-rt-14-dev libdlpack-dev"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds qnt four times and runs every test: once as released (with the CUDA module when nvcc
 # is there, warnings as errors; the C and C++ suites a second time capped at AVX2 where the
-# machine has AVX-512), with the Rust crates and the Java and C# bindings built and
+# machine has AVX-512), with the Rust crates, the Java and C# bindings and the Python package built and
 # tested against it; once with AddressSanitizer and UndefinedBehaviorSanitizer over the C and C++ suites; once
 # with clang and libFuzzer, running each fuzz target for QNT_FUZZ_SECONDS (default 60) from its
 # corpus; and once cross-compiled for aarch64 with the C++ suites run under qemu-user (the NEON
@@ -29,6 +29,7 @@ fi
 QNT_FROM_BUILD=build scripts/test-rust.sh
 QNT_FROM_BUILD=build scripts/test-java.sh
 QNT_FROM_BUILD=build scripts/test-csharp.sh
+QNT_FROM_BUILD=build scripts/test-python.sh
 
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=Debug -DQNT_SANITIZE=ON -DQNT_WITH_CUDA=OFF \
   -DQNT_BUILD_TESTS=ON -DQNT_BUILD_EXAMPLES=OFF -DQNT_WERROR=ON

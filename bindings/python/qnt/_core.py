@@ -12,6 +12,18 @@ from ._lib import InvalidArgumentError, check, lib
 _P = _C.c_void_p
 
 
+def _doc(*names):
+    """Appends the header's comment of each C function a wrapper calls to its docstring, so that
+    help() shows the contract."""
+    def deco(fn):
+        parts = [fn.__doc__ or ""]
+        for n in names:
+            parts.append(f"\n\nC: {n}\n" + "\n".join("    " + ln for ln in _capi.FUNCTIONS[n][3].splitlines()))
+        fn.__doc__ = "".join(parts)
+        return fn
+    return deco
+
+
 # --- dtypes and enums -------------------------------------------------------------------------
 class DType(enum.IntEnum):
     """qnt's element types (qnt_dtype)."""
@@ -42,7 +54,7 @@ class DType(enum.IntEnum):
     def range(self) -> Tuple[int, int]:
         """The integer codes' [min, max] (qnt_dtype_range), which zero points lie in."""
         lo, hi = _C.c_int32(), _C.c_int32()
-        check(lib.qnt_dtype_range(self, _C.byref(lo), _C.byref(hi)), "qnt_dtype_range")
+        check(lib.qnt_dtype_range(self, _C.byref(lo), _C.byref(hi)), "qnt_dtyperange")
         return lo.value, hi.value
 
     def __str__(self) -> str:
@@ -69,6 +81,9 @@ def dtype(d: Any) -> DType:
     if name in _DTYPE_NAMES:
         return _DTYPE_NAMES[name]
     raise InvalidArgumentError(_capi.QNT_ERR_INVALID_ARGUMENT, f"{d!r} is not a qnt dtype")
+
+
+_as_dtype = dtype  # (parameters named dtype shadow the function)
 
 
 class Granularity(enum.IntEnum):
@@ -333,15 +348,17 @@ class QParams(_Handle):
         self._h = _handle
 
     @classmethod
-    def per_tensor(cls, dtype_: Any, scale: float, zero_point: int = 0) -> "QParams":
+    @_doc('qnt_qparams_create_per_tensor')
+    def per_tensor(cls, dtype: Any, scale: float, zero_point: int = 0) -> "QParams":
         """One scale and zero point for the whole tensor."""
         h = _P()
-        check(lib.qnt_qparams_create_per_tensor(dtype(dtype_), float(scale), int(zero_point), _C.byref(h)),
+        check(lib.qnt_qparams_create_per_tensor(_as_dtype(dtype), float(scale), int(zero_point), _C.byref(h)),
               "qnt_qparams_create_per_tensor")
         return cls(h)
 
     @classmethod
-    def per_axis(cls, dtype_: Any, axis: int, scales: Iterable[float],
+    @_doc('qnt_qparams_create_per_axis')
+    def per_axis(cls, dtype: Any, axis: int, scales: Iterable[float],
                  zero_points: Optional[Iterable[int]] = None) -> "QParams":
         """One scale (and zero point) for each index along `axis` (a channel)."""
         sp, sk, n = _c_array(_C.c_float, scales, "scales")
@@ -349,12 +366,13 @@ class QParams(_Handle):
         if nz != n:
             raise InvalidArgumentError(_capi.QNT_ERR_INVALID_ARGUMENT, f"{n} scales but {nz} zero points")
         h = _P()
-        check(lib.qnt_qparams_create_per_axis(dtype(dtype_), axis, n, sp, zp, _C.byref(h)),
+        check(lib.qnt_qparams_create_per_axis(_as_dtype(dtype), axis, n, sp, zp, _C.byref(h)),
               "qnt_qparams_create_per_axis")
         return cls(h)
 
     @classmethod
-    def per_block(cls, dtype_: Any, axis: int, block_size: int, scales: Iterable[float],
+    @_doc('qnt_qparams_create_per_block')
+    def per_block(cls, dtype: Any, axis: int, block_size: int, scales: Iterable[float],
                   zero_points: Optional[Iterable[int]] = None) -> "QParams":
         """One scale (and zero point) for each block of `block_size` consecutive elements along
         `axis`, in row-major order of the blocks."""
@@ -363,7 +381,7 @@ class QParams(_Handle):
         if nz != n:
             raise InvalidArgumentError(_capi.QNT_ERR_INVALID_ARGUMENT, f"{n} scales but {nz} zero points")
         h = _P()
-        check(lib.qnt_qparams_create_per_block(dtype(dtype_), axis, block_size, n, sp, zp, _C.byref(h)),
+        check(lib.qnt_qparams_create_per_block(_as_dtype(dtype), axis, block_size, n, sp, zp, _C.byref(h)),
               "qnt_qparams_create_per_block")
         return cls(h)
 
@@ -546,26 +564,27 @@ class Tensor(_Handle):
         self._keep = _keep  # what a wrapped tensor's memory belongs to
 
     @classmethod
-    def empty(cls, shape: Sequence[int], dtype_: Any = DType.F32, qparams: Optional[QParams] = None) -> "Tensor":
+    def empty(cls, shape: Sequence[int], dtype: Any = DType.F32, qparams: Optional[QParams] = None) -> "Tensor":
         """A new zero-filled tensor in qnt's memory (qnt_tensor_create)."""
         dims, rank = _shape_array(shape)
         h = _P()
-        check(lib.qnt_tensor_create(dtype(dtype_), dims, rank, qparams._handle if qparams else None, _C.byref(h)),
+        check(lib.qnt_tensor_create(_as_dtype(dtype), dims, rank, qparams._handle if qparams else None, _C.byref(h)),
               "qnt_tensor_create")
         return cls(h)
 
     @classmethod
-    def from_bytes(cls, data: bytes, shape: Sequence[int], dtype_: Any, qparams: Optional[QParams] = None) -> "Tensor":
+    def from_bytes(cls, data: bytes, shape: Sequence[int], dtype: Any, qparams: Optional[QParams] = None) -> "Tensor":
         """A new tensor holding a copy of `data` (its byte size exactly; qnt_tensor_create_from_data)."""
         dims, rank = _shape_array(shape)
         buf = bytes(data)
         h = _P()
-        check(lib.qnt_tensor_create_from_data(dtype(dtype_), dims, rank, qparams._handle if qparams else None,
+        check(lib.qnt_tensor_create_from_data(_as_dtype(dtype), dims, rank, qparams._handle if qparams else None,
                                               buf, len(buf), _C.byref(h)), "qnt_tensor_create_from_data")
         return cls(h)
 
     @classmethod
-    def wrap(cls, buffer: Any, shape: Sequence[int], dtype_: Any, qparams: Optional[QParams] = None) -> "Tensor":
+    @_doc('qnt_tensor_wrap')
+    def wrap(cls, buffer: Any, shape: Sequence[int], dtype: Any, qparams: Optional[QParams] = None) -> "Tensor":
         """A tensor over a writable buffer's memory (bytearray, array.array, a NumPy array...),
         without copying (qnt_tensor_wrap); the tensor keeps the buffer alive."""
         mv = memoryview(buffer)
@@ -575,39 +594,40 @@ class Tensor(_Handle):
         addr = _C.addressof(_C.c_char.from_buffer(mv.cast("B"))) if n else 0
         dims, rank = _shape_array(shape)
         h = _P()
-        check(lib.qnt_tensor_wrap(dtype(dtype_), dims, rank, qparams._handle if qparams else None, _P(addr), n,
+        check(lib.qnt_tensor_wrap(_as_dtype(dtype), dims, rank, qparams._handle if qparams else None, _P(addr), n,
                                   _C.byref(h)), "qnt_tensor_wrap")
         return cls(h, _keep=(buffer, mv))
 
     @classmethod
-    def empty_on_device(cls, shape: Sequence[int], dtype_: Any = DType.F32, qparams: Optional[QParams] = None,
+    def empty_on_device(cls, shape: Sequence[int], dtype: Any = DType.F32, qparams: Optional[QParams] = None,
                         device: int = 0) -> "Tensor":
         """A new tensor in a CUDA device's memory (qnt_tensor_create_on_device); NoDeviceError
         without one."""
         dims, rank = _shape_array(shape)
         h = _P()
-        check(lib.qnt_tensor_create_on_device(dtype(dtype_), dims, rank, qparams._handle if qparams else None,
+        check(lib.qnt_tensor_create_on_device(_as_dtype(dtype), dims, rank, qparams._handle if qparams else None,
                                               _capi.QNT_DEVICE_CUDA, device, _C.byref(h)),
               "qnt_tensor_create_on_device")
         return cls(h)
 
     @classmethod
-    def wrap_device(cls, pointer: int, nbytes: int, shape: Sequence[int], dtype_: Any,
+    def wrap_device(cls, pointer: int, nbytes: int, shape: Sequence[int], dtype: Any,
                     qparams: Optional[QParams] = None, device: int = 0) -> "Tensor":
         """A tensor over CUDA device memory at `pointer` (borrowed; qnt_tensor_wrap_device)."""
         dims, rank = _shape_array(shape)
         h = _P()
-        check(lib.qnt_tensor_wrap_device(dtype(dtype_), dims, rank, qparams._handle if qparams else None,
+        check(lib.qnt_tensor_wrap_device(_as_dtype(dtype), dims, rank, qparams._handle if qparams else None,
                                          _capi.QNT_DEVICE_CUDA, device, _P(pointer), nbytes, _C.byref(h)),
               "qnt_tensor_wrap_device")
         return cls(h)
 
     @classmethod
-    def from_dlpack(cls, obj: Any, qparams: Optional[QParams] = None, dtype_: Any = None,
+    @_doc('qnt_tensor_from_dlpack')
+    def from_dlpack(cls, obj: Any, qparams: Optional[QParams] = None, dtype: Any = None,
                     shape: Optional[Sequence[int]] = None) -> "Tensor":
         """A tensor over the memory of anything with __dlpack__ (NumPy >= 1.22, PyTorch, JAX, a
         qnt Tensor), without copying; it must be compact and row-major. qparams are attached on
-        import. dtype_ and shape take a uint8 array of packed codes as a packed tensor."""
+        import. dtype and shape take a uint8 array of packed codes as a packed tensor."""
         if not hasattr(obj, "__dlpack__"):
             raise InvalidArgumentError(_capi.QNT_ERR_INVALID_ARGUMENT,
                                        f"{type(obj).__name__} has no __dlpack__ (use qnt.asarray)")
@@ -619,8 +639,8 @@ class Tensor(_Handle):
         name = b"dltensor_versioned" if versioned else b"dltensor"
         managed = _capsule_pointer(cap, name)
         qh = qparams._handle if qparams is not None else None
-        if dtype_ is not None and dtype(dtype_).packed:
-            d = dtype(dtype_)
+        if dtype is not None and _as_dtype(dtype).packed:
+            d = _as_dtype(dtype)
             if d not in _SUBBYTE_CODES:
                 raise InvalidArgumentError(_capi.QNT_ERR_UNSUPPORTED,
                                            f"{d} codes have no DLPack type; wrap them with Tensor.wrap")
@@ -641,8 +661,8 @@ class Tensor(_Handle):
         # qnt owns the producer's tensor now: the capsule must not free it
         _capsule_set_name(cap, b"used_dltensor_versioned" if versioned else b"used_dltensor")
         t = cls(h)
-        if dtype_ is not None and t.dtype != dtype(dtype_):
-            raise InvalidArgumentError(_capi.QNT_ERR_DTYPE_MISMATCH, f"the array is {t.dtype}, not {dtype(dtype_)}")
+        if dtype is not None and t.dtype != _as_dtype(dtype):
+            raise InvalidArgumentError(_capi.QNT_ERR_DTYPE_MISMATCH, f"the array is {t.dtype}, not {_as_dtype(dtype)}")
         return t
 
     # properties
@@ -735,6 +755,7 @@ class Tensor(_Handle):
         kind, index = self.device
         return (2, index) if kind == "cuda" else (1, 0)
 
+    @_doc('qnt_tensor_to_dlpack')
     def __dlpack__(self, *, stream: Any = None, max_version: Optional[Tuple[int, int]] = None,
                    dl_device: Any = None, copy: Optional[bool] = None):
         """A DLPack capsule of this tensor's memory (DLPack 1.0 when the consumer asks for it,
@@ -786,69 +807,73 @@ def _nbytes(shape, bits):
     return (n * bits + 7) // 8
 
 
-def asarray(obj: Any, dtype_: Any = None, qparams: Optional[QParams] = None,
+def asarray(obj: Any, dtype: Any = None, qparams: Optional[QParams] = None,
             shape: Optional[Sequence[int]] = None) -> Tensor:
     """A qnt Tensor of obj: a Tensor as it is (qparams attached to a view when given); anything
     with __dlpack__ without a copy (compact row-major memory); anything else (lists, scalars,
     non-contiguous arrays, read-only arrays that NumPy 1.x will not export) through NumPy, copied,
-    as float32 unless dtype_ says otherwise. A uint8
-    array with a packed dtype_ (i4, u4, ternary) and a shape is read as packed codes."""
+    as float32 unless dtype says otherwise. A uint8
+    array with a packed dtype (i4, u4, ternary) and a shape is read as packed codes."""
     if isinstance(obj, Tensor):
-        if qparams is None and (dtype_ is None or dtype(dtype_) == obj.dtype):
+        if qparams is None and (dtype is None or _as_dtype(dtype) == obj.dtype):
             return obj
-        return Tensor.from_dlpack(obj, qparams=qparams, dtype_=dtype_, shape=shape)
+        return Tensor.from_dlpack(obj, qparams=qparams, dtype=dtype, shape=shape)
     if hasattr(obj, "__dlpack__"):
         try:
-            return Tensor.from_dlpack(obj, qparams=qparams, dtype_=dtype_, shape=shape)
+            return Tensor.from_dlpack(obj, qparams=qparams, dtype=dtype, shape=shape)
         except InvalidArgumentError as e:  # strided: copied below
             if "strides" not in str(e):
                 raise
         except BufferError:  # NumPy 1.x exports no read-only array through DLPack: copied below
             pass
     import numpy as np
-    d = dtype(dtype_) if dtype_ is not None else DType.F32
+    d = _as_dtype(dtype) if dtype is not None else DType.F32
     npd = {DType.F32: np.float32, DType.I32: np.int32, DType.I8: np.int8, DType.U8: np.uint8,
            DType.I16: np.int16, DType.U16: np.uint16, DType.F16: np.float16}.get(d, np.uint8)
     a = np.array(obj, dtype=npd, order="C")  # a copy, writable
-    return Tensor.from_dlpack(a, qparams=qparams, dtype_=dtype_, shape=shape)
+    return Tensor.from_dlpack(a, qparams=qparams, dtype=dtype, shape=shape)
 
 
 # --- quantize, dequantize, requantize ---------------------------------------------------------
-def quantize(x: Any, qparams: QParams, dtype_: Any = None, *, out: Optional[Tensor] = None,
+@_doc('qnt_quantize')
+def quantize(x: Any, qparams: QParams, dtype: Any = None, *, out: Optional[Tensor] = None,
              ctx: Optional[Context] = None) -> Tensor:
     """y = quantize(x) by the ONNX QuantizeLinear rule: saturate(round_half_to_even(x / scale) +
     zero_point), with qparams' granularity (NF4: nearest code of x / absmax; binary: sign). x is
-    float32 (or float16 / bfloat16). dtype_ defaults to qparams.dtype. Returns out, or a new
+    float32 (or float16 / bfloat16). dtype defaults to qparams.dtype. Returns out, or a new
     tensor carrying qparams (qnt_quantize)."""
     xt = asarray(x)
     if out is None:
-        out = Tensor.empty(xt.shape, dtype_ if dtype_ is not None else qparams.dtype, qparams)
+        out = Tensor.empty(xt.shape, dtype if dtype is not None else qparams.dtype, qparams)
     check(lib.qnt_quantize(_ctx(ctx), xt._handle, out._handle), "qnt_quantize")
     return out
 
 
-def dequantize(q: Any, qparams: Optional[QParams] = None, *, dtype_: Any = DType.F32,
+@_doc('qnt_dequantize')
+def dequantize(q: Any, qparams: Optional[QParams] = None, *, dtype: Any = DType.F32,
                out: Optional[Tensor] = None, ctx: Optional[Context] = None) -> Tensor:
     """x = (q - zero_point) * scale in float32 (the ONNX DequantizeLinear rule; NF4 and binary
-    by their codes), into a new float32 (or dtype_: f16, bf16) tensor (qnt_dequantize). qparams
+    by their codes), into a new float32 (or dtype: f16, bf16) tensor (qnt_dequantize). qparams
     attach to q when it carries none."""
     qt = asarray(q, qparams=qparams) if qparams is not None or not isinstance(q, Tensor) else q
     if out is None:
-        out = Tensor.empty(qt.shape, dtype_)
+        out = Tensor.empty(qt.shape, dtype)
     check(lib.qnt_dequantize(_ctx(ctx), qt._handle, out._handle), "qnt_dequantize")
     return out
 
 
-def requantize(q: Tensor, qparams: QParams, dtype_: Any = None, *, out: Optional[Tensor] = None,
+@_doc('qnt_requantize')
+def requantize(q: Tensor, qparams: QParams, dtype: Any = None, *, out: Optional[Tensor] = None,
                ctx: Optional[Context] = None) -> Tensor:
     """q moved to other qparams and dtype without going through float (qnt_requantize)."""
     if out is None:
-        out = Tensor.empty(q.shape, dtype_ if dtype_ is not None else qparams.dtype, qparams)
+        out = Tensor.empty(q.shape, dtype if dtype is not None else qparams.dtype, qparams)
     check(lib.qnt_requantize(_ctx(ctx), asarray(q)._handle, out._handle), "qnt_requantize")
     return out
 
 
-def calibrate_minmax(x: Any, dtype_: Any, scheme: Union[Scheme, str] = Scheme.SYMMETRIC,
+@_doc('qnt_calibrate_minmax', 'qnt_calibrate_minmax_range')
+def calibrate_minmax(x: Any, dtype: Any, scheme: Union[Scheme, str] = Scheme.SYMMETRIC,
                      granularity: Union[Granularity, str] = Granularity.PER_TENSOR, axis: int = 0,
                      block_size: int = 0, *, quant_min: Optional[int] = None, quant_max: Optional[int] = None,
                      ctx: Optional[Context] = None) -> QParams:
@@ -859,22 +884,23 @@ def calibrate_minmax(x: Any, dtype_: Any, scheme: Union[Scheme, str] = Scheme.SY
     g = _enum(Granularity, granularity)
     s = _enum(Scheme, scheme)
     if quant_min is None and quant_max is None:
-        check(lib.qnt_calibrate_minmax(_ctx(ctx), xt._handle, dtype(dtype_), s, g, axis, block_size, _C.byref(h)),
+        check(lib.qnt_calibrate_minmax(_ctx(ctx), xt._handle, _as_dtype(dtype), s, g, axis, block_size, _C.byref(h)),
               "qnt_calibrate_minmax")
     else:
-        lo, hi = dtype(dtype_).range()
-        check(lib.qnt_calibrate_minmax_range(_ctx(ctx), xt._handle, dtype(dtype_), s, g, axis, block_size,
+        lo, hi = _as_dtype(dtype).range()
+        check(lib.qnt_calibrate_minmax_range(_ctx(ctx), xt._handle, _as_dtype(dtype), s, g, axis, block_size,
                                              lo if quant_min is None else quant_min,
                                              hi if quant_max is None else quant_max, _C.byref(h)),
               "qnt_calibrate_minmax_range")
     return QParams(h)
 
 
-def calibrate_codebook(x: Any, dtype_: Any, granularity: Union[Granularity, str] = Granularity.PER_BLOCK,
+@_doc('qnt_calibrate_codebook')
+def calibrate_codebook(x: Any, dtype: Any, granularity: Union[Granularity, str] = Granularity.PER_BLOCK,
                        axis: int = 0, block_size: int = 64, *, ctx: Optional[Context] = None) -> QParams:
     """The codebook dtypes' scales: NF4 absmax, binary / ternary absmean (qnt_calibrate_codebook)."""
     h = _P()
-    check(lib.qnt_calibrate_codebook(_ctx(ctx), asarray(x)._handle, dtype(dtype_), _enum(Granularity, granularity),
+    check(lib.qnt_calibrate_codebook(_ctx(ctx), asarray(x)._handle, _as_dtype(dtype), _enum(Granularity, granularity),
                                      axis, block_size, _C.byref(h)), "qnt_calibrate_codebook")
     return QParams(h)
 
@@ -890,6 +916,7 @@ class ErrorReport:
     count: int
 
 
+@_doc('qnt_error_report_compute')
 def error_report(x: Any, qparams: QParams, *, ctx: Optional[Context] = None) -> ErrorReport:
     """x quantized with qparams and dequantized back, measured (qnt_error_report_compute)."""
     r = _capi.QntErrorReport()
@@ -961,6 +988,7 @@ def _h(t):
     return None if t is None else asarray(t)._handle
 
 
+@_doc('qnt_qmatmul')
 def qmatmul(a: Any, b: Any, bias: Any = None, *, out_dtype: Any = DType.I32, out_qparams: Optional[QParams] = None,
             out: Optional[Tensor] = None, ctx: Optional[Context] = None) -> Tensor:
     """ONNX MatMulInteger / QLinearMatMul (qnt_qmatmul): a [..., M, K] times b [..., K, N], int32
@@ -981,6 +1009,7 @@ def _broadcast(a, b):
     return tuple(max(x, y) if 1 in (x, y) else x for x, y in zip(a, b))
 
 
+@_doc('qnt_dynamic_quantize_linear')
 def dynamic_quantize_linear(x: Any, *, ctx: Optional[Context] = None) -> Tensor:
     """ONNX DynamicQuantizeLinear: x to uint8 with per-tensor qparams from its range
     (qnt_dynamic_quantize_linear); read them with .qparams."""
@@ -989,6 +1018,7 @@ def dynamic_quantize_linear(x: Any, *, ctx: Optional[Context] = None) -> Tensor:
     return Tensor(h)
 
 
+@_doc('qnt_linear_dynamic')
 def linear_dynamic(x: Any, w: Tensor, bias: Any = None, *, out: Optional[Tensor] = None,
                    ctx: Optional[Context] = None, **options) -> Tensor:
     """PyTorch's dynamic quantized Linear (qnt_linear_dynamic): x f32 [..., K], w i8 [N, K] with
@@ -1002,6 +1032,7 @@ def linear_dynamic(x: Any, w: Tensor, bias: Any = None, *, out: Optional[Tensor]
     return out
 
 
+@_doc('qnt_linear_weight_only')
 def linear_weight_only(x: Any, w: Tensor, bias: Any = None, *, out: Optional[Tensor] = None,
                        ctx: Optional[Context] = None) -> Tensor:
     """Weight-only linear layer (qnt_linear_weight_only): x f32/f16/bf16 [..., K], w quantized
@@ -1014,6 +1045,7 @@ def linear_weight_only(x: Any, w: Tensor, bias: Any = None, *, out: Optional[Ten
     return out
 
 
+@_doc('qnt_conv2d_output_shape')
 def conv2d_output_shape(x: Any, w: Any, **options) -> Tuple[int, ...]:
     """qconv2d's output shape for these shapes and options (qnt_conv2d_output_shape)."""
     d = _desc(options)
@@ -1023,6 +1055,7 @@ def conv2d_output_shape(x: Any, w: Any, **options) -> Tuple[int, ...]:
     return tuple(dims)
 
 
+@_doc('qnt_qconv2d')
 def qconv2d(x: Any, w: Tensor, bias: Any = None, *, out_dtype: Any = DType.I32,
             out_qparams: Optional[QParams] = None, out: Optional[Tensor] = None, ctx: Optional[Context] = None,
             **options) -> Tensor:
@@ -1037,6 +1070,7 @@ def qconv2d(x: Any, w: Tensor, bias: Any = None, *, out_dtype: Any = DType.I32,
     return out
 
 
+@_doc('qnt_qadd')
 def qadd(a: Tensor, b: Tensor, out_qparams: QParams, out_dtype: Any = None, *, relu: bool = False,
          out: Optional[Tensor] = None, ctx: Optional[Context] = None) -> Tensor:
     """Quantized addition in float32 (qnt_qadd): dequantize, add, (relu,) quantize."""
@@ -1047,6 +1081,7 @@ def qadd(a: Tensor, b: Tensor, out_qparams: QParams, out_dtype: Any = None, *, r
     return out
 
 
+@_doc('qnt_qrelu', 'qnt_qrelu_clamp')
 def qrelu(x: Tensor, upper: Optional[float] = None, *, out: Optional[Tensor] = None,
           ctx: Optional[Context] = None) -> Tensor:
     """Quantized ReLU, max(x, zero_point) (qnt_qrelu), or with an upper bound (ReLU6: upper=6;
@@ -1112,7 +1147,7 @@ class PreparedMatmul(Prepared):
               "qnt_prepared_create_matmul")
         self._h = h
         self._b_shape = b.shape
-        self._out_dtype, self._out_qparams = dtype(out_dtype), out_qparams
+        self._out_dtype, self._out_qparams = _as_dtype(out_dtype), out_qparams
 
     def _out_shape(self, xt):
         batch = _broadcast(xt.shape[:-2], self._b_shape[:-2])
@@ -1181,7 +1216,7 @@ class PreparedConv2d(Prepared):
         check(lib.qnt_prepared_create_conv2d(_ctx(ctx), w._handle, _h(bias), d._handle if d else None, _C.byref(h)),
               "qnt_prepared_create_conv2d")
         self._h, self._w = h, w
-        self._out_dtype, self._out_qparams = dtype(out_dtype), out_qparams
+        self._out_dtype, self._out_qparams = _as_dtype(out_dtype), out_qparams
 
     def _out_shape(self, xt):
         return conv2d_output_shape(xt, self._w, **self._options)
@@ -1194,7 +1229,7 @@ class Calibrator(_Handle):
     One calibrator must not be used by two threads at once: give each thread its own and merge."""
     _destroy = "qnt_calibrator_destroy"
 
-    def __init__(self, method: Union[CalibMethod, str] = CalibMethod.MINMAX, dtype_: Any = DType.I8,
+    def __init__(self, method: Union[CalibMethod, str] = CalibMethod.MINMAX, dtype: Any = DType.I8,
                  scheme: Union[Scheme, str] = Scheme.SYMMETRIC,
                  granularity: Union[Granularity, str] = Granularity.PER_TENSOR, axis: int = 0, *,
                  percentile: Optional[float] = None, bins: Optional[int] = None, averaging: Optional[float] = None,
@@ -1203,7 +1238,7 @@ class Calibrator(_Handle):
             self._h = _handle
             return
         h = _P()
-        check(lib.qnt_calibrator_create(_enum(CalibMethod, method), dtype(dtype_), _enum(Scheme, scheme),
+        check(lib.qnt_calibrator_create(_enum(CalibMethod, method), _as_dtype(dtype), _enum(Scheme, scheme),
                                         _enum(Granularity, granularity), axis, _C.byref(h)), "qnt_calibrator_create")
         self._h = h
         for key, v in ((_capi.QNT_CALIB_OPT_PERCENTILE, percentile), (_capi.QNT_CALIB_OPT_BINS, bins),
@@ -1215,11 +1250,13 @@ class Calibrator(_Handle):
     def set_option(self, option: int, value: float) -> None:
         check(lib.qnt_calibrator_set_option(self._handle, option, float(value)), "qnt_calibrator_set_option")
 
+    @_doc('qnt_calibrator_observe')
     def observe(self, x: Any, *, ctx: Optional[Context] = None) -> "Calibrator":
         """Adds a float32 batch to the statistics."""
         check(lib.qnt_calibrator_observe(_ctx(ctx), self._handle, asarray(x)._handle), "qnt_calibrator_observe")
         return self
 
+    @_doc('qnt_calibrator_compute')
     def compute(self, *, ctx: Optional[Context] = None) -> QParams:
         """The qparams of what was observed."""
         h = _P()
@@ -1236,6 +1273,7 @@ class Calibrator(_Handle):
     def reset(self) -> None:
         check(lib.qnt_calibrator_reset(self._handle), "qnt_calibrator_reset")
 
+    @_doc('qnt_calibrator_merge')
     def merge(self, other: "Calibrator") -> "Calibrator":
         """Adds another calibrator's statistics (same settings) to this one's."""
         check(lib.qnt_calibrator_merge(self._handle, other._handle), "qnt_calibrator_merge")
@@ -1248,6 +1286,7 @@ class Calibrator(_Handle):
         check(lib.qnt_calibrator_counts(self._handle, _C.byref(a), _C.byref(b), _C.byref(c)), "qnt_calibrator_counts")
         return a.value, b.value, c.value
 
+    @_doc('qnt_calibrator_serialize')
     def serialize(self) -> bytes:
         """The calibrator's state as bytes (versioned; Calibrator.deserialize reads them)."""
         n = _C.c_size_t()

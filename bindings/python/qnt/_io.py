@@ -6,7 +6,7 @@ import struct
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _capi
-from ._core import DType, QParams, Tensor, _Handle, _shape_array, asarray, dtype
+from ._core import DType, QParams, Tensor, _Handle, _as_dtype, _shape_array, asarray
 from ._lib import InvalidArgumentError, check, lib
 
 _P = _C.c_void_p
@@ -241,10 +241,10 @@ class ModelWriter(_Handle):
         """Records the calibrated per-tensor qparams of the input of tensor `name`."""
         check(lib.qnt_model_writer_set_input_qparams(self._handle, name.encode(), qparams._handle), name)
 
-    def declare(self, name: str, dtype_: Any, shape: Sequence[int], layout: Optional[QParams] = None) -> None:
+    def declare(self, name: str, dtype: Any, shape: Sequence[int], layout: Optional[QParams] = None) -> None:
         """Declares the next tensor: a qnt dtype, and for a quantized one its qparams' layout."""
         dims, rank = _shape_array(shape)
-        check(lib.qnt_model_writer_declare(self._handle, name.encode(), dtype(dtype_), dims, rank,
+        check(lib.qnt_model_writer_declare(self._handle, name.encode(), _as_dtype(dtype), dims, rank,
                                            layout._handle if layout is not None else None), name)
 
     def declare_bytes(self, name: str, file_dtype: str, shape: Sequence[int], nbytes: int) -> None:
