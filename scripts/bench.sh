@@ -27,3 +27,6 @@ echo
 echo
 "$build/tests/qnt_bench_weight_only" "$@" > "$build/bench_weight_only.tsv"
 "$py" tests/bench/bench_wo_table.py "$build/bench_weight_only.tsv"
+# qnt from Python (bindings/python over this build's libqnt) against PyTorch on the same arrays.
+echo
+QNT_LIBRARY="$build/lib/libqnt.so" PYTHONPATH=bindings/python "$py" tests/bench/bench_python.py "$@"
