@@ -49,18 +49,27 @@ def ok(status, what):
         raise RuntimeError(f"{what}: {lib.qnt_last_error_message().decode()}")
 
 
+def entries(path):
+    """(file handle, index, name) of each entry of a model file, opened through libqnt."""
+    f = P()
+    ok(lib.qnt_model_file_open(path.encode(), C.byref(f)), path)
+    try:
+        n = C.c_size_t()
+        ok(lib.qnt_model_file_tensor_count(f, C.byref(n)), path)
+        for i in range(n.value):
+            s = C.c_char_p()
+            ok(lib.qnt_model_file_tensor_name(f, i, C.byref(s)), path)
+            yield f, i, s.value.decode()
+    finally:
+        lib.qnt_model_file_destroy(f)
+
+
 def load_weights(path):
     """Every float tensor of a model file, as float32 torch tensors, through libqnt: qnt's
     quantized tensors by qnt_dequantize, GGUF's block types by qnt_model_file_tensor_dequantize."""
-    f = P()
-    ok(lib.qnt_model_file_open(path.encode(), C.byref(f)), path)
-    n = C.c_size_t()
-    ok(lib.qnt_model_file_tensor_count(f, C.byref(n)), path)
     out = {}
-    for i in range(n.value):
+    for f, i, name in entries(path):
         s = C.c_char_p()
-        ok(lib.qnt_model_file_tensor_name(f, i, C.byref(s)), path)
-        name = s.value.decode()
         ok(lib.qnt_model_file_tensor_type(f, i, C.byref(s)), name)
         ftype = s.value.decode()
         if name.endswith((".qnt_scales", ".qnt_zero_points")) or ftype in ("I64", "I32"):
@@ -89,7 +98,6 @@ def load_weights(path):
         ok(lib.qnt_tensor_copy_to(y, a.ctypes.data, a.nbytes), name)
         lib.qnt_tensor_destroy(y)
         out[name] = torch.from_numpy(a)
-    lib.qnt_model_file_destroy(f)
     return out
 
 
@@ -112,15 +120,8 @@ def save_f32(tensors, path):
 
 def input_qparams(path):
     """{layer: (scale, zero point, qmin, qmax)} of each weight's calibrated input, through libqnt."""
-    f = P()
-    ok(lib.qnt_model_file_open(path.encode(), C.byref(f)), path)
-    n = C.c_size_t()
-    ok(lib.qnt_model_file_tensor_count(f, C.byref(n)), path)
     out = {}
-    for i in range(n.value):
-        s = C.c_char_p()
-        ok(lib.qnt_model_file_tensor_name(f, i, C.byref(s)), path)
-        name = s.value.decode()
+    for f, i, name in entries(path):
         qp = P()
         ok(lib.qnt_model_file_tensor_input_qparams(f, i, C.byref(qp)), name)
         if not qp.value:
@@ -132,7 +133,6 @@ def input_qparams(path):
         lib.qnt_qparams_destroy(qp)
         lo, hi = (0, 255) if d.value == U8 else (-128, 127)
         out[name[: -len(".weight")]] = (sc.value, z.value, lo, hi)
-    lib.qnt_model_file_destroy(f)
     return out
 
 

@@ -215,6 +215,12 @@ class _Handle:
         ref.owner = self
         return ref
 
+    def _get(self, fn, ctype):
+        """The value a getter `fn`(handle, &out) of this C type writes."""
+        v = ctype()
+        check(getattr(lib, fn)(self._handle, _C.byref(v)), fn)
+        return v.value
+
 
 def _ctx(ctx):
     return None if ctx is None else ctx._handle
@@ -331,6 +337,16 @@ def _c_array(ctype, values, what):
     return _C.cast(arr, _P), arr, len(vals)
 
 
+def _scales_zero_points(scales, zero_points):
+    """Pointers to the scales and zero points (None: the dtype's symmetric ones), their count,
+    and what keeps the arrays alive."""
+    sp, sk, n = _c_array(_C.c_float, scales, "scales")
+    zp, zk, nz = _c_array(_C.c_int32, zero_points, "zero_points") if zero_points is not None else (None, None, n)
+    if nz != n:
+        raise InvalidArgumentError(_capi.QNT_ERR_INVALID_ARGUMENT, f"{n} scales but {nz} zero points")
+    return sp, zp, n, (sk, zk)
+
+
 def _shape_array(shape):
     shape = [int(d) for d in shape]
     arr = (_C.c_int64 * max(len(shape), 1))(*shape)
@@ -361,10 +377,7 @@ class QParams(_Handle):
     def per_axis(cls, dtype: Any, axis: int, scales: Iterable[float],
                  zero_points: Optional[Iterable[int]] = None) -> "QParams":
         """One scale (and zero point) for each index along `axis` (a channel)."""
-        sp, sk, n = _c_array(_C.c_float, scales, "scales")
-        zp, zk, nz = _c_array(_C.c_int32, zero_points, "zero_points") if zero_points is not None else (None, None, n)
-        if nz != n:
-            raise InvalidArgumentError(_capi.QNT_ERR_INVALID_ARGUMENT, f"{n} scales but {nz} zero points")
+        sp, zp, n, _keep = _scales_zero_points(scales, zero_points)
         h = _P()
         check(lib.qnt_qparams_create_per_axis(_as_dtype(dtype), axis, n, sp, zp, _C.byref(h)),
               "qnt_qparams_create_per_axis")
@@ -376,19 +389,11 @@ class QParams(_Handle):
                   zero_points: Optional[Iterable[int]] = None) -> "QParams":
         """One scale (and zero point) for each block of `block_size` consecutive elements along
         `axis`, in row-major order of the blocks."""
-        sp, sk, n = _c_array(_C.c_float, scales, "scales")
-        zp, zk, nz = _c_array(_C.c_int32, zero_points, "zero_points") if zero_points is not None else (None, None, n)
-        if nz != n:
-            raise InvalidArgumentError(_capi.QNT_ERR_INVALID_ARGUMENT, f"{n} scales but {nz} zero points")
+        sp, zp, n, _keep = _scales_zero_points(scales, zero_points)
         h = _P()
         check(lib.qnt_qparams_create_per_block(_as_dtype(dtype), axis, block_size, n, sp, zp, _C.byref(h)),
               "qnt_qparams_create_per_block")
         return cls(h)
-
-    def _get(self, fn, ctype):
-        v = ctype()
-        check(getattr(lib, fn)(self._handle, _C.byref(v)), fn)
-        return v.value
 
     @property
     def dtype(self) -> DType:
@@ -664,12 +669,6 @@ class Tensor(_Handle):
         if dtype is not None and t.dtype != _as_dtype(dtype):
             raise InvalidArgumentError(_capi.QNT_ERR_DTYPE_MISMATCH, f"the array is {t.dtype}, not {_as_dtype(dtype)}")
         return t
-
-    # properties
-    def _get(self, fn, ctype):
-        v = ctype()
-        check(getattr(lib, fn)(self._handle, _C.byref(v)), fn)
-        return v.value
 
     @property
     def dtype(self) -> DType:
