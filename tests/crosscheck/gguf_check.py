@@ -371,6 +371,16 @@ if r.returncode == 0:
     check(by["i16"].tensor_type == T.I16 and by["i16"].data.tobytes() == tensors["i16"][0].tobytes(), "i16 kept")
     check(r3.fields["t.tokens"].contents() == ["<s>", "</s>", "a", "ü"], "string array copied")
     check(int(r3.fields["t.u64"].contents()) == 2 ** 63 + 5, "u64 copied")
+    # the closing table's SQNR of a tensor written as Q8_0: gguf-py's dequantization of the bytes
+    # against the float32 values they came from
+    r4 = subprocess.run([qnt_cmd, "quantize", path, out2 + ".2.gguf", "--type", "q8_0", "--no-default-keep"],
+                        capture_output=True, text=True)
+    row = [ln.split() for ln in r4.stdout.splitlines() if ln.split()[:1] == ["f32"]]
+    x64 = tensors["f32"][0].astype(np.float64)
+    d64 = quants.dequantize(by["f32"].data, T.Q8_0).reshape(x64.shape).astype(np.float64)
+    want = 10 * np.log10(np.sum(x64 ** 2) / np.sum((x64 - d64) ** 2))
+    check(r4.returncode == 0 and len(row) == 1 and abs(float(row[0][1]) - want) < 0.006,
+          f"GGUF quantize's SQNR table: {row} vs {want:.2f} dB")
 out3 = os.path.join(work, "from_safetensors.gguf")
 r = subprocess.run([qnt_cmd, "quantize", out, out3, "--type", "q4_0", "--quiet"], capture_output=True, text=True)
 check(r.returncode == 0, f"qnt quantize safetensors -> GGUF: {r.stderr}")

@@ -498,6 +498,52 @@ void print_inputs(const QuantOptions &o, const std::vector<InputQp> &inputs) {
   }
 }
 
+// An input tensor's values as float32: a qnt-quantized one dequantized, the others as as_f32.
+std::vector<float> source_f32(const qnt_model_file *in, const Plan &p) {
+  const std::string &name = p.e.name;
+  const char *q = nullptr;
+  if (qnt_model_file_metadata_string(in, ("qnt." + name).c_str(), &q) == QNT_OK) {
+    const TensorP t = tensor_at(in, p.index, name);
+    std::vector<float> x(static_cast<size_t>(
+        std::accumulate(p.e.shape.begin(), p.e.shape.end(), int64_t{1}, std::multiplies<>())));
+    qnt_tensor *yp = nullptr;
+    check(qnt_tensor_wrap(QNT_DTYPE_F32, p.e.shape.data(), p.e.shape.size(), nullptr, x.data(), 4 * x.size(), &yp),
+          name);
+    const TensorP yt(yp);
+    check(qnt_dequantize(nullptr, t.get(), yt.get()), name);
+    return x;
+  }
+  return is_qnt_type(p.e.type) ? as_f32(in, p, tensor_at(in, p.index, name).get()) : as_f32(in, p, nullptr);
+}
+
+// The closing table: tensors, bytes in -> out and their ratio, the time, and each quantized
+// tensor's SQNR, worst first.
+void print_summary(const QuantOptions &o, size_t tensors, std::vector<Row> rows, double in_bytes, double out_bytes,
+                   double secs) {
+  if (o.quiet) return;
+  std::sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.sqnr < b.sqnr; });
+  std::printf("%s -> %s (%s)\n", o.in.c_str(), o.out.c_str(), o.type.c_str());
+  std::printf("  tensors: %zu (%zu quantized, %zu kept)\n", tensors, rows.size(), tensors - rows.size());
+  std::printf("  bytes:   %s -> %s (ratio %.2f)\n", human_bytes(in_bytes).c_str(), human_bytes(out_bytes).c_str(),
+              out_bytes > 0 ? in_bytes / out_bytes : 0.0);
+  std::printf("  time:    %.2f s (%s/s)\n", secs, human_bytes(secs > 0 ? in_bytes / secs : 0).c_str());
+  if (rows.empty()) return;
+  std::printf("  %-48s %10s %12s %12s\n", "quantized tensor (worst SQNR first)", "SQNR dB", "bytes in", "bytes out");
+  for (const Row &r : rows) std::printf("  %-48s %10.2f %12zu %12zu\n", r.name.c_str(), r.sqnr, r.in, r.out);
+}
+
+// 10 log10(sum x^2 / sum (x - y)^2) in double precision over the finite x (+inf when exact).
+double sqnr_db(const std::vector<float> &x, const std::vector<float> &y) {
+  double sig = 0, err = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i])) continue;
+    const double d = static_cast<double>(x[i]) - static_cast<double>(y[i]);
+    sig += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    err += d * d;
+  }
+  return err > 0 ? 10.0 * std::log10(sig / err) : (sig > 0 ? HUGE_VAL : 0.0);
+}
+
 // Metadata key k of `in` copied into the GGUF writer w with its type.
 void copy_typed_metadata(const qnt_model_file *in, qnt_model_writer *w, const char *k) {
   qnt_meta_type type = 0, elem = 0;
@@ -624,31 +670,18 @@ int quantize_gguf(const QuantOptions &o) {
   }
   Progress progress(o.quiet, plan.size(), in_bytes);
   double done_bytes = 0;
-  size_t done = 0, quantized = 0;
+  size_t done = 0;
   for (const G &g : plan) {
     const std::string &name = g.e.name;
     if (g.how == 2) {
       Plan p;
       p.e = g.e;
       p.index = g.index;
-      const char *q = nullptr;
-      std::vector<float> x;
-      if (qnt_model_file_metadata_string(in.get(), ("qnt." + name).c_str(), &q) == QNT_OK) {
-        const TensorP t = tensor_at(in.get(), g.index, name);
-        x.resize(static_cast<size_t>(std::accumulate(g.e.shape.begin(), g.e.shape.end(), int64_t{1}, std::multiplies<>())));
-        qnt_tensor *yp = nullptr;
-        check(qnt_tensor_wrap(QNT_DTYPE_F32, g.e.shape.data(), g.e.shape.size(), nullptr, x.data(), 4 * x.size(), &yp),
-              name);
-        const TensorP yt(yp);
-        check(qnt_dequantize(nullptr, t.get(), yt.get()), name);
-      } else {
-        x = is_qnt_type(g.e.type) ? as_f32(in.get(), p, tensor_at(in.get(), g.index, name).get()) : as_f32(in.get(), p, nullptr);
-      }
+      std::vector<float> x = source_f32(in.get(), p);
       qnt_tensor *xp = nullptr;
       check(qnt_tensor_wrap(QNT_DTYPE_F32, g.e.shape.data(), g.e.shape.size(), nullptr, x.data(), 4 * x.size(), &xp), name);
       const TensorP xt(xp);
       check(qnt_model_writer_write(w.get(), xt.get()), name);
-      ++quantized;
     } else if (g.how == 1) {
       check(qnt_model_writer_write(w.get(), tensor_at(in.get(), g.index, name).get()), name);
     } else {
@@ -661,9 +694,29 @@ int quantize_gguf(const QuantOptions &o) {
     progress.step(name, done_bytes, ++done);
   }
   check(qnt_model_writer_finish(w.get()), o.out);
-  if (!o.quiet)
-    std::printf("%s -> %s (%s): %zu tensors, %zu written from float32, %.2f s\n", o.in.c_str(), o.out.c_str(),
-                type.c_str(), plan.size(), quantized, progress.seconds());
+  const double secs = progress.seconds();
+  if (o.quiet) return 0;
+  // The SQNR of each tensor written as a block type: its values read back from the finished file
+  // (ggml's dequantization) against the float32 values it was made from, one tensor at a time.
+  std::vector<Row> rows;
+  const File done_file = open_file(o.out);
+  size_t out_bytes = 0;
+  for (const G &g : plan) {
+    size_t oi = 0;
+    check(qnt_model_file_tensor_find(done_file.get(), g.e.name.c_str(), &oi), o.out);
+    const EntryInfo oe = entry(done_file.get(), oi);
+    out_bytes += oe.bytes;
+    if (g.how != 2 || oe.type == "F32") continue;
+    Plan p;
+    p.e = g.e;
+    p.index = g.index;
+    Plan q;
+    q.e = oe;
+    q.index = oi;
+    const std::vector<float> x = source_f32(in.get(), p), y = as_f32(done_file.get(), q, nullptr);
+    rows.push_back({g.e.name, sqnr_db(x, y), g.e.bytes, oe.bytes});
+  }
+  print_summary(o, plan.size(), rows, in_bytes, static_cast<double>(out_bytes), secs);
   print_inputs(o, inputs);
   return 0;
 }
@@ -881,21 +934,7 @@ int quantize(const QuantOptions &o) {
     progress.step(name, done_bytes, ++done);
   }
   check(qnt_model_writer_finish(w.get()), o.out);
-  const double secs = progress.seconds();
-  if (o.quiet) return 0;
-  std::sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.sqnr < b.sqnr; });
-  std::printf("%s -> %s (%s)\n", o.in.c_str(), o.out.c_str(), o.type.c_str());
-  std::printf("  tensors: %zu (%zu quantized, %zu kept)\n", plans.size(), rows.size(), plans.size() - rows.size());
-  std::printf("  bytes:   %s -> %s (ratio %.2f)\n", human_bytes(in_bytes).c_str(),
-              human_bytes(static_cast<double>(out_bytes)).c_str(),
-              out_bytes > 0 ? in_bytes / static_cast<double>(out_bytes) : 0.0);
-  std::printf("  time:    %.2f s (%s/s)\n", secs, human_bytes(secs > 0 ? in_bytes / secs : 0).c_str());
-  if (!rows.empty()) {
-    std::printf("  %-48s %10s %12s %12s\n", "quantized tensor (worst SQNR first)", "SQNR dB", "bytes in",
-                "bytes out");
-    for (const Row &r : rows)
-      std::printf("  %-48s %10.2f %12zu %12zu\n", r.name.c_str(), r.sqnr, r.in, r.out);
-  }
+  print_summary(o, plans.size(), rows, in_bytes, static_cast<double>(out_bytes), progress.seconds());
   print_inputs(o, inputs);
   return 0;
 }

@@ -135,7 +135,41 @@ def test_requantize_and_codebooks():
     codes = unpack4(t.tobytes(), x.size, False).reshape(4, 64)
     y = np.from_dlpack(qnt.dequantize(t))
     assert bits(y) == bits(cb[codes] * np.asarray(nf.scales, dtype=np.float32)[:, None])
-    assert np.from_dlpack(qnt.dequantize(t, dtype="bf16") if False else t).dtype == np.uint8  # NF4 leaves as bytes
+    assert np.from_dlpack(t).dtype == np.uint8  # NF4 leaves as its packed bytes
+    # dequantize to bfloat16: the float32 result rounded to nearest even
+    yb = qnt.dequantize(q8, dtype="bf16")
+    assert yb.dtype == qnt.bfloat16 and yb.shape == q8.shape
+    f = np.from_dlpack(qnt.dequantize(q8)).view(np.uint32).astype(np.uint64)
+    rne = ((f + 0x7FFF + ((f >> 16) & 1)) >> 16).astype(np.uint16)
+    assert yb.tobytes() == rne.tobytes()
+
+
+def test_tensor_constructors_and_copies():
+    raw = bytes(range(12))
+    t = qnt.Tensor.from_bytes(raw, (3, 4), "uint8")
+    assert t.tobytes() == raw and t.nbytes == 12 and t.size == 12 and len(t) == 3 and t.ndim == 2
+    buf = bytearray(16)
+    w = qnt.Tensor.wrap(buf, (4,), "float32")
+    w.copy_from(np.arange(4, dtype=np.float32))
+    assert np.frombuffer(buf, np.float32).tolist() == [0, 1, 2, 3]  # the caller's memory
+    c = w.copy()
+    assert c.data_ptr != w.data_ptr and c.tobytes() == bytes(buf)
+    assert qnt.Tensor.empty((2, 2), "int16").tobytes() == bytes(8)
+    assert t.device == ("cpu", 0) and not t.read_only
+    assert "shape=[3, 4]" in repr(t)
+    with pytest.raises(qnt.BufferTooSmallError):
+        t.copy_from(b"short")
+    with pytest.raises(qnt.InvalidArgumentError):
+        qnt.Tensor.wrap(b"read-only", (9,), "uint8")
+    ctx = qnt.Context()
+    if ctx.cuda_device_count == 0:
+        with pytest.raises(qnt.NoDeviceError):
+            qnt.Tensor.empty_on_device((4,), "float32")
+        with pytest.raises(qnt.NoDeviceError):
+            qnt.Tensor.wrap_device(0x1000, 16, (4,), "float32")
+    else:  # pragma: no cover (a GPU machine)
+        d = t.copy(("cuda", 0))
+        assert d.device == ("cuda", 0) and d.tobytes() == raw
 
 
 def test_error_report():
