@@ -788,9 +788,12 @@ enum {
 typedef int32_t qnt_weight_only_mode;
 enum {
   QNT_WEIGHT_ONLY_F32 = 0,     /* every weight dequantized to float32; float dot products */
-  QNT_WEIGHT_ONLY_INT8_ACT = 1 /* activations quantized to int8 per row and weight block; integer
+  QNT_WEIGHT_ONLY_INT8_ACT = 1, /* activations quantized to int8 per row and weight block; integer
                                   dot products per block (W4A8, W8A8: llama.cpp's Q4_0 x Q8_0,
                                   ONNX Runtime's MatMulNBits with accuracy_level 4) */
+  QNT_WEIGHT_ONLY_INT8_TOKEN = 2 /* (since 0.9) ternary or binary weights, activations quantized to
+                                    int8 per row (per token) by absmax, one exact int32 dot
+                                    product per output (BitNet b1.58); see qnt_linear_weight_only */
 };
 
 /* The memory layout of a convolution's activations (QNT_OP_LAYOUT). The filter is always
@@ -892,7 +895,22 @@ QNT_API qnt_status qnt_linear_dynamic(qnt_context *ctx, const qnt_tensor *x, con
  *  - the 16 sums s[l] (starting at 0) are added pairwise as in the float dot product, then
  *    bias[n] is added as a separate float32 addition.
  * Every kernel of the mode gives the same bits. Its accuracy against the f32 mode is that of
- * 8-bit activations: see the README for the measured output SQNR. */
+ * 8-bit activations: see the README for the measured output SQNR.
+ *
+ * The per-token mode (QNT_WEIGHT_ONLY_INT8_TOKEN, since 0.9; prepared form only) is BitNet
+ * b1.58's linear layer: w of dtype ternary (values -1, 0, +1) or binary (-1, +1), with qparams
+ * per tensor or per output feature (axis 0; per block is QNT_ERR_UNSUPPORTED), and K at most
+ * 16909320 (so that 127 * K fits int32). For row m and output n:
+ *  - a = max |x[m, k]| over the row; a row with a NaN or an infinity gives y[m, n] = NaN for
+ *    every n; a row with a = 0 gives qx = 0;
+ *  - qx[k] = clamp(round_half_to_even((x[k] * 127) / a), -127, 127): the product and the
+ *    quotient each rounded to float32 (BitNet's x * 127 / absmax);
+ *  - acc = sum over k of qx[k] * v[n, k], exact in int32 (v the weight's value -1, 0 or +1);
+ *  - y[m, n] = (float)acc * ((a / 127) * sw[n]), each of the two products and the quotient
+ *    a / 127 rounded to float32, sw[n] the weight's scale; then bias[n] added as a separate
+ *    float32 addition.
+ * Its kernels add and subtract int8 activations under the weights' signs (no multiply by a
+ * weight value); every kernel gives the reference's bits. */
 QNT_API qnt_status qnt_linear_weight_only(qnt_context *ctx, const qnt_tensor *x,
                                           const qnt_tensor *w, const qnt_tensor *bias,
                                           qnt_tensor *y);

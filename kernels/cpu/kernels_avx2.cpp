@@ -15,7 +15,8 @@ constexpr kern::GemmKernel kGemm{"avx2", kern::Split256::kMR, kern::Split256::kN
                                  &kern::gemm_correct_avx2, false, &kern::gemm_pack_kn_avx2,
                                  &kern::gemm_pack_nk_avx2, &kern::depthwise_avx2};
 constexpr kern::WoKernels kWo{"avx2", &kern::wo::f32_256, &kern::wo::int8_256,
-                              &kern::wo::dot256, &kern::wo::dequant256};
+                              &kern::wo::dot256, &kern::wo::dequant256, false, false,
+                              &kern::wo::token256};
 constexpr kern::KernelTable kTable =
     make_table<xsimd::avx2>("avx2", QNT_ISA_AVX2, &kGemm, &kWo);
 }  // namespace

@@ -15,7 +15,8 @@ constexpr kern::GemmKernel kGemm{"avx512", kern::Split512::kMR, kern::Split512::
                                  &kern::depthwise_avx512};
 // The f32 weight-only kernel with 16-entry vpermps; the int8 mode keeps AVX2's vpmaddubsw.
 constexpr kern::WoKernels kWo{"avx512", &kern::wo::f32_512, &kern::wo::int8_256,
-                              &kern::wo::dot512, &kern::wo::dequant512, true, true};
+                              &kern::wo::dot512, &kern::wo::dequant512, true, true,
+                              &kern::wo::token256};
 constexpr kern::KernelTable kTable =
     make_table<xsimd::avx512bw>("avx512", QNT_ISA_AVX512, &kGemm, &kWo);
 }  // namespace

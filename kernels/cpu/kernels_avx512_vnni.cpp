@@ -15,7 +15,8 @@ constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni51
                                   &kern::depthwise_avx512, &kern::depthwise_vnni,
                                   &kern::Vnni512::conv};
 constexpr kern::WoKernels kWo{"avx512_vnni", &kern::wo::f32_512, &kern::wo::int8_vnni,
-                              &kern::wo::dot512, &kern::wo::dequant512, true, true};
+                              &kern::wo::dot512, &kern::wo::dequant512, true, true,
+                              &kern::wo::token256};
 constexpr kern::KernelTable make() {
   kern::KernelTable t{};
   t.name = "avx512_vnni";

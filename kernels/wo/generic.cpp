@@ -121,7 +121,21 @@ void generic_dequant(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
 
 }  // namespace
 
+void wo_token_generic(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats,
+                      const int8_t *qx, int32_t xsum, int32_t *acc) noexcept {
+  for (size_t f = 0; f < feats; ++f) {
+    const uint8_t *row = w + f * row_bytes;
+    int32_t sum = 0;
+    for (size_t g = 0; g < groups; ++g)
+      for (int s = 0; s < 4; ++s)
+        for (int j = 0; j < 32; ++j)
+          sum += static_cast<int32_t>((row[32 * g + static_cast<size_t>(j)] >> (2 * s)) & 3) *
+                 qx[128 * g + static_cast<size_t>(32 * s + j)];
+    acc[f] = sum - xsum;
+  }
+}
+
 const WoKernels kGenericWo{"generic", &generic_f32, &generic_int8, &generic_dot,
-                           &generic_dequant};
+                           &generic_dequant, false, false, &wo_token_generic};
 
 }  // namespace qnt::kern

@@ -84,6 +84,17 @@ using WoDotFn = void (*)(const float *x, size_t ldx, size_t rows, const float *w
 // out[p * ldo + k] for k < round_up(K, 16) (values past K are finite and never used).
 using WoDequantFn = void (*)(const WoPanelArgs &w, float *out, size_t ldo) noexcept;
 
+// The per-token mode (QNT_WEIGHT_ONLY_INT8_TOKEN: ternary and binary weights). Packed weights:
+// per output feature a row of `groups` = ceil(K / 128) groups of 32 bytes; byte j of group g
+// holds, in bits 2s and 2s + 1 (s = 0..3), the code c = v + 1 (0, 1 or 2; v the weight's value
+// -1, 0, +1) of element 128g + 32s + j, and c = 1 (v = 0) past K.
+// acc[f] = sum over k < 128 * groups of qx[k] * (c[f][k] - 1), exact, for the `feats` rows
+// w, w + row_bytes, ...; qx holds 128 * groups int8 values in [-127, 127] (0 past K), whose sum
+// is xsum. Kernels may compute sum(qx * c) - xsum: each pair of products is at most 508 in
+// magnitude, so vpmaddubsw cannot saturate on these operands.
+using WoTokenFn = void (*)(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats,
+                           const int8_t *qx, int32_t xsum, int32_t *acc) noexcept;
+
 struct WoKernels {
   const char *name;
   WoF32Fn f32;
@@ -92,7 +103,12 @@ struct WoKernels {
   WoDequantFn dequant;
   bool lane_codes = false;  // the f32 mode's 4-bit codes in the lane layout (above)
   bool f32_bytes = false;   // f32 and dequant take byte weights (i8, u8: W8A16) too
+  WoTokenFn token = nullptr;  // the per-token mode; null: the generic kernel's
 };
+
+// The per-token mode's kernel in plain C++ (kernels/wo/generic.cpp).
+void wo_token_generic(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats,
+                      const int8_t *qx, int32_t xsum, int32_t *acc) noexcept;
 
 // The whole of w.prefetch requested into L2 (the driver's way, for kernels that don't spread it).
 inline void wo_prefetch_all(const WoPanelArgs &w) noexcept {

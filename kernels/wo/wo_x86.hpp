@@ -1068,6 +1068,54 @@ inline void int8_256(const WoPanelArgs &w, const WoActs &a, size_t rows, float *
   }
 }
 
+// The per-token mode (wo.hpp's WoTokenFn): F feature rows at a time share each load of qx. Per
+// 32-byte group and shift s, the codes c (0..2) of 32 elements meet 32 activations in vpmaddubsw
+// (c unsigned, qx signed): pairs of products at most 2 * 2 * 127 = 508 in magnitude, so it never
+// saturates; 16-bit sums take 16 groups (64 additions, at most 32512) before they are widened
+// into 32-bit sums by vpmaddwd. acc = sum(c * qx) - xsum, exact.
+template <int F>
+inline void token_rows256(const uint8_t *w, size_t row_bytes, size_t groups, const int8_t *qx,
+                          int32_t xsum, int32_t *acc) noexcept {
+  const __m256i m3 = _mm256_set1_epi8(3), ones16 = _mm256_set1_epi16(1);
+  __m256i s32[F];
+  for (int f = 0; f < F; ++f) s32[f] = _mm256_setzero_si256();
+  for (size_t g0 = 0; g0 < groups; g0 += 16) {
+    const size_t g1 = std::min(groups, g0 + 16);
+    __m256i s16[F];
+    for (int f = 0; f < F; ++f) s16[f] = _mm256_setzero_si256();
+    for (size_t g = g0; g < g1; ++g) {
+      const int8_t *xg = qx + 128 * g;
+      const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xg));
+      const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xg + 32));
+      const __m256i x2 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xg + 64));
+      const __m256i x3 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xg + 96));
+      for (int f = 0; f < F; ++f) {
+        const __m256i v = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i *>(w + static_cast<size_t>(f) * row_bytes + 32 * g));
+        __m256i t = _mm256_maddubs_epi16(_mm256_and_si256(v, m3), x0);
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 2), m3), x1));
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m3), x2));
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 6), m3), x3));
+        s16[f] = _mm256_add_epi16(s16[f], t);
+      }
+    }
+    for (int f = 0; f < F; ++f) s32[f] = _mm256_add_epi32(s32[f], _mm256_madd_epi16(s16[f], ones16));
+  }
+  for (int f = 0; f < F; ++f) {
+    __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s32[f]), _mm256_extracti128_si256(s32[f], 1));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
+    acc[f] = _mm_cvtsi128_si32(h) - xsum;
+  }
+}
+
+inline void token256(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats, const int8_t *qx,
+                     int32_t xsum, int32_t *acc) noexcept {
+  size_t f = 0;
+  for (; f + 4 <= feats; f += 4) token_rows256<4>(w + f * row_bytes, row_bytes, groups, qx, xsum, acc + f);
+  for (; f < feats; ++f) token_rows256<1>(w + f * row_bytes, row_bytes, groups, qx, xsum, acc + f);
+}
+
 #endif  // __AVX2__
 
 }  // namespace wo

@@ -570,6 +570,176 @@ class PreparedWeightOnly final : public Prepared {
   DeviceWo dev_;  // device < 0: not prepared for a device
 };
 
+// The per-token mode (QNT_WEIGHT_ONLY_INT8_TOKEN): ternary or binary weights, int8 activations
+// per row by absmax, one exact int32 dot product per output (the rule is qnt.h's). The weights
+// are packed as kernels/wo/wo.hpp says (2 bits a weight, codes v + 1); the reference ISA runs
+// the scalar rule on the user's codes instead.
+class PreparedTokenWo final : public Prepared {
+ public:
+  static constexpr int64_t kMaxK = 16909320;  // 127 * K <= INT32_MAX
+
+  PreparedTokenWo(const Context &ctx, const Tensor &w, const Tensor *bias, const kern::WoKernels *wo)
+      : Prepared(QNT_PREPARED_LINEAR_WEIGHT_ONLY, ctx.isa()), N_(w.dims()[0]), K_(w.dims()[1]), bias_(bias) {
+    const qnt_dtype dt = w.dtype();
+    if (dt != QNT_DTYPE_TERNARY && dt != QNT_DTYPE_BINARY)
+      fail(QNT_ERR_UNSUPPORTED, "the per-token mode takes ternary or binary weights, not ", w.info().name);
+    const ref::QuantSpec spec = quantized_spec(w, "w");
+    const qnt_granularity g = spec.layout.granularity;
+    if (g == QNT_GRANULARITY_PER_BLOCK || (g == QNT_GRANULARITY_PER_AXIS && w.qparams()->axis() != 0))
+      fail(QNT_ERR_UNSUPPORTED, "the per-token mode takes weight qparams per tensor or per output feature (axis 0)");
+    if (K_ > kMaxK) fail(QNT_ERR_UNSUPPORTED, "the per-token mode takes K up to ", kMaxK, ", not ", K_);
+    if (ctx.cuda_device >= 0) fail(QNT_ERR_UNSUPPORTED, "the per-token mode runs on the CPU only in this release");
+    sw_.resize(static_cast<size_t>(N_));
+    for (int64_t n = 0; n < N_; ++n)
+      sw_[static_cast<size_t>(n)] = spec.scales[g == QNT_GRANULARITY_PER_TENSOR ? 0 : n];
+    groups_ = static_cast<size_t>((K_ + 127) / 128);
+    row_bytes_ = 32 * groups_;
+    token_ = wo == nullptr ? nullptr : (wo->token != nullptr ? wo->token : &kern::wo_token_generic);
+    // The values, checked (ternary's code 0b10 is no value), into the packed codes v + 1.
+    const bool binary = dt == QNT_DTYPE_BINARY;
+    values_.resize(static_cast<size_t>(N_ * K_));
+    for (size_t i = 0; i < values_.size(); ++i) {
+      const int32_t q = ref::load_element(w.data(), i, binary ? 1 : 2, !binary);
+      if (!binary && q == -2)
+        fail(QNT_ERR_INVALID_ARGUMENT, "w holds the ternary code 0b10 (element ", i, "), which is no value");
+      values_[i] = static_cast<int8_t>(binary ? 2 * q - 1 : q);
+    }
+    if (token_ != nullptr) {
+      codes_.assign(static_cast<size_t>(N_) * row_bytes_, 0x55);  // c = 1 (v = 0) everywhere
+      for (int64_t n = 0; n < N_; ++n) {
+        uint8_t *row = codes_.data() + static_cast<size_t>(n) * row_bytes_;
+        for (int64_t k = 0; k < K_; ++k) {
+          const auto c = static_cast<uint8_t>(values_[static_cast<size_t>(n * K_ + k)] + 1);
+          const size_t g0 = static_cast<size_t>(k / 128), r = static_cast<size_t>(k % 128);
+          uint8_t &b = row[32 * g0 + r % 32];
+          const int sh = static_cast<int>(2 * (r / 32));
+          b = static_cast<uint8_t>((b & ~(3 << sh)) | (c << sh));
+        }
+      }
+      values_.clear();
+      values_.shrink_to_fit();
+    }
+  }
+
+  size_t packed_size() const noexcept override {
+    return codes_.size() + values_.size() + 4 * sw_.size() + bias_.bytes();
+  }
+
+  void run(const Context &ctx, const Tensor &x, Tensor &y) const override {
+    check_wo_dtypes(x, y);
+    const int64_t R = linear_io(x, K_, N_, y);
+    const Place where = op_place({{&x, "x"}, {&y, "y"}});
+    if (y.element_count() == 0) return;
+    if (!where.is_cpu()) fail(QNT_ERR_UNSUPPORTED, "the per-token mode runs on the CPU only in this release");
+    std::vector<float> xbuf, ybuf;
+    const float *xs = reinterpret_cast<const float *>(x.data());
+    float *out = reinterpret_cast<float *>(y.data());
+    if (x.dtype() != QNT_DTYPE_F32) {
+      xbuf.resize(x.element_count());
+      widen_floats(x.dtype(), x.data(), xbuf.data(), xbuf.size());
+      xs = xbuf.data();
+    }
+    if (y.dtype() != QNT_DTYPE_F32) {
+      ybuf.resize(y.element_count());
+      out = ybuf.data();
+    }
+    compute(ctx, xs, static_cast<size_t>(R), out);
+    if (!ybuf.empty()) narrow_floats(y.dtype(), ybuf.data(), y.data(), ybuf.size());
+  }
+
+ private:
+  // Each row's activations: qx (zero past K, 128 * groups a row), its sum, sx = a / 127, and
+  // whether the row holds a NaN or an infinity.
+  struct Acts {
+    std::vector<int8_t> qx;
+    std::vector<int32_t> sum;
+    std::vector<float> sx;
+    std::vector<uint8_t> bad;
+  };
+
+  Acts quantize_rows(const float *xs, size_t rows) const {
+    Acts a;
+    const size_t stride = 128 * groups_;
+    a.qx.assign(rows * stride, 0);
+    a.sum.assign(rows, 0);
+    a.sx.assign(rows, 0.0f);
+    a.bad.assign(rows, 0);
+    const auto K = static_cast<size_t>(K_);
+    for (size_t m = 0; m < rows; ++m) {
+      const float *xr = xs + m * K;
+      float amax = 0.0f;
+      bool bad = false;
+      for (size_t k = 0; k < K; ++k) {
+        bad = bad || !std::isfinite(xr[k]);
+        amax = std::max(amax, std::fabs(xr[k]));
+      }
+      a.bad[m] = bad;
+      a.sx[m] = amax / 127.0f;
+      if (bad || amax == 0.0f) continue;
+      int8_t *q = a.qx.data() + m * stride;
+      int32_t sum = 0;
+      for (size_t k = 0; k < K; ++k) {
+        const float t = (xr[k] * 127.0f) / amax;
+        const float r = std::min(127.0f, std::max(-127.0f, ref::round_half_to_even(t)));
+        q[k] = static_cast<int8_t>(r);
+        sum += q[k];
+      }
+      a.sum[m] = sum;
+    }
+    return a;
+  }
+
+  void compute(const Context &ctx, const float *xs, size_t rows, float *out) const {
+    const Acts a = quantize_rows(xs, rows);
+    const size_t stride = 128 * groups_;
+    const auto N = static_cast<size_t>(N_);
+    const float *bias = bias_.present ? bias_.f32.data() : nullptr;
+    const size_t grain = 64;  // output features a task
+    parallel_for_workers(ctx.threads(), N, grain, [&](size_t b0, size_t b1, size_t) {
+      int32_t acc[grain];
+      for (size_t n0 = b0; n0 < b1; n0 += grain) {  // (one worker gets the whole range)
+        const size_t n1 = std::min(b1, n0 + grain);
+        for (size_t m = 0; m < rows; ++m) {
+          float *o = out + m * N;
+          if (a.bad[m]) {
+            for (size_t n = n0; n < n1; ++n) o[n] = rules::canonical_nan(std::numeric_limits<float>::quiet_NaN());
+            continue;
+          }
+          const int8_t *q = a.qx.data() + m * stride;
+          if (token_ != nullptr) {
+            token_(codes_.data() + n0 * row_bytes_, row_bytes_, groups_, n1 - n0, q, a.sum[m], acc);
+          } else {  // the reference: the rule itself, on the weights' values
+            for (size_t n = n0; n < n1; ++n) {
+              const int8_t *v = values_.data() + n * static_cast<size_t>(K_);
+              int32_t s = 0;
+              for (int64_t k = 0; k < K_; ++k) s += static_cast<int32_t>(q[k]) * v[k];
+              acc[n - n0] = s;
+            }
+          }
+          for (size_t n = n0; n < n1; ++n)
+            o[n] = rules::wo_output(static_cast<float>(acc[n - n0]) * (a.sx[m] * sw_[n]), bias,
+                                    static_cast<int64_t>(n));
+        }
+      }
+    });
+  }
+
+  int64_t N_, K_;
+  Bias bias_;
+  std::vector<float> sw_;
+  size_t groups_ = 0, row_bytes_ = 0;
+  kern::WoTokenFn token_ = nullptr;  // null: the reference
+  std::vector<uint8_t> codes_;       // packed (wo.hpp)
+  std::vector<int8_t> values_;       // the reference's: -1, 0, +1 per weight
+};
+
+std::unique_ptr<Prepared> make_weight_only(const Context &ctx, const Tensor &w, const Tensor *bias,
+                                           int64_t mode, const kern::WoKernels *wo) {
+  if (mode == QNT_WEIGHT_ONLY_INT8_TOKEN) return std::make_unique<PreparedTokenWo>(ctx, w, bias, wo);
+  auto p = std::make_unique<PreparedWeightOnly>(ctx, w, bias, mode, wo);
+  return p;
+}
+
 void check_weight_only(const Tensor &w, const Tensor *bias) {
   if (w.dtype() == QNT_DTYPE_I32)
     fail(QNT_ERR_UNSUPPORTED, "w may not be i32 in the weight-only linear layer");
@@ -583,8 +753,9 @@ std::unique_ptr<Prepared> prepare_linear_weight_only(const Context &ctx, const T
                                                      const Tensor *bias, const OpDesc &desc) {
   desc.require_only(OpDesc::bit(QNT_OP_WEIGHT_ONLY_MODE), "the weight-only linear layer");
   check_weight_only(w, bias);
-  auto p = std::make_unique<PreparedWeightOnly>(ctx, w, bias, desc.get(QNT_OP_WEIGHT_ONLY_MODE),
-                                                ctx.kernels().wo);
+  const int64_t mode = desc.get(QNT_OP_WEIGHT_ONLY_MODE);
+  if (mode == QNT_WEIGHT_ONLY_INT8_TOKEN) return make_weight_only(ctx, w, bias, mode, ctx.kernels().wo);
+  auto p = std::make_unique<PreparedWeightOnly>(ctx, w, bias, mode, ctx.kernels().wo);
   if (ctx.cuda_device >= 0) p->copy_to_device(w, ctx.cuda_device);
   return p;
 }
@@ -615,7 +786,7 @@ std::unique_ptr<Prepared> prepare_linear_weight_only_with(const Context &ctx, co
                                                           const Tensor *bias, int64_t mode,
                                                           const kern::WoKernels *wo) {
   check_weight_only(w, bias);
-  return std::make_unique<PreparedWeightOnly>(ctx, w, bias, mode, wo);
+  return make_weight_only(ctx, w, bias, mode, wo);
 }
 
 }  // namespace qnt::ops

@@ -1048,6 +1048,32 @@ int bench(int threads_opt) {
         std::printf("%-44s %8d %10.3f %10.2f %8.2f\n", label, th, 1e3 * t, bytes / t / 1e9, bytes / t / 1e9 / bw);
       }
     }
+    // Ternary weights (BitNet's absmean rule), the per-token mode: 2 bits a weight.
+    {
+      qnt_qparams *qp = nullptr;
+      check(qnt_calibrate_codebook(c, wf.get(), QNT_DTYPE_TERNARY, QNT_GRANULARITY_PER_TENSOR, 0, 0, &qp), "ternary");
+      const Qp qh(qp);
+      qnt_tensor *qt = nullptr;
+      check(qnt_tensor_create(QNT_DTYPE_TERNARY, wshape, 2, qp, &qt), "w2");
+      const TensorP q2(qt);
+      check(qnt_quantize(c, wf.get(), q2.get()), "quantize");
+      const double bytes = static_cast<double>(N * K / 4);
+      const int copies = static_cast<int>(std::max(2.0, 2.0 * 64e6 / bytes + 1));
+      qnt_op_desc *d = nullptr;
+      check(qnt_op_desc_create(&d), "desc");
+      check(qnt_op_desc_set(d, QNT_OP_WEIGHT_ONLY_MODE, QNT_WEIGHT_ONLY_INT8_TOKEN), "desc");
+      std::vector<qnt_prepared *> ops(static_cast<size_t>(copies), nullptr);
+      for (auto &op : ops) check(qnt_prepared_create_linear_weight_only(c, q2.get(), nullptr, d, &op), "prepare");
+      qnt_op_desc_destroy(d);
+      size_t at = 0;
+      const double t = best_of(20 * copies, [&] {
+        check(qnt_prepared_run(c, ops[at], xt.get(), yt.get()), "run");
+        at = (at + 1) % ops.size();
+      });
+      for (auto *op : ops) qnt_prepared_destroy(op);
+      std::printf("%-44s %8d %10.3f %10.2f %8.2f\n", "ternary per token (W1.58A8), M1 4096x4096", th, 1e3 * t,
+                  bytes / t / 1e9, bytes / t / 1e9 / bw);
+    }
     // int8 GEMM, prepared B
     const int64_t M = 1024, GK = 1024, GN = 1024;
     std::vector<uint8_t> av(static_cast<size_t>(M * GK)), bv(static_cast<size_t>(GK * GN));

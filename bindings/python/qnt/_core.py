@@ -934,7 +934,8 @@ _OPTIONS = {
 _NAMED = {
     "act_quant": {"per_tensor": _capi.QNT_ACT_PER_TENSOR, "per_row": _capi.QNT_ACT_PER_ROW},
     "layout": {"nchw": _capi.QNT_LAYOUT_NCHW, "nhwc": _capi.QNT_LAYOUT_NHWC},
-    "weight_only_mode": {"f32": _capi.QNT_WEIGHT_ONLY_F32, "int8_act": _capi.QNT_WEIGHT_ONLY_INT8_ACT},
+    "weight_only_mode": {"f32": _capi.QNT_WEIGHT_ONLY_F32, "int8_act": _capi.QNT_WEIGHT_ONLY_INT8_ACT,
+                         "int8_token": _capi.QNT_WEIGHT_ONLY_INT8_TOKEN},
 }
 
 
@@ -1191,7 +1192,8 @@ class PreparedLinearStatic(Prepared):
 
 class PreparedLinearWeightOnly(Prepared):
     """linear_weight_only with constant w and bias (qnt_prepared_create_linear_weight_only);
-    mode "f32" (exact float) or "int8_act" (W4A8 / W8A8)."""
+    mode "f32" (exact float), "int8_act" (W4A8 / W8A8) or "int8_token" (ternary or binary
+    weights, int8 activations per token: BitNet b1.58)."""
 
     def __init__(self, w: Tensor, bias: Any = None, *, mode: str = "f32", ctx: Optional[Context] = None):
         h = _P()
