@@ -129,7 +129,7 @@ void wo_token_generic(const uint8_t *w, size_t row_bytes, size_t groups, size_t 
     for (size_t g = 0; g < groups; ++g)
       for (int s = 0; s < 4; ++s)
         for (int j = 0; j < 32; ++j)
-          sum += static_cast<int32_t>((row[32 * g + static_cast<size_t>(j)] >> (2 * s)) & 3) *
+          sum += static_cast<int32_t>((row[32 * g + static_cast<size_t>(j)] >> (6 - 2 * s)) & 3) *
                  qx[128 * g + static_cast<size_t>(32 * s + j)];
     acc[f] = sum - xsum;
   }

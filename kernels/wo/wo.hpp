@@ -86,8 +86,9 @@ using WoDequantFn = void (*)(const WoPanelArgs &w, float *out, size_t ldo) noexc
 
 // The per-token mode (QNT_WEIGHT_ONLY_INT8_TOKEN: ternary and binary weights). Packed weights:
 // per output feature a row of `groups` = ceil(K / 128) groups of 32 bytes; byte j of group g
-// holds, in bits 2s and 2s + 1 (s = 0..3), the code c = v + 1 (0, 1 or 2; v the weight's value
-// -1, 0, +1) of element 128g + 32s + j, and c = 1 (v = 0) past K.
+// holds, in bits 6 - 2s and 7 - 2s (s = 0..3), the code c = v + 1 (0, 1 or 2; v the weight's
+// value -1, 0, +1) of element 128g + 32s + j, and c = 1 (v = 0) past K. This is bitnet.cpp's
+// I2_S block (x86, 128 elements) row by row, so an I2_S row is already a packed row.
 // acc[f] = sum over k < 128 * groups of qx[k] * (c[f][k] - 1), exact, for the `feats` rows
 // w, w + row_bytes, ...; qx holds 128 * groups int8 values in [-127, 127] (0 past K), whose sum
 // is xsum. Kernels may compute sum(qx * c) - xsum: each pair of products is at most 508 in

@@ -1073,9 +1073,11 @@ inline void int8_256(const WoPanelArgs &w, const WoActs &a, size_t rows, float *
 // (c unsigned, qx signed): pairs of products at most 2 * 2 * 127 = 508 in magnitude, so it never
 // saturates; 16-bit sums take 16 groups (64 additions, at most 32512) before they are widened
 // into 32-bit sums by vpmaddwd. acc = sum(c * qx) - xsum, exact.
+// `next` (or null): the F rows after these, requested into L2 as the loop goes (F rows are
+// F * 32 bytes a group, contiguous), two lines a group.
 template <int F>
 inline void token_rows256(const uint8_t *w, size_t row_bytes, size_t groups, const int8_t *qx,
-                          int32_t xsum, int32_t *acc) noexcept {
+                          int32_t xsum, int32_t *acc, const uint8_t *next) noexcept {
   const __m256i m3 = _mm256_set1_epi8(3), ones16 = _mm256_set1_epi16(1);
   __m256i s32[F];
   for (int f = 0; f < F; ++f) s32[f] = _mm256_setzero_si256();
@@ -1084,6 +1086,8 @@ inline void token_rows256(const uint8_t *w, size_t row_bytes, size_t groups, con
     __m256i s16[F];
     for (int f = 0; f < F; ++f) s16[f] = _mm256_setzero_si256();
     for (size_t g = g0; g < g1; ++g) {
+      if (next != nullptr)
+        for (int l = 0; l < F * 32; l += 64) __builtin_prefetch(next + static_cast<size_t>(F) * 32 * g + l, 0, 2);
       const int8_t *xg = qx + 128 * g;
       const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xg));
       const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xg + 32));
@@ -1092,10 +1096,10 @@ inline void token_rows256(const uint8_t *w, size_t row_bytes, size_t groups, con
       for (int f = 0; f < F; ++f) {
         const __m256i v = _mm256_loadu_si256(
             reinterpret_cast<const __m256i *>(w + static_cast<size_t>(f) * row_bytes + 32 * g));
-        __m256i t = _mm256_maddubs_epi16(_mm256_and_si256(v, m3), x0);
-        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 2), m3), x1));
-        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m3), x2));
-        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 6), m3), x3));
+        __m256i t = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 6), m3), x0);
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m3), x1));
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 2), m3), x2));
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(_mm256_and_si256(v, m3), x3));
         s16[f] = _mm256_add_epi16(s16[f], t);
       }
     }
@@ -1112,8 +1116,10 @@ inline void token_rows256(const uint8_t *w, size_t row_bytes, size_t groups, con
 inline void token256(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats, const int8_t *qx,
                      int32_t xsum, int32_t *acc) noexcept {
   size_t f = 0;
-  for (; f + 4 <= feats; f += 4) token_rows256<4>(w + f * row_bytes, row_bytes, groups, qx, xsum, acc + f);
-  for (; f < feats; ++f) token_rows256<1>(w + f * row_bytes, row_bytes, groups, qx, xsum, acc + f);
+  for (; f + 4 <= feats; f += 4)
+    token_rows256<4>(w + f * row_bytes, row_bytes, groups, qx, xsum, acc + f,
+                     f + 8 <= feats ? w + (f + 4) * row_bytes : nullptr);
+  for (; f < feats; ++f) token_rows256<1>(w + f * row_bytes, row_bytes, groups, qx, xsum, acc + f, nullptr);
 }
 
 #endif  // __AVX2__

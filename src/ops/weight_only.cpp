@@ -612,7 +612,7 @@ class PreparedTokenWo final : public Prepared {
           const auto c = static_cast<uint8_t>(values_[static_cast<size_t>(n * K_ + k)] + 1);
           const size_t g0 = static_cast<size_t>(k / 128), r = static_cast<size_t>(k % 128);
           uint8_t &b = row[32 * g0 + r % 32];
-          const int sh = static_cast<int>(2 * (r / 32));
+          const int sh = static_cast<int>(6 - 2 * (r / 32));
           b = static_cast<uint8_t>((b & ~(3 << sh)) | (c << sh));
         }
       }
