@@ -898,8 +898,10 @@ QNT_API qnt_status qnt_linear_dynamic(qnt_context *ctx, const qnt_tensor *x, con
  * 8-bit activations: see the README for the measured output SQNR.
  *
  * The per-token mode (QNT_WEIGHT_ONLY_INT8_TOKEN, since 0.9; prepared form only) is BitNet
- * b1.58's linear layer: w of dtype ternary (values -1, 0, +1) or binary (-1, +1), with qparams
- * per tensor or per output feature (axis 0; per block is QNT_ERR_UNSUPPORTED), and K at most
+ * b1.58's linear layer: w of dtype ternary (values -1, 0, +1) or binary (-1, +1), with one
+ * scale a row: qparams per tensor, per output feature (axis 0), or per block along K (axis 1)
+ * with the same scale in every block of a row (GGUF's TQ1_0 / TQ2_0 of a BitNet model, read by
+ * qnt_model_file_tensor; other per-block qparams are QNT_ERR_UNSUPPORTED), and K at most
  * 16909320 (so that 127 * K fits int32). For row m and output n:
  *  - a = max |x[m, k]| over the row; a row with a NaN or an infinity gives y[m, n] = NaN for
  *    every n; a row with a = 0 gives qx = 0;

@@ -21,7 +21,10 @@
  *       point 7 with scale -d where d < 0): the same values as ggml's, bit for bit, except that
  *       where ggml's Q4_0 gives 0 * d = -0.0 (q = 8, d < 0) qnt gives +0.0. A block whose scale
  *       qparams cannot hold (NaN, infinite, a negative Q8_0 scale, zero over nonzero codes) is
- *       QNT_ERR_UNSUPPORTED;
+ *       QNT_ERR_UNSUPPORTED. TQ1_0 and TQ2_0 (since 0.9) are qnt ternary tensors per block of
+ *       256 along the last axis (scale |d|, the codes negated where d < 0; a zero d gives scale
+ *       1 and codes 0): the same values except the sign of a zero; the per-token weight-only
+ *       mode (QNT_WEIGHT_ONLY_INT8_TOKEN) runs them when each row's blocks share one scale;
  *     - every type qnt_model_file_tensor_dequantize takes (F32, F16, BF16, I8, I16, I32, Q4_0,
  *       Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, TQ1_0, TQ2_0) dequantizes to float32
  *       with the operations of ggml's dequantize_row_* in their order, each product and sum

@@ -6,6 +6,7 @@
 #include "core/layout.hpp"
 #include "io/ggml_types.hpp"
 #include "kernels/common/scalar.hpp"
+#include "kernels/ref/quantize_ref.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -544,6 +545,44 @@ Tensor ggml_block_tensor(const Entry &e) {
   return t;
 }
 
+// TQ1_0 (ggml type 34) and TQ2_0 (35) as qnt ternary tensors per block of 256 along the last
+// axis: each block's values are (q - 1) * d with q in {0, 1, 2} (ggml's dequantization, run
+// here), so its codes are value / d, exactly; the scale is |d| and the codes are negated where
+// d < 0. A zero d gives scale 1 and codes 0 (values +0.0 where ggml's may be -0.0, as for Q4_0);
+// a NaN or infinite d, or a TQ2_0 code 3 (2 * d, no ternary value), is QNT_ERR_UNSUPPORTED.
+Tensor ggml_ternary_tensor(const Entry &e) {
+  const GgmlType &gt = *ggml_type(e.ggml);
+  const size_t bsize = gt.size, blocks = e.bytes / bsize;
+  const auto rank = e.shape.size();
+  const Mapping map(*e.file, e.offset, e.bytes);
+  const uint8_t *src = map.data();
+  std::vector<float> scales(blocks);
+  std::vector<int8_t> codes(256 * blocks);
+  float v[256];
+  for (size_t b = 0; b < blocks; ++b) {
+    uint16_t h = 0;
+    std::memcpy(&h, src + b * bsize + bsize - 2, 2);
+    const float d = rules::f16_to_f32(h);
+    if (!std::isfinite(d))
+      fail(QNT_ERR_UNSUPPORTED, "tensor '", e.name, "': block ", b, " has scale ", d,
+           ", which qnt's qparams do not hold (qnt_model_file_tensor_dequantize gives its values)");
+    ggml_dequantize(gt, src + b * bsize, 256, v);
+    scales[b] = d == 0.0f ? 1.0f : std::fabs(d);
+    for (int j = 0; j < 256; ++j) {
+      const float c = d == 0.0f ? 0.0f : (d > 0.0f ? v[j] / d : -(v[j] / d));
+      if (c != -1.0f && c != 0.0f && c != 1.0f)
+        fail(QNT_ERR_UNSUPPORTED, "tensor '", e.name, "': block ", b, " element ", j, " is ", c,
+             " times its scale, no ternary value (qnt_model_file_tensor_dequantize gives its values)");
+      codes[256 * b + static_cast<size_t>(j)] = static_cast<int8_t>(c);
+    }
+  }
+  auto qp = QParams::create(QNT_DTYPE_TERNARY, QNT_GRANULARITY_PER_BLOCK, static_cast<int64_t>(rank) - 1, 256,
+                            scales.data(), nullptr, blocks);
+  Tensor t(QNT_DTYPE_TERNARY, e.shape.data(), rank, std::move(qp), Tensor::Storage::Zeroed, nullptr, 0, {}, false);
+  for (size_t i = 0; i < codes.size(); ++i) ref::store_element(t.data(), i, 2, codes[i]);
+  return t;
+}
+
 }  // namespace
 
 // GGUF (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md), versions 2 and 3, little
@@ -781,6 +820,7 @@ Tensor ModelFile::tensor(size_t i) const {
                   const_cast<uint8_t *>(data), e.bytes, std::shared_ptr<void>(std::move(map)), true);
   }
   if (e.ggml == 8 || e.ggml == 2) return ggml_block_tensor(e);
+  if (e.ggml == 34 || e.ggml == 35) return ggml_ternary_tensor(e);
   const qnt_dtype d = e.ggml != 0xFFFFFFFFu ? ggml_to_qnt(e.ggml) : safetensors_to_qnt(e.file_dtype);
   if (d == 0)
     fail(QNT_ERR_UNSUPPORTED, "tensor '", e.name, "' is ", e.file_dtype, ", which qnt has no dtype for",

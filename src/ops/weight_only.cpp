@@ -585,13 +585,25 @@ class PreparedTokenWo final : public Prepared {
       fail(QNT_ERR_UNSUPPORTED, "the per-token mode takes ternary or binary weights, not ", w.info().name);
     const ref::QuantSpec spec = quantized_spec(w, "w");
     const qnt_granularity g = spec.layout.granularity;
-    if (g == QNT_GRANULARITY_PER_BLOCK || (g == QNT_GRANULARITY_PER_AXIS && w.qparams()->axis() != 0))
-      fail(QNT_ERR_UNSUPPORTED, "the per-token mode takes weight qparams per tensor or per output feature (axis 0)");
+    const int64_t axis = w.qparams()->axis();
+    // One scale a row: per tensor, per output feature, or blocks along K that share one scale in
+    // each row (GGUF's TQ1_0 / TQ2_0 of a BitNet model, whose blocks repeat the tensor's scale).
+    const char *const one_scale =
+        "the per-token mode takes one weight scale a row: qparams per tensor, per output feature (axis 0), or "
+        "per block along K with the same scale in every block of a row";
+    if ((g == QNT_GRANULARITY_PER_AXIS && axis != 0) || (g == QNT_GRANULARITY_PER_BLOCK && axis != 1))
+      fail(QNT_ERR_UNSUPPORTED, one_scale);
     if (K_ > kMaxK) fail(QNT_ERR_UNSUPPORTED, "the per-token mode takes K up to ", kMaxK, ", not ", K_);
     if (ctx.cuda_device >= 0) fail(QNT_ERR_UNSUPPORTED, "the per-token mode runs on the CPU only in this release");
     sw_.resize(static_cast<size_t>(N_));
-    for (int64_t n = 0; n < N_; ++n)
-      sw_[static_cast<size_t>(n)] = spec.scales[g == QNT_GRANULARITY_PER_TENSOR ? 0 : n];
+    const auto per_row = static_cast<size_t>(g == QNT_GRANULARITY_PER_BLOCK ? spec.layout.blocks : 1);
+    for (int64_t n = 0; n < N_; ++n) {
+      const size_t first = g == QNT_GRANULARITY_PER_TENSOR ? 0 : static_cast<size_t>(n) * per_row;
+      for (size_t j = 1; j < per_row; ++j)
+        if (std::memcmp(&spec.scales[first + j], &spec.scales[first], 4) != 0)
+          fail(QNT_ERR_UNSUPPORTED, one_scale, " (row ", n, " has several)");
+      sw_[static_cast<size_t>(n)] = spec.scales[first];
+    }
     groups_ = static_cast<size_t>((K_ + 127) / 128);
     row_bytes_ = 32 * groups_;
     token_ = wo == nullptr ? nullptr : (wo->token != nullptr ? wo->token : &kern::wo_token_generic);

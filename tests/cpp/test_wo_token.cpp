@@ -208,12 +208,27 @@ TEST(WeightOnlyToken, HalfActivationsAndRefusals) {
   make_q(w4, QNT_DTYPE_I4, {2, 4}, q4.p);
   Prep bad;
   EXPECT_EQ(qnt_prepared_create_linear_weight_only(nullptr, w4.t, nullptr, d, &bad.p), QNT_ERR_UNSUPPORTED);
-  QP qb;
-  const float sc[2] = {1.0f, 1.0f};
-  ASSERT_EQ(qnt_qparams_create_per_block(QNT_DTYPE_TERNARY, 1, 4, 2, sc, nullptr, &qb.p), QNT_OK);
-  T wb;
+  // per block along K: taken when every row's blocks share one scale (GGUF's TQ2_0 of BitNet),
+  // then the same as per output feature; refused when a row's blocks differ
+  QP qb, qa, qd;
+  const float same[4] = {0.5f, 0.5f, 0.25f, 0.25f}, differ[4] = {0.5f, 0.5f, 0.25f, 0.5f}, rows[2] = {0.5f, 0.25f};
+  ASSERT_EQ(qnt_qparams_create_per_block(QNT_DTYPE_TERNARY, 1, 2, 4, same, nullptr, &qb.p), QNT_OK);
+  ASSERT_EQ(qnt_qparams_create_per_axis(QNT_DTYPE_TERNARY, 0, 2, rows, nullptr, &qa.p), QNT_OK);
+  ASSERT_EQ(qnt_qparams_create_per_block(QNT_DTYPE_TERNARY, 1, 2, 4, differ, nullptr, &qd.p), QNT_OK);
+  T wb, wa, wd;
   make_raw(wb, QNT_DTYPE_TERNARY, {2, 4}, qb.p, packed.data(), packed.size());
-  EXPECT_EQ(qnt_prepared_create_linear_weight_only(nullptr, wb.t, nullptr, d, &bad.p), QNT_ERR_UNSUPPORTED);
+  make_raw(wa, QNT_DTYPE_TERNARY, {2, 4}, qa.p, packed.data(), packed.size());
+  make_raw(wd, QNT_DTYPE_TERNARY, {2, 4}, qd.p, packed.data(), packed.size());
+  Prep pb, pa;
+  ASSERT_EQ(qnt_prepared_create_linear_weight_only(nullptr, wb.t, nullptr, d, &pb.p), QNT_OK) << qnt_last_error_message();
+  ASSERT_EQ(qnt_prepared_create_linear_weight_only(nullptr, wa.t, nullptr, d, &pa.p), QNT_OK);
+  T yb, ya;
+  make_q(yb, QNT_DTYPE_F32, {1, 2}, nullptr);
+  make_q(ya, QNT_DTYPE_F32, {1, 2}, nullptr);
+  ASSERT_EQ(qnt_prepared_run(nullptr, pb.p, x.t, yb.t), QNT_OK);
+  ASSERT_EQ(qnt_prepared_run(nullptr, pa.p, x.t, ya.t), QNT_OK);
+  expect_same_bits(floats_of(yb.t), floats_of(ya.t), "per block with one scale a row");
+  EXPECT_EQ(qnt_prepared_create_linear_weight_only(nullptr, wd.t, nullptr, d, &bad.p), QNT_ERR_UNSUPPORTED);
   const uint8_t code10[2] = {0x02, 0x00};  // element 0 holds 0b10
   T w10;
   make_raw(w10, QNT_DTYPE_TERNARY, {2, 4}, qp.p, code10, 2);

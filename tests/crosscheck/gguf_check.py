@@ -115,6 +115,10 @@ tensors["q6_k"] = (random_blocks(T.Q6_K, 2, 512, [208]), T.Q6_K)
 tensors["iq4_nl"] = (random_blocks(T.IQ4_NL, 4, 64, [0]), T.IQ4_NL)
 tensors["tq1_0"] = (random_blocks(T.TQ1_0, 2, 256, [52]), T.TQ1_0)
 tensors["tq2_0"] = (random_blocks(T.TQ2_0, 2, 256, [64]), T.TQ2_0)
+# BitNet-like ternary weights (one scale, values -s, 0, +s) as TQ1_0 and TQ2_0.
+tern = rng.integers(-1, 2, (8, 512)).astype(np.float32)
+for qt in (T.TQ1_0, T.TQ2_0):
+    tensors[qt.name.lower() + "_bitnet"] = (quants.quantize(tern * np.float32(0.03), qt), qt)
 for name, (arr, qt) in tensors.items():
     w.add_tensor(name, arr, raw_dtype=qt)
 w.write_header_to_file()
@@ -225,6 +229,71 @@ for rt in reader.tensors:
             same = got.view(np.uint32) == want.view(np.uint32)
             zero_sign = (got == 0) & (want == 0)
             check(np.all(same | zero_sign), f"{name}: as u4, values differ")
+    # TQ1_0 and TQ2_0 as ternary tensors (the same values up to the sign of a zero); a TQ2_0 code
+    # 3 (random blocks hold some) has no ternary value and is refused
+    if rt.tensor_type in (T.TQ1_0, T.TQ2_0):
+        q = P()
+        st = lib.qnt_model_file_tensor(f, i.value, C.byref(q))
+        if rt.tensor_type == T.TQ2_0 and not name.endswith("_bitnet"):
+            check(st == 4, f"{name}: random TQ2_0 blocks (codes 3) as ternary: status {st}")
+            continue
+        ok(st, name)
+        d = C.c_int32()
+        ok(lib.qnt_tensor_dtype(q, C.byref(d)), name)
+        check(d.value == 11, f"{name}: qnt dtype {d.value}, not ternary")
+        y = P()
+        ok(lib.qnt_tensor_create(1, dims, rank.value, None, C.byref(y)), name)
+        ok(lib.qnt_dequantize(None, q, y), name)
+        got = np.zeros(shape, dtype=np.float32)
+        ok(lib.qnt_tensor_copy_to(y, got.ctypes.data, got.nbytes), name)
+        lib.qnt_tensor_destroy(y)
+        lib.qnt_tensor_destroy(q)
+        same = got.view(np.uint32) == want.view(np.uint32)
+        check(np.all(same | ((got == 0) & (want == 0))), f"{name}: as ternary, values differ")
+
+# BitNet's layer on them: the per-token weight-only mode over the TQ1_0 / TQ2_0 tensors gives
+# the rule of qnt.h, computed here in NumPy from gguf-py's codes and scale.
+for name_, args in {"qnt_op_desc_create": [P], "qnt_op_desc_set": [P, C.c_int32, C.c_int64],
+                    "qnt_op_desc_destroy": [P], "qnt_prepared_destroy": [P],
+                    "qnt_prepared_create_linear_weight_only": [P, P, P, P, P],
+                    "qnt_prepared_run": [P, P, P, P], "qnt_tensor_create_from_data":
+                    [C.c_int32, P, C.c_size_t, P, P, C.c_size_t, P]}.items():
+    getattr(lib, name_).argtypes = args
+    if not name_.endswith("destroy"):
+        getattr(lib, name_).restype = C.c_int32
+xs = rng.standard_normal((3, 512)).astype(np.float32)
+amax = np.max(np.abs(xs), axis=1, keepdims=True).astype(np.float32)
+qx = np.clip(np.rint((xs * np.float32(127)) / amax), -127, 127).astype(np.int64)
+for qt in (T.TQ1_0, T.TQ2_0):
+    name = qt.name.lower() + "_bitnet"
+    rt = next(t for t in reader.tensors if t.name == name)
+    vals = quants.dequantize(rt.data, qt).reshape(8, 512)
+    scale = np.float32(np.max(np.abs(vals)))
+    codes = np.rint(vals / scale).astype(np.int64)
+    want = (qx @ codes.T).astype(np.float32) * ((amax / np.float32(127)).astype(np.float32) * scale)
+    i = C.c_size_t()
+    fh = P()
+    ok(lib.qnt_model_file_open(path.encode(), C.byref(fh)), path)
+    ok(lib.qnt_model_file_tensor_find(fh, name.encode(), C.byref(i)), name)
+    wt, desc, op, xt, yt = P(), P(), P(), P(), P()
+    ok(lib.qnt_model_file_tensor(fh, i.value, C.byref(wt)), name)
+    ok(lib.qnt_op_desc_create(C.byref(desc)), "desc")
+    ok(lib.qnt_op_desc_set(desc, 14, 2), "QNT_WEIGHT_ONLY_INT8_TOKEN")
+    ok(lib.qnt_prepared_create_linear_weight_only(None, wt, None, desc, C.byref(op)), name)
+    xd = (C.c_int64 * 2)(3, 512)
+    yd = (C.c_int64 * 2)(3, 8)
+    ok(lib.qnt_tensor_create_from_data(1, xd, 2, None, xs.ctypes.data, xs.nbytes, C.byref(xt)), "x")
+    ok(lib.qnt_tensor_create(1, yd, 2, None, C.byref(yt)), "y")
+    ok(lib.qnt_prepared_run(None, op, xt, yt), name)
+    got = np.zeros((3, 8), dtype=np.float32)
+    ok(lib.qnt_tensor_copy_to(yt, got.ctypes.data, got.nbytes), name)
+    check(np.array_equal(got.view(np.uint32), want.astype(np.float32).view(np.uint32)),
+          f"{name}: the per-token layer differs from the rule: {got[0, :3]} vs {want[0, :3]}")
+    for h in (xt, yt, wt):
+        lib.qnt_tensor_destroy(h)
+    lib.qnt_prepared_destroy(op)
+    lib.qnt_op_desc_destroy(desc)
+    lib.qnt_model_file_destroy(fh)
 lib.qnt_model_file_destroy(f)
 
 # --- GGUF written by qnt, read by gguf-py --------------------------------------------------------
