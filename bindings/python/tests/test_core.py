@@ -238,6 +238,19 @@ def test_static_linear_and_weight_only():
     assert np.allclose(np.from_dlpack(w8a8(x)), one, rtol=0.05, atol=0.2)
 
 
+def test_ternary_per_token_layer_is_bitnets_rule():
+    wf = rng.standard_normal((12, 200)).astype(np.float32)
+    qp = qnt.calibrate_codebook(wf, "ternary", "per_tensor", block_size=0)
+    w = qnt.quantize(wf, qp)
+    layer = qnt.PreparedLinearWeightOnly(w, mode="int8_token")
+    x = rng.standard_normal((3, 200)).astype(np.float32)
+    a = np.max(np.abs(x), axis=1, keepdims=True).astype(np.float32)
+    qx = np.clip(np.rint((x * np.float32(127)) / a), -127, 127).astype(np.int64)
+    v = np.rint(np.from_dlpack(qnt.dequantize(w)) / np.float32(qp.scales[0])).astype(np.int64)
+    want = (qx @ v.T).astype(np.float32) * ((a / np.float32(127)).astype(np.float32) * np.float32(qp.scales[0]))
+    assert bits(np.from_dlpack(layer(x))) == bits(want.astype(np.float32))
+
+
 def test_conv_add_relu():
     x = rng.integers(0, 256, (1, 3, 6, 6)).astype(np.uint8)
     w = rng.integers(-128, 128, (4, 3, 3, 3)).astype(np.int8)
