@@ -311,7 +311,7 @@ TEST(WeightOnly, Int8ModeRefusesWhatItDoesNotTake) {
     EXPECT_NE(std::string(qnt_last_error_message()).find("int8-activation"), std::string::npos);
   }
   Desc d;
-  EXPECT_EQ(qnt_op_desc_set(d.d, QNT_OP_WEIGHT_ONLY_MODE, 2), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(qnt_op_desc_set(d.d, QNT_OP_WEIGHT_ONLY_MODE, 3), QNT_ERR_INVALID_ARGUMENT);
 }
 
 // The header's int8-mode rule, transcribed independently of kernels/ref.

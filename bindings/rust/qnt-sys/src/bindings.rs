@@ -472,6 +472,7 @@ pub type _bindgen_ty_8 = u32;
 pub type qnt_weight_only_mode = i32;
 pub const QNT_WEIGHT_ONLY_F32: _bindgen_ty_9 = 0;
 pub const QNT_WEIGHT_ONLY_INT8_ACT: _bindgen_ty_9 = 1;
+pub const QNT_WEIGHT_ONLY_INT8_TOKEN: _bindgen_ty_9 = 2;
 pub type _bindgen_ty_9 = u32;
 pub type qnt_layout = i32;
 pub const QNT_LAYOUT_NCHW: _bindgen_ty_10 = 0;

@@ -371,6 +371,9 @@ raw_enum! {
         /// Activations quantized to int8 per row and weight block; integer dot products per
         /// block (W4A8, W8A8).
         Int8Act = QNT_WEIGHT_ONLY_INT8_ACT,
+        /// Ternary or binary weights, activations quantized to int8 per row by absmax, one exact
+        /// int32 dot product per output (BitNet b1.58; since 0.9).
+        Int8Token = QNT_WEIGHT_ONLY_INT8_TOKEN,
     }
 }
 
