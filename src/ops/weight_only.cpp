@@ -128,6 +128,26 @@ void check_wo_dtypes(const Tensor &x, const Tensor &y) {
          y.info().name);
 }
 
+// body(xs, out) over x and y as float32: 16-bit activations widened exactly into a buffer, and a
+// 16-bit y computed into one and rounded back.
+template <class F>
+void in_float32(const Tensor &x, Tensor &y, F &&body) {
+  std::vector<float> xbuf, ybuf;
+  const float *xs = reinterpret_cast<const float *>(x.data());
+  float *out = reinterpret_cast<float *>(y.data());
+  if (x.dtype() != QNT_DTYPE_F32) {
+    xbuf.resize(x.element_count());
+    widen_floats(x.dtype(), x.data(), xbuf.data(), xbuf.size());
+    xs = xbuf.data();
+  }
+  if (y.dtype() != QNT_DTYPE_F32) {
+    ybuf.resize(y.element_count());
+    out = ybuf.data();
+  }
+  body(xs, out);
+  if (!ybuf.empty()) narrow_floats(y.dtype(), ybuf.data(), y.data(), ybuf.size());
+}
+
 class PreparedWeightOnly final : public Prepared {
  public:
   PreparedWeightOnly(const Context &ctx, const Tensor &w, const Tensor *bias, int64_t mode,
@@ -205,21 +225,7 @@ class PreparedWeightOnly final : public Prepared {
                              : place_name(Place{QNT_DEVICE_CUDA, dev_.device}));
       return device_weight_only(ctx, where, dev_, mode_, R, K_, N_, x, y);
     }
-    // 16-bit activations: widened exactly to float32, and the result rounded back.
-    std::vector<float> xbuf, ybuf;
-    const float *xs = reinterpret_cast<const float *>(x.data());
-    float *out = reinterpret_cast<float *>(y.data());
-    if (x.dtype() != QNT_DTYPE_F32) {
-      xbuf.resize(x.element_count());
-      widen_floats(x.dtype(), x.data(), xbuf.data(), xbuf.size());
-      xs = xbuf.data();
-    }
-    if (y.dtype() != QNT_DTYPE_F32) {
-      ybuf.resize(y.element_count());
-      out = ybuf.data();
-    }
-    compute(ctx, xs, static_cast<size_t>(R), out);
-    if (!ybuf.empty()) narrow_floats(y.dtype(), ybuf.data(), y.data(), ybuf.size());
+    in_float32(x, y, [&](const float *xs, float *out) { compute(ctx, xs, static_cast<size_t>(R), out); });
   }
 
  private:
@@ -643,20 +649,7 @@ class PreparedTokenWo final : public Prepared {
     const Place where = op_place({{&x, "x"}, {&y, "y"}});
     if (y.element_count() == 0) return;
     if (!where.is_cpu()) fail(QNT_ERR_UNSUPPORTED, "the per-token mode runs on the CPU only in this release");
-    std::vector<float> xbuf, ybuf;
-    const float *xs = reinterpret_cast<const float *>(x.data());
-    float *out = reinterpret_cast<float *>(y.data());
-    if (x.dtype() != QNT_DTYPE_F32) {
-      xbuf.resize(x.element_count());
-      widen_floats(x.dtype(), x.data(), xbuf.data(), xbuf.size());
-      xs = xbuf.data();
-    }
-    if (y.dtype() != QNT_DTYPE_F32) {
-      ybuf.resize(y.element_count());
-      out = ybuf.data();
-    }
-    compute(ctx, xs, static_cast<size_t>(R), out);
-    if (!ybuf.empty()) narrow_floats(y.dtype(), ybuf.data(), y.data(), ybuf.size());
+    in_float32(x, y, [&](const float *xs, float *out) { compute(ctx, xs, static_cast<size_t>(R), out); });
   }
 
  private:

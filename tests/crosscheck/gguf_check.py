@@ -135,6 +135,22 @@ ok(lib.qnt_model_file_format(f, C.byref(fmt)), "format")
 check(fmt.value == 2, f"format {fmt.value}")
 
 
+def as_qnt_tensor(q, dtype, name, dims, rank, shape):
+    """The values of qnt tensor q (destroyed here), checked to be of qnt dtype `dtype`, by
+    qnt_dequantize."""
+    d = C.c_int32()
+    ok(lib.qnt_tensor_dtype(q, C.byref(d)), name)
+    check(d.value == dtype, f"{name}: qnt dtype {d.value}, not {dtype}")
+    y = P()
+    ok(lib.qnt_tensor_create(1, dims, rank.value, None, C.byref(y)), name)
+    ok(lib.qnt_dequantize(None, q, y), name)
+    got = np.zeros(shape, dtype=np.float32)
+    ok(lib.qnt_tensor_copy_to(y, got.ctypes.data, got.nbytes), name)
+    lib.qnt_tensor_destroy(y)
+    lib.qnt_tensor_destroy(q)
+    return got
+
+
 def meta_value(key):
     t, e, n = C.c_int32(), C.c_int32(), C.c_size_t()
     ok(lib.qnt_model_file_metadata_type(f, key.encode(), C.byref(t), C.byref(e), C.byref(n)), key)
@@ -213,16 +229,7 @@ for rt in reader.tensors:
     if rt.tensor_type in (T.Q8_0, T.Q4_0):
         q = P()
         ok(lib.qnt_model_file_tensor(f, i.value, C.byref(q)), name)
-        d = C.c_int32()
-        ok(lib.qnt_tensor_dtype(q, C.byref(d)), name)
-        check(d.value == (3 if rt.tensor_type == T.Q8_0 else 8), f"{name}: qnt dtype {d.value}")
-        y = P()
-        ok(lib.qnt_tensor_create(1, dims, rank.value, None, C.byref(y)), name)
-        ok(lib.qnt_dequantize(None, q, y), name)
-        got = np.zeros(shape, dtype=np.float32)
-        ok(lib.qnt_tensor_copy_to(y, got.ctypes.data, got.nbytes), name)
-        lib.qnt_tensor_destroy(y)
-        lib.qnt_tensor_destroy(q)
+        got = as_qnt_tensor(q, 3 if rt.tensor_type == T.Q8_0 else 8, name, dims, rank, shape)
         if rt.tensor_type == T.Q8_0:
             check(np.array_equal(got.view(np.uint32), want.view(np.uint32)), f"{name}: as i8, bits differ")
         else:
@@ -238,16 +245,7 @@ for rt in reader.tensors:
             check(st == 4, f"{name}: random TQ2_0 blocks (codes 3) as ternary: status {st}")
             continue
         ok(st, name)
-        d = C.c_int32()
-        ok(lib.qnt_tensor_dtype(q, C.byref(d)), name)
-        check(d.value == 11, f"{name}: qnt dtype {d.value}, not ternary")
-        y = P()
-        ok(lib.qnt_tensor_create(1, dims, rank.value, None, C.byref(y)), name)
-        ok(lib.qnt_dequantize(None, q, y), name)
-        got = np.zeros(shape, dtype=np.float32)
-        ok(lib.qnt_tensor_copy_to(y, got.ctypes.data, got.nbytes), name)
-        lib.qnt_tensor_destroy(y)
-        lib.qnt_tensor_destroy(q)
+        got = as_qnt_tensor(q, 11, name, dims, rank, shape)
         same = got.view(np.uint32) == want.view(np.uint32)
         check(np.all(same | ((got == 0) & (want == 0))), f"{name}: as ternary, values differ")
 

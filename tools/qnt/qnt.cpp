@@ -982,6 +982,27 @@ double read_bandwidth(int threads) {
   return static_cast<double>(n * sizeof(uint64_t)) / t / 1e9;
 }
 
+// The best time of a prepared weight-only layer of w in `mode`, run over `copies` copies in turn
+// (so that the weights stream from memory).
+double time_weight_only(qnt_context *c, const qnt_tensor *w, int64_t mode, int copies, const qnt_tensor *x,
+                        qnt_tensor *y) {
+  qnt_op_desc *d = nullptr;
+  check(qnt_op_desc_create(&d), "desc");
+  const std::unique_ptr<qnt_op_desc, void (*)(qnt_op_desc *)> dh(d, qnt_op_desc_destroy);
+  check(qnt_op_desc_set(d, QNT_OP_WEIGHT_ONLY_MODE, mode), "desc");
+  std::vector<std::unique_ptr<qnt_prepared, void (*)(qnt_prepared *)>> ops;
+  for (int i = 0; i < copies; ++i) {
+    qnt_prepared *op = nullptr;
+    check(qnt_prepared_create_linear_weight_only(c, w, nullptr, d, &op), "prepare");
+    ops.emplace_back(op, qnt_prepared_destroy);
+  }
+  size_t at = 0;
+  return best_of(20 * copies, [&] {
+    check(qnt_prepared_run(c, ops[at].get(), x, y), "run");
+    at = (at + 1) % ops.size();
+  });
+}
+
 int bench(int threads_opt) {
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<int> counts{1};
@@ -1030,18 +1051,7 @@ int bench(int threads_opt) {
       const double bytes = static_cast<double>(N * K / 2) + static_cast<double>(N * K / block) * 4.0;
       const int copies = static_cast<int>(std::max(2.0, 2.0 * 64e6 / bytes + 1));
       for (int64_t mode : {int64_t{QNT_WEIGHT_ONLY_INT8_ACT}, int64_t{QNT_WEIGHT_ONLY_F32}}) {
-        qnt_op_desc *d = nullptr;
-        check(qnt_op_desc_create(&d), "desc");
-        check(qnt_op_desc_set(d, QNT_OP_WEIGHT_ONLY_MODE, mode), "desc");
-        std::vector<qnt_prepared *> ops(static_cast<size_t>(copies), nullptr);
-        for (auto &op : ops) check(qnt_prepared_create_linear_weight_only(c, q4.get(), nullptr, d, &op), "prepare");
-        qnt_op_desc_destroy(d);
-        size_t at = 0;
-        const double t = best_of(20 * copies, [&] {
-          check(qnt_prepared_run(c, ops[at], xt.get(), yt.get()), "run");
-          at = (at + 1) % ops.size();
-        });
-        for (auto *op : ops) qnt_prepared_destroy(op);
+        const double t = time_weight_only(c, q4.get(), mode, copies, xt.get(), yt.get());
         char label[80];
         std::snprintf(label, sizeof label, "weight-only int4 b%lld %s, M1 4096x4096", static_cast<long long>(block),
                       mode == QNT_WEIGHT_ONLY_F32 ? "f32 mode" : "W4A8");
@@ -1059,18 +1069,7 @@ int bench(int threads_opt) {
       check(qnt_quantize(c, wf.get(), q2.get()), "quantize");
       const double bytes = static_cast<double>(N * K / 4);
       const int copies = static_cast<int>(std::max(2.0, 2.0 * 64e6 / bytes + 1));
-      qnt_op_desc *d = nullptr;
-      check(qnt_op_desc_create(&d), "desc");
-      check(qnt_op_desc_set(d, QNT_OP_WEIGHT_ONLY_MODE, QNT_WEIGHT_ONLY_INT8_TOKEN), "desc");
-      std::vector<qnt_prepared *> ops(static_cast<size_t>(copies), nullptr);
-      for (auto &op : ops) check(qnt_prepared_create_linear_weight_only(c, q2.get(), nullptr, d, &op), "prepare");
-      qnt_op_desc_destroy(d);
-      size_t at = 0;
-      const double t = best_of(20 * copies, [&] {
-        check(qnt_prepared_run(c, ops[at], xt.get(), yt.get()), "run");
-        at = (at + 1) % ops.size();
-      });
-      for (auto *op : ops) qnt_prepared_destroy(op);
+      const double t = time_weight_only(c, q2.get(), QNT_WEIGHT_ONLY_INT8_TOKEN, copies, xt.get(), yt.get());
       std::printf("%-44s %8d %10.3f %10.2f %8.2f\n", "ternary per token (W1.58A8), M1 4096x4096", th, 1e3 * t,
                   bytes / t / 1e9, bytes / t / 1e9 / bw);
     }
