@@ -741,8 +741,7 @@ class PreparedTokenWo final : public Prepared {
 std::unique_ptr<Prepared> make_weight_only(const Context &ctx, const Tensor &w, const Tensor *bias,
                                            int64_t mode, const kern::WoKernels *wo) {
   if (mode == QNT_WEIGHT_ONLY_INT8_TOKEN) return std::make_unique<PreparedTokenWo>(ctx, w, bias, wo);
-  auto p = std::make_unique<PreparedWeightOnly>(ctx, w, bias, mode, wo);
-  return p;
+  return std::make_unique<PreparedWeightOnly>(ctx, w, bias, mode, wo);
 }
 
 void check_weight_only(const Tensor &w, const Tensor *bias) {
@@ -759,7 +758,7 @@ std::unique_ptr<Prepared> prepare_linear_weight_only(const Context &ctx, const T
   desc.require_only(OpDesc::bit(QNT_OP_WEIGHT_ONLY_MODE), "the weight-only linear layer");
   check_weight_only(w, bias);
   const int64_t mode = desc.get(QNT_OP_WEIGHT_ONLY_MODE);
-  if (mode == QNT_WEIGHT_ONLY_INT8_TOKEN) return make_weight_only(ctx, w, bias, mode, ctx.kernels().wo);
+  if (mode == QNT_WEIGHT_ONLY_INT8_TOKEN) return std::make_unique<PreparedTokenWo>(ctx, w, bias, ctx.kernels().wo);
   auto p = std::make_unique<PreparedWeightOnly>(ctx, w, bias, mode, ctx.kernels().wo);
   if (ctx.cuda_device >= 0) p->copy_to_device(w, ctx.cuda_device);
   return p;

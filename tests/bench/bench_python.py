@@ -39,7 +39,7 @@ for threads in (1, 2):
     out = qnt.Tensor.empty((n,), "int8", qp)
     tq = median_time(lambda: qnt.quantize(x, qp, out=out, ctx=ctx), reps)
     tt = median_time(lambda: torch.quantize_per_tensor(xt, 0.02, 0, torch.qint8), reps)
-    rows.append((f"quantize f32 -> int8, 4 Mi", threads, tq, tt))
+    rows.append(("quantize f32 -> int8, 4 Mi", threads, tq, tt))
     q = qnt.quantize(x, qp)
     tqq = torch.quantize_per_tensor(xt, 0.02, 0, torch.qint8)
     # PyTorch's CPU kernel multiplies by 1 / scale where ONNX (and qnt) divide: a few codes differ
@@ -48,7 +48,7 @@ for threads in (1, 2):
     y = qnt.Tensor.empty((n,), "float32")
     tq = median_time(lambda: qnt.dequantize(q, out=y, ctx=ctx), reps)
     tt = median_time(lambda: tqq.dequantize(), reps)
-    rows.append((f"dequantize int8 -> f32, 4 Mi", threads, tq, tt))
+    rows.append(("dequantize int8 -> f32, 4 Mi", threads, tq, tt))
     K = N = 1024
     w = rng.standard_normal((N, K)).astype(np.float32) / 32
     tl = torch.ao.nn.quantized.dynamic.Linear(K, N)

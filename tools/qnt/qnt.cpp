@@ -298,10 +298,6 @@ std::vector<float> as_f32(const qnt_model_file *f, const Plan &p, const qnt_tens
   const uint8_t *b = raw.data();
   for (size_t i = 0; i < count; ++i) {
     uint32_t bits = 0;
-    if (e.type == "F32") {
-      std::memcpy(&v[i], b + 4 * i, 4);
-      continue;
-    }
     uint16_t h = 0;
     std::memcpy(&h, b + 2 * i, 2);
     if (e.type == "BF16") {
@@ -324,6 +320,29 @@ std::vector<float> as_f32(const qnt_model_file *f, const Plan &p, const qnt_tens
     std::memcpy(&v[i], &bits, 4);
   }
   return v;
+}
+
+// An input tensor's values as float32: a qnt-quantized one dequantized, the others as as_f32.
+std::vector<float> source_f32(const qnt_model_file *in, const Plan &p) {
+  const std::string &name = p.e.name;
+  const char *q = nullptr;
+  if (qnt_model_file_metadata_string(in, ("qnt." + name).c_str(), &q) == QNT_OK) {
+    const TensorP t = tensor_at(in, p.index, name);
+    std::vector<float> x(static_cast<size_t>(
+        std::accumulate(p.e.shape.begin(), p.e.shape.end(), int64_t{1}, std::multiplies<>())));
+    qnt_tensor *yp = nullptr;
+    check(qnt_tensor_wrap(QNT_DTYPE_F32, p.e.shape.data(), p.e.shape.size(), nullptr, x.data(), 4 * x.size(), &yp),
+          name);
+    const TensorP yt(yp);
+    check(qnt_dequantize(nullptr, t.get(), yt.get()), name);
+    return x;
+  }
+  return is_qnt_type(p.e.type) ? as_f32(in, p, tensor_at(in, p.index, name).get()) : as_f32(in, p, nullptr);
+}
+
+// Whether entry i holds float values: F32, F16, BF16, or a GGUF block type qnt dequantizes.
+bool float_entry(const qnt_model_file *f, size_t i, const std::string &type) {
+  return type == "F32" || type == "F16" || type == "BF16" || (!is_qnt_type(type) && dequantizes(f, i));
 }
 
 struct Row {
@@ -439,11 +458,8 @@ std::vector<InputQp> calibrate_inputs(const QuantOptions &o, qnt_context *ctx, c
                     std::to_string(we.shape.back()) + ", the last dimension of '" + weight + "'");
     if (std::any_of(out.begin(), out.end(), [&](const InputQp &q) { return q.weight == weight; }))
       throw Failure(where + ": a second set of samples for '" + weight + "'");
-    const bool is_float = p.e.type == "F32" || p.e.type == "F16" || p.e.type == "BF16" ||
-                          (!is_qnt_type(p.e.type) && dequantizes(data.get(), i));
-    if (!is_float) throw Failure(where + ": samples are float tensors, not " + p.e.type);
-    std::vector<float> x = is_qnt_type(p.e.type) ? as_f32(data.get(), p, tensor_at(data.get(), i, name).get())
-                                                 : as_f32(data.get(), p, nullptr);
+    if (!float_entry(data.get(), i, p.e.type)) throw Failure(where + ": samples are float tensors, not " + p.e.type);
+    std::vector<float> x = source_f32(data.get(), p);
     qnt_tensor *xp = nullptr;
     check(qnt_tensor_wrap(QNT_DTYPE_F32, p.e.shape.data(), p.e.shape.size(), nullptr, x.data(), 4 * x.size(), &xp),
           where);
@@ -496,24 +512,6 @@ void print_inputs(const QuantOptions &o, const std::vector<InputQp> &inputs) {
     std::printf("  %-48s %14.7g %11d  %s\n", q.weight.c_str(), static_cast<double>(s), static_cast<int>(z),
                 q.method.c_str());
   }
-}
-
-// An input tensor's values as float32: a qnt-quantized one dequantized, the others as as_f32.
-std::vector<float> source_f32(const qnt_model_file *in, const Plan &p) {
-  const std::string &name = p.e.name;
-  const char *q = nullptr;
-  if (qnt_model_file_metadata_string(in, ("qnt." + name).c_str(), &q) == QNT_OK) {
-    const TensorP t = tensor_at(in, p.index, name);
-    std::vector<float> x(static_cast<size_t>(
-        std::accumulate(p.e.shape.begin(), p.e.shape.end(), int64_t{1}, std::multiplies<>())));
-    qnt_tensor *yp = nullptr;
-    check(qnt_tensor_wrap(QNT_DTYPE_F32, p.e.shape.data(), p.e.shape.size(), nullptr, x.data(), 4 * x.size(), &yp),
-          name);
-    const TensorP yt(yp);
-    check(qnt_dequantize(nullptr, t.get(), yt.get()), name);
-    return x;
-  }
-  return is_qnt_type(p.e.type) ? as_f32(in, p, tensor_at(in, p.index, name).get()) : as_f32(in, p, nullptr);
 }
 
 // The closing table: tensors, bytes in -> out and their ratio, the time, and each quantized
@@ -638,8 +636,7 @@ int quantize_gguf(const QuantOptions &o) {
     in_bytes += static_cast<double>(g.e.bytes);
     const char *q = nullptr;
     const bool qnt_quant = qnt_model_file_metadata_string(in.get(), ("qnt." + name).c_str(), &q) == QNT_OK;
-    const bool is_float = g.e.type == "F32" || g.e.type == "F16" || g.e.type == "BF16" || qnt_quant ||
-                          (!is_qnt_type(g.e.type) && dequantizes(in.get(), i));
+    const bool is_float = qnt_quant || float_entry(in.get(), i, g.e.type);
     bool kept = !is_float || g.e.shape.size() < 2 || g.e.shape.back() % qblock != 0 ||
                 std::any_of(g.e.shape.begin(), g.e.shape.end(), [](int64_t d) { return d == 0; });
     for (const std::regex &r : keep) kept = kept || std::regex_search(name, r);
@@ -796,7 +793,7 @@ int quantize(const QuantOptions &o) {
     }
     // Float weights: F32, F16, BF16, and GGUF's block types, which come in dequantized.
     const bool is_block = !is_qnt_type(p.e.type) && dequantizes(in.get(), i);
-    const bool is_float = p.e.type == "F32" || p.e.type == "F16" || p.e.type == "BF16" || is_block;
+    const bool is_float = float_entry(in.get(), i, p.e.type);
     // Kept: what is not a float matrix (norms, biases, integer tensors), an empty tensor, and
     // the names the keep patterns match.
     bool kept = !is_float || p.e.shape.size() < 2 ||
@@ -891,8 +888,7 @@ int quantize(const QuantOptions &o) {
       }
       out_bytes += p.e.bytes;
     } else {
-      std::vector<float> x = is_qnt_type(p.e.type) ? as_f32(in.get(), p, tensor_at(in.get(), p.index, name).get())
-                                                   : as_f32(in.get(), p, nullptr);
+      std::vector<float> x = source_f32(in.get(), p);
       qnt_tensor *xp = nullptr, *yp = nullptr;
       check(qnt_tensor_wrap(QNT_DTYPE_F32, p.e.shape.data(), p.e.shape.size(), nullptr, x.data(),
                             4 * x.size(), &xp),

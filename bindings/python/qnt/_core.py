@@ -322,7 +322,7 @@ class Context(_Handle):
 
 
 # --- numbers in and out -----------------------------------------------------------------------
-def _c_array(ctype, values, what):
+def _c_array(ctype, values):
     """A ctypes array of `values` (any sequence or buffer) and a keeper."""
     try:
         import numpy as np
@@ -340,8 +340,8 @@ def _c_array(ctype, values, what):
 def _scales_zero_points(scales, zero_points):
     """Pointers to the scales and zero points (None: the dtype's symmetric ones), their count,
     and what keeps the arrays alive."""
-    sp, sk, n = _c_array(_C.c_float, scales, "scales")
-    zp, zk, nz = _c_array(_C.c_int32, zero_points, "zero_points") if zero_points is not None else (None, None, n)
+    sp, sk, n = _c_array(_C.c_float, scales)
+    zp, zk, nz = _c_array(_C.c_int32, zero_points) if zero_points is not None else (None, None, n)
     if nz != n:
         raise InvalidArgumentError(_capi.QNT_ERR_INVALID_ARGUMENT, f"{n} scales but {nz} zero points")
     return sp, zp, n, (sk, zk)
@@ -560,7 +560,8 @@ class Tensor(_Handle):
 
     Packed dtypes (i4, u4, ternary, NF4, binary) leave as uint8 bytes in qnt's packing (element 0
     in the low bits): of shape (*shape[:-1], shape[-1] * bits / 8) when the last dimension fills
-    whole bytes, else (byte_size,). qnt.asarray(u8_bytes, dtype="i4", shape=...) takes them back.
+    whole bytes, else (byte_size,); i4, u4 and ternary as views, NF4 and binary (which DLPack has
+    no type for, so qnt does not export them) as a copy. qnt.asarray(u8_bytes, dtype="i4", shape=...) takes them back.
     """
     _destroy = "qnt_tensor_destroy"
 
@@ -854,7 +855,7 @@ def dequantize(q: Any, qparams: Optional[QParams] = None, *, dtype: Any = DType.
     """x = (q - zero_point) * scale in float32 (the ONNX DequantizeLinear rule; NF4 and binary
     by their codes), into a new float32 (or dtype: f16, bf16) tensor (qnt_dequantize). qparams
     attach to q when it carries none."""
-    qt = asarray(q, qparams=qparams) if qparams is not None or not isinstance(q, Tensor) else q
+    qt = asarray(q, qparams=qparams)
     if out is None:
         out = Tensor.empty(qt.shape, dtype)
     check(lib.qnt_dequantize(_ctx(ctx), qt._handle, out._handle), "qnt_dequantize")
