@@ -8,12 +8,19 @@
 
 namespace qnt::simd {
 namespace {
+// Ternary B: the same epilogue, correction and packers as kGemm, A as rows.
+constexpr kern::GemmKernel kTernary{"avx2.ternary", kern::Tern256::kMR, kern::Tern256::kNP, 4,
+                                    &kern::gemm_tile<kern::Tern256>, &kern::gemm_epilogue_avx2,
+                                    nullptr, nullptr, 0, &kern::gemm_correct_avx2, true,
+                                    &kern::gemm_pack_kn_avx2, &kern::gemm_pack_nk_avx2,
+                                    &kern::depthwise_avx2};
 constexpr kern::GemmKernel kGemm{"avx2", kern::Split256::kMR, kern::Split256::kNP, 8,
                                  &kern::gemm_tile<kern::Split256>, &kern::gemm_epilogue_avx2,
                                  &kern::unpack_split256,
                                  &kern::gemm_tile<kern::Split256Unpacked>, 128,
                                  &kern::gemm_correct_avx2, false, &kern::gemm_pack_kn_avx2,
-                                 &kern::gemm_pack_nk_avx2, &kern::depthwise_avx2};
+                                 &kern::gemm_pack_nk_avx2, &kern::depthwise_avx2,
+                                 nullptr, nullptr, &kTernary};
 constexpr kern::WoKernels kWo{"avx2", &kern::wo::f32_256, &kern::wo::int8_256,
                               &kern::wo::dot256, &kern::wo::dequant256, false, false,
                               &kern::wo::token256};

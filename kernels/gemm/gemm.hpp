@@ -151,6 +151,11 @@ struct GemmKernel {
   GemmDepthwiseFn depthwise = nullptr;  // null: depthwise convs run as grouped GEMMs
   GemmDepthwise8Fn depthwise8 = nullptr;  // null: `depthwise` for every weight
   GemmConvTileFn conv_tile = nullptr;     // null: convolutions gather their windows (im2col)
+  // Optional: the kernel for a B whose every b' is -1, 0 or +1 (ternary and binary weights, or
+  // 8-bit weights that hold only those values, with zero points 0 for i8): the same packed B,
+  // its own tile and packed A; it shares this kernel's epilogue, correct and packers. Null:
+  // this kernel multiplies every B.
+  const GemmKernel *ternary = nullptr;
 };
 
 // The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.

@@ -7,7 +7,8 @@
 //  - AVX2 / AVX-512BW: b' is split into its even and odd bytes, sign-extended to int16 by
 //    shifts (vpsllw / vpsraw); a' comes packed as int16 (a_bytes 8); vpmaddwd multiplies int16
 //    pairs and adds each pair into int32 (|a' b'| <= 32640: exact), vpaddd wraps. Never
-//    vpmaddubsw, whose int16 pair sums saturate (255 * 127 * 2 > 32767).
+//    vpmaddubsw, whose int16 pair sums saturate (255 * 127 * 2 > 32767), but on ternary B
+//    (Tern256), whose pairs are at most 510.
 #pragma once
 
 #include "kernels/gemm/gemm.hpp"
@@ -365,6 +366,92 @@ struct Split256T {
 };
 using Split256 = Split256T<false>;
 using Split256Unpacked = Split256T<true>;
+
+// Ternary B (gemm.hpp's GemmKernel::ternary: every b' is -1, 0 or +1), mr 6 x np 1 (16
+// columns), A as rows (a_rows). vpmaddubsw multiplies a' (u8) by b' (s8) and adds each pair of
+// products into int16: a pair is at most 2 * 255 = 510 in magnitude, so it never saturates here
+// (it does on general int8 operands: see the top of this file). The int16 sums take kChunk = 64
+// groups (at most 64 * 510 = 32640) before vpmaddwd by ones adds each column's two int16 lanes
+// into int32, where the chunks are summed (wrapping). Exact. Per group: 2 loads of B, 6
+// broadcasts, 12 vpmaddubsw and 12 vpaddw for 384 products, against the split kernel's 16
+// vpmaddwd for 256 (twice the products per multiply).
+// One row of Tern256's assembly tile: the row's 4 A bytes at `addr`, broadcast, times the two B
+// vectors in ymm12 and ymm13 (vpmaddubsw: the broadcast is its unsigned operand), added to the
+// row's int16 sums lo and hi.
+#define QNT_TERN_ROW(addr, lo, hi)                  \
+  "vpbroadcastd " addr ", %%ymm14\n\t"             \
+  "vpmaddubsw %%ymm12, %%ymm14, %%ymm15\n\t"       \
+  "vpaddw %%ymm15, %[" #lo "], %[" #lo "]\n\t"     \
+  "vpmaddubsw %%ymm13, %%ymm14, %%ymm15\n\t"       \
+  "vpaddw %%ymm15, %[" #hi "], %[" #hi "]\n\t"
+struct Tern256 {
+  static constexpr int kMR = 6, kNP = 1;
+  static constexpr size_t kChunk = 64;
+
+  template <int R, int P>
+  static void run(const uint8_t *a, const int8_t *b, size_t ps, size_t groups, int32_t *c,
+                  size_t ldc) noexcept {
+    (void)ps;  // np is 1
+    const size_t s = gemm_row_stride(groups);
+    // The int32 sums stay in c (one chunk's worth of registers holds the int16 sums).
+    for (int r = 0; r < R; ++r) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc), _mm256_setzero_si256());
+      _mm256_storeu_si256(reinterpret_cast<__m256i *>(c + r * ldc + 8), _mm256_setzero_si256());
+    }
+    for (size_t g0 = 0; g0 < groups; g0 += kChunk) {
+      const size_t g1 = groups - g0 < kChunk ? groups : g0 + kChunk;
+      __m256i s0[R], s1[R];
+      for (int r = 0; r < R; ++r) s0[r] = s1[r] = _mm256_setzero_si256();
+      if constexpr (R == 6) {
+        // The full tile in assembly: with intrinsics GCC holds several broadcasts at once and
+        // spills 8 of the 12 accumulators to the stack.
+        __m256i c0 = s0[0], c1 = s1[0], c2 = s0[1], c3 = s1[1], c4 = s0[2], c5 = s1[2],
+                c6 = s0[3], c7 = s1[3], c8 = s0[4], c9 = s1[4], c10 = s0[5], c11 = s1[5];
+        // (30 operands at most: row 3's pointer is r10, and the loop ends at B's end.)
+        const uint8_t *a0 = a + 4 * g0;
+        const int8_t *bg = b + 64 * g0, *bend = b + 64 * g1;
+        __asm__("lea (%[s], %[s], 2), %%r10\n\t"
+                "add %[a0], %%r10\n\t"
+                "1:\n\t"
+                "vmovdqu (%[b]), %%ymm12\n\t"
+                "vmovdqu 32(%[b]), %%ymm13\n\t"
+                QNT_TERN_ROW("(%[a0])", c0, c1) QNT_TERN_ROW("(%[a0], %[s])", c2, c3)
+                QNT_TERN_ROW("(%[a0], %[s], 2)", c4, c5) QNT_TERN_ROW("(%%r10)", c6, c7)
+                QNT_TERN_ROW("(%%r10, %[s])", c8, c9) QNT_TERN_ROW("(%%r10, %[s], 2)", c10, c11)
+                "add $64, %[b]\n\t"
+                "add $4, %[a0]\n\t"
+                "add $4, %%r10\n\t"
+                "cmp %[bend], %[b]\n\t"
+                "jne 1b\n\t"
+                : [c0] "+x"(c0), [c1] "+x"(c1), [c2] "+x"(c2), [c3] "+x"(c3), [c4] "+x"(c4),
+                  [c5] "+x"(c5), [c6] "+x"(c6), [c7] "+x"(c7), [c8] "+x"(c8), [c9] "+x"(c9),
+                  [c10] "+x"(c10), [c11] "+x"(c11), [a0] "+r"(a0), [b] "+r"(bg)
+                : [s] "r"(s), [bend] "r"(bend)
+                : "r10", "xmm12", "xmm13", "xmm14", "xmm15", "memory", "cc");
+        s0[0] = c0, s1[0] = c1, s0[1] = c2, s1[1] = c3, s0[2] = c4, s1[2] = c5;
+        s0[3] = c6, s1[3] = c7, s0[4] = c8, s1[4] = c9, s0[5] = c10, s1[5] = c11;
+      } else {
+        for (size_t g = g0; g < g1; ++g) {
+          const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + 64 * g));
+          const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + 64 * g + 32));
+          for (int r = 0; r < R; ++r) {
+            const __m256i av = _mm256_set1_epi32(load_i32(a + static_cast<size_t>(r) * s + 4 * g));
+            s0[r] = _mm256_add_epi16(s0[r], _mm256_maddubs_epi16(av, b0));
+            s1[r] = _mm256_add_epi16(s1[r], _mm256_maddubs_epi16(av, b1));
+          }
+        }
+      }
+      const __m256i ones = _mm256_set1_epi16(1);
+      for (int r = 0; r < R; ++r) {
+        auto *c0 = reinterpret_cast<__m256i *>(c + r * ldc);
+        auto *c1 = reinterpret_cast<__m256i *>(c + r * ldc + 8);
+        _mm256_storeu_si256(c0, _mm256_add_epi32(_mm256_loadu_si256(c0), _mm256_madd_epi16(s0[r], ones)));
+        _mm256_storeu_si256(c1, _mm256_add_epi32(_mm256_loadu_si256(c1), _mm256_madd_epi16(s1[r], ones)));
+      }
+    }
+  }
+};
+#undef QNT_TERN_ROW
 
 // B unpacked for Split256Unpacked: per group, the int16 even and odd halves of the panel's two
 // vectors (128 bytes: even 0, even 1, odd 0, odd 1), split once per panel.

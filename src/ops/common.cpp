@@ -35,6 +35,28 @@ void require_int8(const Tensor &t, const char *role) {
     fail(QNT_ERR_DTYPE_MISMATCH, role, " must be i8 or u8, not ", t.info().name);
 }
 
+const Tensor &int8_weights(const Tensor &w, const char *role, std::unique_ptr<Tensor> &held) {
+  const qnt_dtype dt = w.dtype();
+  if (dt != QNT_DTYPE_TERNARY && dt != QNT_DTYPE_BINARY) return w;
+  if (!w.on_cpu())
+    fail(QNT_ERR_UNSUPPORTED, role, ": ternary and binary weights are read from host memory only");
+  std::shared_ptr<const QParams> qp;
+  if (const auto &q = w.qparams())
+    qp = QParams::create(QNT_DTYPE_I8, q->granularity(), q->axis(), q->block_size(), q->scales(),
+                         q->zero_points(), q->count());
+  held = std::make_unique<Tensor>(QNT_DTYPE_I8, w.shape(), w.rank(), std::move(qp),
+                                  Tensor::Storage::Zeroed, nullptr, 0);
+  const bool binary = dt == QNT_DTYPE_BINARY;
+  auto *out = reinterpret_cast<int8_t *>(held->data());
+  for (size_t i = 0, n = w.element_count(); i < n; ++i) {
+    const int32_t q = ref::load_element(w.data(), i, binary ? 1 : 2, !binary);
+    if (!binary && q == -2)
+      fail(QNT_ERR_INVALID_ARGUMENT, role, " holds the ternary code 0b10 (element ", i, "), which is no value");
+    out[i] = static_cast<int8_t>(binary ? 2 * q - 1 : q);
+  }
+  return *held;
+}
+
 void require_float(const Tensor &t, const char *role) {
   if (t.dtype() != QNT_DTYPE_F32)
     fail(QNT_ERR_DTYPE_MISMATCH, role, " must be f32, not ", t.info().name);

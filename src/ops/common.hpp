@@ -23,6 +23,13 @@ void require_disjoint(const Tensor &out, const Tensor &in, const char *out_name,
 // QNT_ERR_DTYPE_MISMATCH unless t is i8 or u8.
 void require_int8(const Tensor &t, const char *role);
 
+// The 8-bit weights of the integer GEMM, conv and linear ops may be ternary or binary (since
+// 0.10): w itself when it is i8 or u8 (or anything else: the op's own checks reject it), else
+// its values -1, 0, +1 as a new i8 tensor of w's shape and qparams (whose zero points are 0),
+// kept in `held`. Ternary's code 0b10 (no value) is QNT_ERR_INVALID_ARGUMENT; weights in device
+// memory are QNT_ERR_UNSUPPORTED.
+const Tensor &int8_weights(const Tensor &w, const char *role, std::unique_ptr<Tensor> &held);
+
 // QNT_ERR_DTYPE_MISMATCH unless t is f32.
 void require_float(const Tensor &t, const char *role);
 

@@ -262,6 +262,10 @@ class PreparedConv final : public Prepared {
               const int64_t c = k % Cg, j = (k / Cg) % KW, i = k / (Cg * KW);
               return wd[(((gi * Mg + n) * Cg + c) * KH + i) * KW + j];
             });
+      // One plan serves every group: the ternary kernel only when every group's B is ternary.
+      bool ternary = true;
+      for (const GemmB &f : fast_) ternary = ternary && f.ternary;
+      for (GemmB &f : fast_) f.ternary = ternary;
       return;
     }
     w_.zero_points = pw.zero_points;
@@ -373,7 +377,7 @@ class PreparedConv final : public Prepared {
                 const Epilogue &epi, Tensor &y) const {
     const int64_t G = g_.groups, Cg = s.C / G, Mg = s.M / G, KH = wdims_[2], KW = wdims_[3];
     const int64_t P = s.OH * s.OW, rows = s.N * P;
-    const GemmPlan plan(*kernel_, fast_[0], rows, ctx.threads());
+    const GemmPlan plan(gemm_kernel_for(*kernel_, fast_[0]), fast_[0], rows, ctx.threads());
     const bool is_signed = x.info().is_signed;
     const uint8_t flip = is_signed ? 0x80 : 0;
     const auto pad = static_cast<uint8_t>((static_cast<uint32_t>(zx) & 0xFFu) ^ flip);
@@ -692,14 +696,19 @@ std::vector<int64_t> conv2d_output_shape(const OpDesc &d, const Tensor &x, const
   return output_shape(Geometry(d), x, w.dims());
 }
 
-std::unique_ptr<Prepared> prepare_conv2d(const Context &ctx, const Tensor &w, const Tensor *bias,
+std::unique_ptr<Prepared> prepare_conv2d(const Context &ctx, const Tensor &w_in, const Tensor *bias,
                                          const OpDesc &desc) {
+  std::unique_ptr<Tensor> held;
+  const Tensor &w = int8_weights(w_in, "w", held);
   check_conv_weights(w, bias, desc);
   return std::make_unique<PreparedConv>(ctx, w, bias, desc);
 }
 
-void qconv2d(const Context &ctx, const OpDesc &d, const Tensor &x, const Tensor &w,
+void qconv2d(const Context &ctx, const OpDesc &d, const Tensor &x, const Tensor &w_in,
              const Tensor *bias, Tensor &y) {
+  require_disjoint(y, w_in, "y", "w");
+  std::unique_ptr<Tensor> held;
+  const Tensor &w = int8_weights(w_in, "w", held);
   check_conv_weights(w, bias, d);
   require_int8(x, "x");
   const OutputMode mode = output_mode(y);

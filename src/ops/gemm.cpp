@@ -340,6 +340,7 @@ void GemmB::pack_kn(const Context &ctx, int64_t k_count, int64_t n_count, bool i
       for (size_t p = pb; p < pe; ++p) finish_panel(*this, p, sums + (p - pb) * 16);
     }
   });
+  classify();
 }
 
 void GemmB::pack_nk(const Context &ctx, int64_t k_count, int64_t n_count, bool is_signed,
@@ -363,6 +364,16 @@ void GemmB::pack_nk(const Context &ctx, int64_t k_count, int64_t n_count, bool i
       }
     }
   });
+  classify();
+}
+
+void GemmB::classify() noexcept {
+  // b' + 1 as a byte is 0, 1 or 2 exactly when b' is -1, 0 or +1; one pass the compiler
+  // vectorizes (an OR of compares, no early exit).
+  uint8_t over = 0;
+  const auto *p = reinterpret_cast<const uint8_t *>(data.data());
+  for (size_t i = 0, n = data.size(); i < n; ++i) over |= static_cast<uint8_t>(static_cast<uint8_t>(p[i] + 1) > 2);
+  ternary = over == 0;
 }
 
 void gemm_tile_correct(const GemmB &b, int64_t n0, int cols, const int32_t *row_sum,

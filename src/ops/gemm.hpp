@@ -71,8 +71,11 @@ struct GemmB {
   std::vector<int32_t> zb;   // zb' = zb - 128 for u8 b, zb for i8 b
   std::vector<int32_t> col;  // K * zb' - sum_k b'(k, n), modulo 2^32
   bool zb_zero = true;       // every zb' is 0 (i8 b with zero points 0): no row-sum term
+  bool ternary = false;      // every b' is -1, 0 or +1 (GemmKernel::ternary may multiply it)
 
   size_t panel_stride() const noexcept { return groups * 64; }
+  // Sets `ternary` from the packed bytes (the packers call it last).
+  void classify() noexcept;
   size_t bytes() const noexcept { return data.size() + 4 * (zb.size() + col.size()); }
 
   // B stored [K, N] row-major (ld bytes between rows; qnt_qmatmul's b), or [N, K] (ld bytes
@@ -113,8 +116,14 @@ struct GemmB {
       col[static_cast<size_t>(n)] = static_cast<int32_t>(
           static_cast<uint32_t>(K) * static_cast<uint32_t>(z) - sum);
     }
+    classify();
   }
 };
+
+// The kernel that multiplies by b: k's ternary kernel when b is ternary and k has one.
+inline const kern::GemmKernel &gemm_kernel_for(const kern::GemmKernel &k, const GemmB &b) noexcept {
+  return b.ternary && k.ternary != nullptr ? *k.ternary : k;
+}
 
 // The shape of one run's work on a kernel: how A is packed and how the tiles are cut into tasks.
 // A task is a block of rows (m-panels of the kernel's mr rows) times a block of n-tiles; it packs

@@ -272,7 +272,7 @@ class PreparedMatmul final : public Prepared {
       const size_t y_batch = static_cast<size_t>(M * N) * static_cast<size_t>(y.info().bits / 8);
       for (size_t bi = 0; bi < a_index.size(); ++bi) {
         const GemmB &b = fast_[static_cast<size_t>(b_index[bi])];
-        const GemmPlan plan(*kernel_, b, M, ctx.threads());
+        const GemmPlan plan(gemm_kernel_for(*kernel_, b), b, M, ctx.threads());
         Scratch scratch(ctx, plan.scratch_bytes());
         const uint8_t *ab = a.data() + a_index[bi] * M * K;
         uint8_t *yb = y.data() + bi * y_batch;
@@ -386,7 +386,7 @@ class PreparedLinearDynamic final : public Prepared {
       f.qmax = qmax_;
       const kern::QuantizeFn quantize = kernels_->quantize[QNT_DTYPE_U8][kern::kShared];
       const kern::GemmEpilogueFn epilogue = w_.kernel->epilogue;
-      const GemmPlan plan(*w_.kernel, w_.fast, R, ctx.threads());
+      const GemmPlan plan(gemm_kernel_for(*w_.kernel, w_.fast), w_.fast, R, ctx.threads());
       Scratch scratch(ctx, plan.scratch_bytes());
       gemm_run(
           ctx, plan, w_.fast, scratch.data(),
@@ -516,7 +516,7 @@ class PreparedLinearStatic final : public Prepared {
     }
     const bool x_signed = x.info().is_signed;
     if (w_.kernel != nullptr) {
-      const GemmPlan plan(*w_.kernel, w_.fast, R, ctx.threads());
+      const GemmPlan plan(gemm_kernel_for(*w_.kernel, w_.fast), w_.fast, R, ctx.threads());
       Scratch scratch(ctx, plan.scratch_bytes());
       const uint8_t *xd = x.data();
       gemm_run(
@@ -557,27 +557,33 @@ void check_dynamic(const Tensor &w, const Tensor *bias) {
 
 }  // namespace
 
-std::unique_ptr<Prepared> prepare_matmul(const Context &ctx, const Tensor &b, const Tensor *bias,
+std::unique_ptr<Prepared> prepare_matmul(const Context &ctx, const Tensor &b_in, const Tensor *bias,
                                          const OpDesc &desc) {
   desc.require_only(0, "a prepared matmul");
+  std::unique_ptr<Tensor> held;
+  const Tensor &b = int8_weights(b_in, "b", held);
   check_matmul_b(b, bias);
   auto p = std::make_unique<PreparedMatmul>(ctx, b, bias);
   if (ctx.cuda_device >= 0) p->copy_to_device(b, ctx.cuda_device);
   return p;
 }
 
-std::unique_ptr<Prepared> prepare_linear_dynamic(const Context &ctx, const Tensor &w,
+std::unique_ptr<Prepared> prepare_linear_dynamic(const Context &ctx, const Tensor &w_in,
                                                  const Tensor *bias, const OpDesc &desc) {
   desc.require_only(kDynamicKeys, "the dynamic linear layer");
+  std::unique_ptr<Tensor> held;
+  const Tensor &w = int8_weights(w_in, "w", held);
   check_dynamic(w, bias);
   return std::make_unique<PreparedLinearDynamic>(ctx, w, bias, desc);
 }
 
-std::unique_ptr<Prepared> prepare_linear_static(const Context &ctx, const Tensor &w,
+std::unique_ptr<Prepared> prepare_linear_static(const Context &ctx, const Tensor &w_in,
                                                 const Tensor *bias, const QParams &x_qp,
                                                 const std::shared_ptr<const QParams> &y_qp,
                                                 const OpDesc &desc) {
   desc.require_only(OpDesc::bit(QNT_OP_FUSE_RELU), "the static linear layer");
+  std::unique_ptr<Tensor> held;
+  const Tensor &w = int8_weights(w_in, "w", held);
   require_int8(w, "w");
   check_linear_weights(w, bias, true);
   check_channel_qparams(w.qparams(), w.rank(), "w", 0, true, true);
@@ -633,7 +639,10 @@ void device_qmatmul(const Context &ctx, const Place &where, const Tensor &a, con
 
 }  // namespace
 
-void qmatmul(const Context &ctx, const Tensor &a, const Tensor &b, const Tensor *bias, Tensor &y) {
+void qmatmul(const Context &ctx, const Tensor &a, const Tensor &b_in, const Tensor *bias, Tensor &y) {
+  require_disjoint(y, b_in, "y", "b");
+  std::unique_ptr<Tensor> held;
+  const Tensor &b = int8_weights(b_in, "b", held);
   check_matmul_b(b, bias);
   Bias kind(nullptr);  // the checks need the bias's dtype only: no copy before the empty check
   kind.present = bias != nullptr;
@@ -661,9 +670,12 @@ std::unique_ptr<Tensor> dynamic_quantize_linear(const Context &ctx, const Tensor
   return y;
 }
 
-void linear_dynamic(const Context &ctx, const Tensor &x, const Tensor &w, const Tensor *bias,
+void linear_dynamic(const Context &ctx, const Tensor &x, const Tensor &w_in, const Tensor *bias,
                     const OpDesc &desc, Tensor &y) {
   desc.require_only(kDynamicKeys, "qnt_linear_dynamic");
+  require_disjoint(y, w_in, "y", "w");
+  std::unique_ptr<Tensor> held;
+  const Tensor &w = int8_weights(w_in, "w", held);
   check_dynamic(w, bias);
   check_linear_io(x, w, bias, y);
   if (y.element_count() == 0) return;

@@ -369,6 +369,39 @@ void bench_conv(int threads, double limit) {
     row("conv_nhwc " + shape, threads, qt[1], "onednn_nhwc", ds, ops, limit);
     row("conv_nchw " + shape, threads, qt[0], "onednn_nhwc", ds, ops, limit);
     if (G == 1) {
+      // Ternary weights (qnt's 2-bit dtype, values -1, 0, +1, per-channel scales) in the same
+      // convolution, against qnt's int8 convolution above (ratio = int8 time / ternary time).
+      std::vector<uint8_t> tv(static_cast<size_t>((M * Cg * 9 + 3) / 4));
+      for (size_t i = 0; i < tv.size(); ++i) {
+        static const uint8_t codes[3] = {0x3, 0x0, 0x1};  // -1, 0, +1
+        uint8_t b = 0;
+        for (int e = 0; e < 4; ++e) b = static_cast<uint8_t>(b | codes[wv[(4 * i + static_cast<size_t>(e)) % wv.size()] % 3] << (2 * e));
+        tv[i] = b;
+      }
+      qnt_qparams *tq = nullptr;
+      check(qnt_qparams_create_per_axis(QNT_DTYPE_TERNARY, 0, static_cast<size_t>(M), sw.data(), zw.data(), &tq), "tq");
+      Tensor wt3;
+      wt3.t = make(QNT_DTYPE_TERNARY, {M, Cg, 3, 3}, tq, tv.data(), tv.size());
+      for (int layout : {QNT_LAYOUT_NHWC, QNT_LAYOUT_NCHW}) {
+        qnt_op_desc *d = nullptr;
+        check(qnt_op_desc_create(&d), "desc");
+        for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
+          check(qnt_op_desc_set(d, k, 1), "pad");
+        check(qnt_op_desc_set(d, QNT_OP_LAYOUT, layout), "layout");
+        const bool nhwc = layout == QNT_LAYOUT_NHWC;
+        Tensor x, y;
+        x.t = make(QNT_DTYPE_U8, nhwc ? std::vector<int64_t>{1, H, W, C} : std::vector<int64_t>{1, C, H, W},
+                   xq, xv.data(), xv.size());
+        y.t = make(QNT_DTYPE_U8, nhwc ? std::vector<int64_t>{1, H, W, M} : std::vector<int64_t>{1, M, H, W}, yq);
+        qnt_prepared *p = nullptr;
+        check(qnt_prepared_create_conv2d(ctx, wt3.t, bias.t, d, &p), "ternary conv");
+        const double tt = best_time([&] { check(qnt_prepared_run(ctx, p, x.t, y.t), "ternary conv run"); });
+        qnt_prepared_destroy(p);
+        qnt_op_desc_destroy(d);
+        row(std::string("conv_ternary_") + (nhwc ? "nhwc " : "nchw ") + shape + " (vs qnt's int8 conv)",
+            threads, tt, "qnt_int8_conv", qt[layout], ops, limit);
+      }
+      qnt_qparams_destroy(tq);
       // The implicit GEMM against qnt's own GEMM of the same size: the static linear layer with
       // x [H * W, 9C] (the im2col matrix, made once outside the timing) and the same
       // parameters, epilogue included.

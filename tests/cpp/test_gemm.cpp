@@ -142,6 +142,44 @@ void compare_all(const std::string &what, qnt_tensor *y, F &&f) {
     }
 }
 
+// The weights of a case: random bytes, or values -1, 0, +1 (the ternary kernels' B) as i8, as
+// the ternary dtype or (-1, +1) as the binary dtype, all with zero points 0.
+enum class WKind { Bytes, TernaryI8, Ternary, Binary };
+
+qnt_dtype wkind_dtype(WKind k, std::mt19937 &rng) {
+  switch (k) {
+    case WKind::TernaryI8: return QNT_DTYPE_I8;
+    case WKind::Ternary: return QNT_DTYPE_TERNARY;
+    case WKind::Binary: return QNT_DTYPE_BINARY;
+    default: return pick_int8(rng);
+  }
+}
+
+// n random weights of kind k (not Bytes) in their dtype's storage: i8 bytes, or packed codes
+// (ternary: two bits, two's complement; binary: one bit, 1 for +1), element 0 lowest. Every
+// ninth draw is a long run of +1 or -1 (the largest int16 sums a ternary kernel forms).
+std::vector<uint8_t> ternary_weights(std::mt19937 &rng, size_t n, WKind k) {
+  std::vector<int> v(n);
+  std::uniform_int_distribution<int> t(k == WKind::Binary ? 0 : -1, 1), run(0, 8);
+  const bool extreme = run(rng) == 0;
+  const int sign = std::uniform_int_distribution<int>(0, 1)(rng) ? 1 : -1;
+  for (auto &x : v) {
+    x = extreme ? sign : t(rng);
+    if (k == WKind::Binary && x == 0) x = -1;
+  }
+  std::vector<uint8_t> out;
+  if (k == WKind::TernaryI8) {
+    for (int x : v) out.push_back(static_cast<uint8_t>(static_cast<int8_t>(x)));
+  } else if (k == WKind::Ternary) {
+    out.assign((n + 3) / 4, 0);
+    for (size_t i = 0; i < n; ++i) out[i / 4] |= static_cast<uint8_t>((v[i] & 3) << (2 * (i % 4)));
+  } else {
+    out.assign((n + 7) / 8, 0);
+    for (size_t i = 0; i < n; ++i) out[i / 8] |= static_cast<uint8_t>((v[i] > 0 ? 1 : 0) << (i % 8));
+  }
+  return out;
+}
+
 TEST(Gemm, FastSetsExist) {
   // On x86-64 with AVX2, or aarch64, the fast GEMM must be there, or every test below is vacuous.
   const std::string s = qnt_test::chosen_kernels();
@@ -309,6 +347,89 @@ TEST(Gemm, DynamicLinearRandom) {
   }
 }
 
+// Ternary and binary weights in qmatmul (b [K, N]), the prepared static linear layer and the
+// dynamic one (w [N, K]): every fast set against the reference, and the packed dtypes against
+// the same values given as i8 (the ops widen them to those).
+TEST(Gemm, LinearTernaryWeights) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  std::mt19937 rng(71);
+  for (int iter = 0; iter < 24; ++iter) {
+    const bool big = iter % 4 == 0;
+    const int64_t R = pick_size(rng, big), K = pick_size(rng, big), N = pick_size(rng, big);
+    const WKind wk = iter % 3 == 0 ? WKind::Ternary : iter % 3 == 1 ? WKind::Binary : WKind::TernaryI8;
+    const qnt_dtype wd = wkind_dtype(wk, rng);
+    const auto wcount = static_cast<size_t>(N * K);
+    const auto wv = ternary_weights(rng, wcount, wk);
+    // The same values as i8 bytes, for the widening check.
+    std::vector<uint8_t> w8(wcount);
+    for (size_t i = 0; i < wcount; ++i) {
+      int v = 0;
+      if (wk == WKind::TernaryI8) v = static_cast<int8_t>(wv[i]);
+      else if (wk == WKind::Ternary) v = static_cast<int8_t>(static_cast<uint8_t>(((wv[i / 4] >> (2 * (i % 4))) & 3) << 6)) >> 6;
+      else v = (wv[i / 8] >> (i % 8)) & 1 ? 1 : -1;
+      w8[i] = static_cast<uint8_t>(static_cast<int8_t>(v));
+    }
+    std::vector<float> ws(static_cast<size_t>(N));
+    for (auto &v : ws) v = pick_scale(rng);
+    const std::vector<int32_t> wz(static_cast<size_t>(N), 0);
+    QP wq_col, wq_row, w8q_row, xq, yq;
+    ASSERT_EQ(qnt_qparams_create_per_axis(wd, 1, ws.size(), ws.data(), wz.data(), &wq_col.p), QNT_OK);
+    ASSERT_EQ(qnt_qparams_create_per_axis(wd, 0, ws.size(), ws.data(), wz.data(), &wq_row.p), QNT_OK);
+    ASSERT_EQ(qnt_qparams_create_per_axis(QNT_DTYPE_I8, 0, ws.size(), ws.data(), wz.data(), &w8q_row.p),
+              QNT_OK);
+    const qnt_dtype xd = pick_int8(rng);
+    per_tensor(xq, xd, pick_scale(rng), pick_zp(rng, xd));
+    per_tensor(yq, QNT_DTYPE_U8, pick_scale(rng), pick_zp(rng, QNT_DTYPE_U8));
+    const auto xv = random_bytes(rng, static_cast<size_t>(R * K), iter % 5 == 0);
+    std::vector<float> xf(static_cast<size_t>(R * K));
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (auto &v : xf) v = nd(rng);
+    T x, xfl, b, w, w8t, y8, yf, yf8;
+    make_raw(x, xd, {R, K}, xq.p, xv.data(), xv.size());
+    make_f32(xfl, {R, K}, xf);
+    // b [K, N] holds w's values transposed only for the i8 kind; for the packed kinds b is the
+    // same packed bytes read as [K, N] (any values do for the comparison).
+    make_raw(b, wd, {K, N}, wq_col.p, wv.data(), wv.size());
+    make_raw(w, wd, {N, K}, wq_row.p, wv.data(), wv.size());
+    make_raw(w8t, QNT_DTYPE_I8, {N, K}, w8q_row.p, w8.data(), w8.size());
+    make_q(y8, QNT_DTYPE_U8, {R, N}, yq.p);
+    make_q(yf, QNT_DTYPE_F32, {R, N}, nullptr);
+    make_q(yf8, QNT_DTYPE_F32, {R, N}, nullptr);
+    const std::string what = "ternary linear " + std::to_string(iter) + " R " + std::to_string(R) +
+                             " K " + std::to_string(K) + " N " + std::to_string(N);
+    compare_all(what + " qmatmul", y8.t, [&](qnt_context *c) { return qnt_qmatmul(c, x.t, b.t, nullptr, y8.t); });
+    compare_all(what + " static", y8.t, [&](qnt_context *c) {
+      Prep p;
+      qnt_status s = qnt_prepared_create_linear_static(c, w.t, nullptr, xq.p, yq.p, nullptr, &p.p);
+      if (s != QNT_OK) return s;
+      return qnt_prepared_run(c, p.p, x.t, y8.t);
+    });
+    compare_all(what + " dynamic", yf.t, [&](qnt_context *c) {
+      return qnt_linear_dynamic(c, xfl.t, w.t, nullptr, nullptr, yf.t);
+    });
+    // The packed dtypes give the bits of their values as i8.
+    Ctx ref(QNT_ISA_REFERENCE, 1);
+    ASSERT_EQ(qnt_linear_dynamic(ref.c, xfl.t, w.t, nullptr, nullptr, yf.t), QNT_OK);
+    ASSERT_EQ(qnt_linear_dynamic(ref.c, xfl.t, w8t.t, nullptr, nullptr, yf8.t), QNT_OK);
+    EXPECT_EQ(bytes_of(yf.t), bytes_of(yf8.t)) << what;
+  }
+}
+
+TEST(Gemm, TernaryWeightsRejectTheCodeWithNoValue) {
+  // Ternary's 0b10 is no value: the ops that widen ternary weights say so.
+  QP wq, xq;
+  per_tensor(wq, QNT_DTYPE_TERNARY, 1.0f, 0);
+  per_tensor(xq, QNT_DTYPE_U8, 1.0f, 0);
+  const uint8_t wv[1] = {0x02};  // element 0 is 0b10
+  const uint8_t xv[2] = {1, 2};
+  T w, x, y;
+  make_raw(w, QNT_DTYPE_TERNARY, {2, 2}, wq.p, wv, 1);
+  make_raw(x, QNT_DTYPE_U8, {1, 2}, xq.p, xv, 2);
+  make_q(y, QNT_DTYPE_I32, {1, 2}, nullptr);
+  EXPECT_EQ(qnt_qmatmul(nullptr, x.t, w.t, nullptr, y.t), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(qnt_last_error_message()).find("0b10"), std::string::npos) << qnt_last_error_message();
+}
+
 TEST(Gemm, DynamicReduceRangeIsSevenBits) {
   // With reduce_range the quantized activations span [0, 127]: x = [-1, 1] gives scale 2 / 127
   // and zero point round(63.5) = 64; a weight of 1 (scale 1) reads them back.
@@ -353,8 +474,10 @@ std::vector<int64_t> conv_x_shape(const ConvCase &cc, int layout) {
 // One random convolution of the case's shape (dtypes, zero points, output mode, bias, relu
 // from rng and iter) through the one-shot and the prepared call: every fast set at 1, 2 and 3
 // threads against the reference. symmetric: weight zero points 0 for i8, 128 for u8.
-void check_conv_case(const ConvCase &cc, int layout, int iter, std::mt19937 &rng, bool symmetric) {
-  const qnt_dtype xd = pick_int8(rng), wd = pick_int8(rng);
+void check_conv_case(const ConvCase &cc, int layout, int iter, std::mt19937 &rng, bool symmetric,
+                     WKind wk = WKind::Bytes) {
+  const qnt_dtype xd = pick_int8(rng), wd = wkind_dtype(wk, rng);
+  if (wk != WKind::Bytes) symmetric = true;
   const int out = iter % 4;  // 0 i32, 1 u8, 2 i8, 3 f32
   const int bias_kind = (iter / 4) % 3;  // none, i32, f32 (not with i32 y)
   QP xq, wq, yq;
@@ -363,9 +486,12 @@ void check_conv_case(const ConvCase &cc, int layout, int iter, std::mt19937 &rng
     std::vector<float> ws(static_cast<size_t>(cc.M));
     for (auto &v : ws) v = pick_scale(rng);
     const std::vector<int32_t> wz(static_cast<size_t>(cc.M), wd == QNT_DTYPE_U8 ? 128 : 0);
-    ASSERT_EQ(qnt_qparams_create_per_axis(wd, 0, static_cast<size_t>(cc.M), ws.data(), wz.data(),
-                                          &wq.p),
-              QNT_OK);
+    if (wk != WKind::Bytes && iter % 2 == 0)
+      per_tensor(wq, wd, pick_scale(rng), 0);
+    else
+      ASSERT_EQ(qnt_qparams_create_per_axis(wd, 0, static_cast<size_t>(cc.M), ws.data(),
+                                            wz.data(), &wq.p),
+                QNT_OK);
   } else {
     weight_qparams(wq, rng, wd, 0, cc.M, iter % 3 != 0);
   }
@@ -379,8 +505,9 @@ void check_conv_case(const ConvCase &cc, int layout, int iter, std::mt19937 &rng
   if (out != 0) d.set(QNT_OP_FUSE_RELU, iter % 2);
   const std::vector<int64_t> xs = conv_x_shape(cc, layout);
   const auto xv = random_bytes(rng, static_cast<size_t>(cc.N * cc.C * cc.H * cc.W), iter % 5 == 0);
-  const auto wv = random_bytes(
-      rng, static_cast<size_t>(cc.M * (cc.C / cc.groups) * cc.KH * cc.KW), iter % 5 == 0);
+  const auto wcount = static_cast<size_t>(cc.M * (cc.C / cc.groups) * cc.KH * cc.KW);
+  const auto wv = wk == WKind::Bytes ? random_bytes(rng, wcount, iter % 5 == 0)
+                                     : ternary_weights(rng, wcount, wk);
   T x, w, y, bias;
   make_raw(x, xd, xs, xq.p, xv.data(), xv.size());
   make_raw(w, wd, {cc.M, cc.C / cc.groups, cc.KH, cc.KW}, wq.p, wv.data(), wv.size());
@@ -447,6 +574,26 @@ TEST(Gemm, ConvDirect) {
   for (const ConvCase &cc : cases)
     for (int layout : {QNT_LAYOUT_NCHW, QNT_LAYOUT_NHWC})
       for (int rep = 0; rep < 2; ++rep) check_conv_case(cc, layout, ++iter, rng, true);
+}
+
+// Ternary and binary weights (values -1, 0, +1 as i8, or the packed dtypes, which the ops
+// widen to those i8 values): the sets with a ternary GEMM kernel (AVX2's vpmaddubsw tile) take
+// them, and must give the reference's bytes. K from 9 to over 1000 (int16 sums widened after 64
+// groups of 4, and a tail), runs of all +1 or all -1 weights against extreme activations,
+// grouped, strided and depthwise shapes.
+TEST(Gemm, ConvTernaryWeights) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  const ConvCase cases[] = {
+      {1, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1},     {2, 64, 9, 9, 64, 3, 3, 1, 1, 1, 1},
+      {1, 130, 6, 5, 17, 3, 3, 2, 1, 1, 1},  {1, 16, 10, 10, 33, 3, 3, 1, 1, 1, 1},
+      {1, 12, 13, 11, 24, 3, 3, 3, 1, 2, 4}, {1, 8, 6, 6, 8, 3, 3, 1, 2, 2, 8},
+      {2, 300, 4, 4, 20, 2, 2, 1, 0, 1, 1},
+  };
+  std::mt19937 rng(61);
+  int iter = 0;
+  for (WKind wk : {WKind::TernaryI8, WKind::Ternary, WKind::Binary})
+    for (const ConvCase &cc : cases)
+      for (int layout : {QNT_LAYOUT_NCHW, QNT_LAYOUT_NHWC}) check_conv_case(cc, layout, ++iter, rng, true, wk);
 }
 
 // Depthwise with 8-bit weights whose w - zw all fit in int8 (symmetric i8 weights, or zero
