@@ -122,16 +122,20 @@ void generic_dequant(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
 }  // namespace
 
 void wo_token_generic(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats,
-                      const int8_t *qx, int32_t xsum, int32_t *acc) noexcept {
-  for (size_t f = 0; f < feats; ++f) {
-    const uint8_t *row = w + f * row_bytes;
-    int32_t sum = 0;
-    for (size_t g = 0; g < groups; ++g)
-      for (int s = 0; s < 4; ++s)
-        for (int j = 0; j < 32; ++j)
-          sum += static_cast<int32_t>((row[32 * g + static_cast<size_t>(j)] >> (6 - 2 * s)) & 3) *
-                 qx[128 * g + static_cast<size_t>(32 * s + j)];
-    acc[f] = sum - xsum;
+                      const int8_t *qx, size_t qx_stride, size_t rows, const int32_t *xsum,
+                      int32_t *acc, size_t acc_ld) noexcept {
+  for (size_t r = 0; r < rows; ++r) {
+    const int8_t *x = qx + r * qx_stride;
+    for (size_t f = 0; f < feats; ++f) {
+      const uint8_t *row = w + f * row_bytes;
+      int32_t sum = 0;
+      for (size_t g = 0; g < groups; ++g)
+        for (int s = 0; s < 4; ++s)
+          for (int j = 0; j < 32; ++j)
+            sum += static_cast<int32_t>((row[32 * g + static_cast<size_t>(j)] >> (6 - 2 * s)) & 3) *
+                   x[128 * g + static_cast<size_t>(32 * s + j)];
+      acc[r * acc_ld + f] = sum - xsum[r];
+    }
   }
 }
 

@@ -89,12 +89,14 @@ using WoDequantFn = void (*)(const WoPanelArgs &w, float *out, size_t ldo) noexc
 // holds, in bits 6 - 2s and 7 - 2s (s = 0..3), the code c = v + 1 (0, 1 or 2; v the weight's
 // value -1, 0, +1) of element 128g + 32s + j, and c = 1 (v = 0) past K. This is bitnet.cpp's
 // I2_S block (x86, 128 elements) row by row, so an I2_S row is already a packed row.
-// acc[f] = sum over k < 128 * groups of qx[k] * (c[f][k] - 1), exact, for the `feats` rows
-// w, w + row_bytes, ...; qx holds 128 * groups int8 values in [-127, 127] (0 past K), whose sum
-// is xsum. Kernels may compute sum(qx * c) - xsum: each pair of products is at most 508 in
-// magnitude, so vpmaddubsw cannot saturate on these operands.
+// For `rows` rows of activations r (qx + r * qx_stride: 128 * groups int8 values in [-127, 127],
+// 0 past K, whose sum is xsum[r]) and the `feats` rows of weights w, w + row_bytes, ...:
+// acc[r * acc_ld + f] = sum over k < 128 * groups of qx_r[k] * (c[f][k] - 1), exact. Kernels
+// may compute sum(qx * c) - xsum: each pair of products is at most 508 in magnitude, so
+// vpmaddubsw cannot saturate on these operands.
 using WoTokenFn = void (*)(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats,
-                           const int8_t *qx, int32_t xsum, int32_t *acc) noexcept;
+                           const int8_t *qx, size_t qx_stride, size_t rows, const int32_t *xsum,
+                           int32_t *acc, size_t acc_ld) noexcept;
 
 struct WoKernels {
   const char *name;
@@ -109,7 +111,8 @@ struct WoKernels {
 
 // The per-token mode's kernel in plain C++ (kernels/wo/generic.cpp).
 void wo_token_generic(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats,
-                      const int8_t *qx, int32_t xsum, int32_t *acc) noexcept;
+                      const int8_t *qx, size_t qx_stride, size_t rows, const int32_t *xsum,
+                      int32_t *acc, size_t acc_ld) noexcept;
 
 // The whole of w.prefetch requested into L2 (the driver's way, for kernels that don't spread it).
 inline void wo_prefetch_all(const WoPanelArgs &w) noexcept {

@@ -17,8 +17,9 @@ inline int16x8_t token_products(uint8x16_t codes, const int8_t *x) noexcept {
   return vmlal_s8(vmull_s8(vget_low_s8(c), vget_low_s8(v)), vget_high_s8(c), vget_high_s8(v));
 }
 
-void token_neon(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats, const int8_t *qx, int32_t xsum,
-                int32_t *acc) noexcept {
+// One row of activations against `feats` rows of weights.
+void token_row_neon(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats, const int8_t *qx,
+                    int32_t xsum, int32_t *acc) noexcept {
   for (size_t f = 0; f < feats; ++f) {
     const uint8_t *row = w + f * row_bytes;
     int32x4_t s = vdupq_n_s32(0);
@@ -34,6 +35,12 @@ void token_neon(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats,
     }
     acc[f] = vaddvq_s32(s) - xsum;
   }
+}
+
+void token_neon(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats, const int8_t *qx,
+                size_t qx_stride, size_t rows, const int32_t *xsum, int32_t *acc, size_t acc_ld) noexcept {
+  for (size_t r = 0; r < rows; ++r)
+    token_row_neon(w, row_bytes, groups, feats, qx + r * qx_stride, xsum[r], acc + r * acc_ld);
 }
 
 }  // namespace

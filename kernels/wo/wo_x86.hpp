@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace qnt::kern {
 namespace {
@@ -1113,13 +1114,72 @@ inline void token_rows256(const uint8_t *w, size_t row_bytes, size_t groups, con
   }
 }
 
+// R rows of activations (R > 1) against one feature's codes: each 32-byte group is split into
+// its four code vectors once and meets the R rows' activations (vpmaddubsw with the activations
+// from memory), so that the split is shared and the rows cost 4 multiplies and 4 additions a
+// group each. 16-bit sums take 16 groups, as above; the 32-bit sums wait in memory.
+template <int R>
+inline void token_batch256(const uint8_t *row, size_t groups, const int8_t *qx, size_t xs,
+                           const int32_t *xsum, int32_t *acc, size_t ld) noexcept {
+  const __m256i m3 = _mm256_set1_epi8(3);
+  alignas(32) int32_t s32[R][8] = {};
+  for (size_t g0 = 0; g0 < groups; g0 += 16) {
+    const size_t g1 = std::min(groups, g0 + 16);
+    __m256i s16[R];
+    for (int r = 0; r < R; ++r) s16[r] = _mm256_setzero_si256();
+    for (size_t g = g0; g < g1; ++g) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(row + 32 * g));
+      const __m256i c0 = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
+      const __m256i c1 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
+      const __m256i c2 = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
+      const __m256i c3 = _mm256_and_si256(v, m3);
+      for (int r = 0; r < R; ++r) {
+        const auto *xg = reinterpret_cast<const __m256i *>(qx + static_cast<size_t>(r) * xs + 128 * g);
+        __m256i t = _mm256_maddubs_epi16(c0, _mm256_loadu_si256(xg));
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(c1, _mm256_loadu_si256(xg + 1)));
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(c2, _mm256_loadu_si256(xg + 2)));
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(c3, _mm256_loadu_si256(xg + 3)));
+        s16[r] = _mm256_add_epi16(s16[r], t);
+      }
+    }
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    for (int r = 0; r < R; ++r) {
+      auto *p = reinterpret_cast<__m256i *>(s32[r]);
+      _mm256_store_si256(p, _mm256_add_epi32(_mm256_load_si256(p), _mm256_madd_epi16(s16[r], ones16)));
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i *>(s32[r]));
+    __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
+    acc[static_cast<size_t>(r) * ld] = _mm_cvtsi128_si32(h) - xsum[r];
+  }
+}
+
+// wo.hpp's WoTokenFn: one row of activations through token_rows256 (4 features at a time, the
+// next 4 prefetched: the weights come from DRAM), more in blocks of 8, 4, 2 rows through
+// token_batch256 feature by feature (the weights are reused from cache).
 inline void token256(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats, const int8_t *qx,
-                     int32_t xsum, int32_t *acc) noexcept {
-  size_t f = 0;
-  for (; f + 4 <= feats; f += 4)
-    token_rows256<4>(w + f * row_bytes, row_bytes, groups, qx, xsum, acc + f,
-                     f + 8 <= feats ? w + (f + 4) * row_bytes : nullptr);
-  for (; f < feats; ++f) token_rows256<1>(w + f * row_bytes, row_bytes, groups, qx, xsum, acc + f, nullptr);
+                     size_t xs, size_t rows, const int32_t *xsum, int32_t *acc, size_t ld) noexcept {
+  size_t r = 0;
+  auto batch = [&](auto rows_c) {
+    constexpr int B = decltype(rows_c)::value;
+    for (size_t f = 0; f < feats; ++f)
+      token_batch256<B>(w + f * row_bytes, groups, qx + r * xs, xs, xsum + r, acc + r * ld + f, ld);
+    r += B;
+  };
+  while (rows - r >= 4) batch(std::integral_constant<int, 4>{});
+  if (rows - r >= 2) batch(std::integral_constant<int, 2>{});
+  if (r < rows) {
+    const int8_t *x = qx + r * xs;
+    int32_t *a = acc + r * ld;
+    size_t f = 0;
+    for (; f + 4 <= feats; f += 4)
+      token_rows256<4>(w + f * row_bytes, row_bytes, groups, x, xsum[r], a + f,
+                       f + 8 <= feats ? w + (f + 4) * row_bytes : nullptr);
+    for (; f < feats; ++f) token_rows256<1>(w + f * row_bytes, row_bytes, groups, x, xsum[r], a + f, nullptr);
+  }
 }
 
 #endif  // __AVX2__

@@ -700,30 +700,40 @@ class PreparedTokenWo final : public Prepared {
     const auto N = static_cast<size_t>(N_);
     const float *bias = bias_.present ? bias_.f32.data() : nullptr;
     const size_t grain = 64;  // output features a task
+    // A task: `grain` features, their weights read once for every block of up to kRows rows
+    // (the kernel reuses each decoded group across the rows of a block).
+    constexpr size_t kRows = 32;
     parallel_for_workers(ctx.threads(), N, grain, [&](size_t b0, size_t b1, size_t) {
-      int32_t acc[grain];
+      int32_t acc[kRows * grain];
       for (size_t n0 = b0; n0 < b1; n0 += grain) {  // (one worker gets the whole range)
         const size_t n1 = std::min(b1, n0 + grain);
-        for (size_t m = 0; m < rows; ++m) {
-          float *o = out + m * N;
-          if (a.bad[m]) {
-            for (size_t n = n0; n < n1; ++n) o[n] = rules::canonical_nan(std::numeric_limits<float>::quiet_NaN());
-            continue;
-          }
-          const int8_t *q = a.qx.data() + m * stride;
+        for (size_t m0 = 0; m0 < rows; m0 += kRows) {
+          const size_t mr = std::min(rows - m0, kRows);
           if (token_ != nullptr) {
-            token_(codes_.data() + n0 * row_bytes_, row_bytes_, groups_, n1 - n0, q, a.sum[m], acc);
+            token_(codes_.data() + n0 * row_bytes_, row_bytes_, groups_, n1 - n0, a.qx.data() + m0 * stride,
+                   stride, mr, a.sum.data() + m0, acc, grain);
           } else {  // the reference: the rule itself, on the weights' values
-            for (size_t n = n0; n < n1; ++n) {
-              const int8_t *v = values_.data() + n * static_cast<size_t>(K_);
-              int32_t s = 0;
-              for (int64_t k = 0; k < K_; ++k) s += static_cast<int32_t>(q[k]) * v[k];
-              acc[n - n0] = s;
+            for (size_t i = 0; i < mr; ++i) {
+              const int8_t *q = a.qx.data() + (m0 + i) * stride;
+              for (size_t n = n0; n < n1; ++n) {
+                const int8_t *v = values_.data() + n * static_cast<size_t>(K_);
+                int32_t s = 0;
+                for (int64_t k = 0; k < K_; ++k) s += static_cast<int32_t>(q[k]) * v[k];
+                acc[i * grain + (n - n0)] = s;
+              }
             }
           }
-          for (size_t n = n0; n < n1; ++n)
-            o[n] = rules::wo_output(static_cast<float>(acc[n - n0]) * (a.sx[m] * sw_[n]), bias,
-                                    static_cast<int64_t>(n));
+          for (size_t i = 0; i < mr; ++i) {
+            const size_t m = m0 + i;
+            float *o = out + m * N;
+            if (a.bad[m]) {
+              for (size_t n = n0; n < n1; ++n) o[n] = rules::canonical_nan(std::numeric_limits<float>::quiet_NaN());
+              continue;
+            }
+            for (size_t n = n0; n < n1; ++n)
+              o[n] = rules::wo_output(static_cast<float>(acc[i * grain + (n - n0)]) * (a.sx[m] * sw_[n]), bias,
+                                      static_cast<int64_t>(n));
+          }
         }
       }
     });

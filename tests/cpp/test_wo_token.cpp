@@ -86,6 +86,7 @@ void expect_same_bits(const std::vector<float> &got, const std::vector<float> &w
 struct Case {
   size_t rows, N, K;
   bool binary, per_axis, bias;
+  bool extreme = false;  // every weight +1 and x[k] = 1: the largest 16-bit sums a kernel forms
 };
 
 TEST(WeightOnlyToken, EveryKernelSetGivesTheRulesBits) {
@@ -96,27 +97,30 @@ TEST(WeightOnlyToken, EveryKernelSetGivesTheRulesBits) {
       {1, 1, 1, false, false, false},    {1, 5, 127, false, true, true},    {3, 9, 128, false, false, true},
       {2, 70, 129, false, true, false},  {4, 13, 300, true, false, true},   {1, 130, 1000, false, true, true},
       {5, 3, 4096, true, true, false},   {1, 64, 2048 + 33, false, true, true}, {2, 4, 0, false, false, true},
+      // batches: blocks of 8, 4, 2 and 1 rows, and more rows than one block of the driver
+      {15, 37, 700, false, true, true},  {40, 66, 2100, true, false, true}, {33, 5, 129, false, true, false},
+      {11, 9, 4100, false, false, false, true},  {1, 6, 2048, false, true, false, true},
   };
   const auto isas = runnable_isas({QNT_ISA_REFERENCE, QNT_ISA_AVX2, QNT_ISA_AVX512, QNT_ISA_AVX512_VNNI,
                                    QNT_ISA_NEON, QNT_ISA_NEON_DOTPROD});
   for (const Case &c : cases) {
     std::vector<int> v(c.N * c.K);
-    for (int &e : v) e = c.binary ? 2 * coin(rng) - 1 : tern(rng);
+    for (int &e : v) e = c.extreme ? 1 : c.binary ? 2 * coin(rng) - 1 : tern(rng);
     std::vector<float> sw(c.N);
     for (float &s : sw) s = std::fabs(nd(rng)) + 0.01f;
     if (!c.per_axis) std::fill(sw.begin(), sw.end(), sw[0]);
     std::vector<float> bias(c.N);
     for (float &b : bias) b = nd(rng);
     std::vector<float> x(c.rows * c.K);
-    for (float &e : x) e = nd(rng) * 3.0f;
-    if (c.K >= 4 && c.rows >= 2) {
+    for (float &e : x) e = c.extreme ? 1.0f : nd(rng) * 3.0f;
+    if (c.K >= 4 && c.rows >= 2 && !c.extreme) {
       for (size_t k = 0; k < c.K; ++k) x[c.K + k] = 0.0f;  // a zero row
       x[0] = 127.0f;                                       // exact ties: x * 127 / a = k + 0.5
       x[1] = 0.5f;
       x[2] = -1.5f;
     }
-    if (c.rows >= 3 && c.K > 0) x[2 * c.K + c.K / 2] = std::nanf("");
-    if (c.rows >= 4 && c.K > 0) x[3 * c.K] = -INFINITY;
+    if (c.rows >= 3 && c.K > 0 && !c.extreme) x[2 * c.K + c.K / 2] = std::nanf("");
+    if (c.rows >= 4 && c.K > 0 && !c.extreme) x[3 * c.K] = -INFINITY;
     QP qp;
     if (c.per_axis)
       ASSERT_EQ(qnt_qparams_create_per_axis(c.binary ? QNT_DTYPE_BINARY : QNT_DTYPE_TERNARY, 0, c.N, sw.data(),
