@@ -121,6 +121,11 @@ TEST(WeightOnlyToken, EveryKernelSetGivesTheRulesBits) {
     }
     if (c.rows >= 3 && c.K > 0 && !c.extreme) x[2 * c.K + c.K / 2] = std::nanf("");
     if (c.rows >= 4 && c.K > 0 && !c.extreme) x[3 * c.K] = -INFINITY;
+    if (c.rows >= 5 && c.K >= 3 && !c.extreme) {  // x * 127 overflows to +-inf: t saturates
+      x[4 * c.K] = 3e38f;
+      x[4 * c.K + 1] = -3.1e38f;
+      x[4 * c.K + 2] = 2.5e36f;
+    }
     QP qp;
     if (c.per_axis)
       ASSERT_EQ(qnt_qparams_create_per_axis(c.binary ? QNT_DTYPE_BINARY : QNT_DTYPE_TERNARY, 0, c.N, sw.data(),
