@@ -1158,8 +1158,9 @@ inline void token_batch256(const uint8_t *row, size_t groups, const int8_t *qx, 
 }
 
 // wo.hpp's WoTokenFn: one row of activations through token_rows256 (4 features at a time, the
-// next 4 prefetched: the weights come from DRAM), more in blocks of 8, 4, 2 rows through
-// token_batch256 feature by feature (the weights are reused from cache).
+// next 4 prefetched: the weights come from DRAM), more in blocks of 4 and 2 rows through
+// token_batch256 feature by feature (the weights are reused from cache; blocks of 8 rows
+// spilled their 16-bit sums to the stack and were no faster).
 inline void token256(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats, const int8_t *qx,
                      size_t xs, size_t rows, const int32_t *xsum, int32_t *acc, size_t ld) noexcept {
   size_t r = 0;
