@@ -837,6 +837,22 @@ QNT_API qnt_status qnt_op_desc_get(const qnt_op_desc *d, qnt_op_option key, int6
 QNT_API qnt_status qnt_qmatmul(qnt_context *ctx, const qnt_tensor *a, const qnt_tensor *b,
                                const qnt_tensor *bias, qnt_tensor *y);
 
+/* Binary matrix product (since 0.10; XNOR-Net and binary neural network layers): binary
+ * activations times binary weights, by XOR and popcount.
+ *  a: binary [M, K] (values -1 and +1: bit 1 is +1), qparams per tensor or per row (per axis
+ *     along axis 0: sa[m]), or none;
+ *  b: binary [N, K] (the weights, one row per output), qparams likewise (sb[n]), or none;
+ *  y: [M, N], and with acc[m, n] = sum over k of a[m, k] * b[n, k] = K - 2 * (the number of k
+ *     where the two differ), exact (K at most 2^31 - 1):
+ *     - i32 (no qparams): acc;
+ *     - f32: (float)acc * (sa[m] * sb[n]), the product of the scales rounded to float32 first
+ *       (a and b need qparams); a NaN result is the canonical NaN.
+ * Every kernel gives the same bits. Host memory only (QNT_ERR_UNSUPPORTED otherwise). Binary
+ * weights also go through qnt_qmatmul, qnt_qconv2d and the linear layers (as i8 -1 and +1 with
+ * 8-bit activations) and the weight-only layer's QNT_WEIGHT_ONLY_INT8_TOKEN mode. */
+QNT_API qnt_status qnt_binary_matmul(qnt_context *ctx, const qnt_tensor *a, const qnt_tensor *b,
+                                     qnt_tensor *y);
+
 /* ONNX DynamicQuantizeLinear: x (f32, any shape) -> a new u8 tensor of x's shape with
  * per-tensor qparams computed from x, which the caller destroys with qnt_tensor_destroy():
  *    lo = min(min(x), 0), hi = max(max(x), 0)                  (NaN skipped; +-inf rejected)
@@ -995,7 +1011,8 @@ enum {
   QNT_PREPARED_LINEAR_DYNAMIC = 2,
   QNT_PREPARED_LINEAR_STATIC = 3,
   QNT_PREPARED_LINEAR_WEIGHT_ONLY = 4,
-  QNT_PREPARED_CONV2D = 5
+  QNT_PREPARED_CONV2D = 5,
+  QNT_PREPARED_BINARY_MATMUL = 6 /* since 0.10 */
 };
 
 /* qnt_qmatmul with a constant b (i8 or u8, [K, N] or [..., K, N], qparams per-tensor or per
@@ -1055,6 +1072,12 @@ QNT_API qnt_status qnt_prepared_create_linear_weight_only(qnt_context *ctx, cons
 QNT_API qnt_status qnt_prepared_create_conv2d(qnt_context *ctx, const qnt_tensor *w,
                                               const qnt_tensor *bias, const qnt_op_desc *desc,
                                               qnt_prepared **out);
+
+/* qnt_binary_matmul with a constant b (binary [N, K], its rows laid out once as 64-bit words);
+ * run with a as x and y as in qnt_binary_matmul (since 0.10). desc must be NULL or have no option
+ * set. */
+QNT_API qnt_status qnt_prepared_create_binary_matmul(qnt_context *ctx, const qnt_tensor *b,
+                                                     const qnt_op_desc *desc, qnt_prepared **out);
 
 /* Frees op; NULL is allowed. */
 QNT_API void qnt_prepared_destroy(qnt_prepared *op);

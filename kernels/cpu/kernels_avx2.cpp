@@ -20,7 +20,7 @@ constexpr kern::GemmKernel kGemm{"avx2", kern::Split256::kMR, kern::Split256::kN
                                  &kern::gemm_tile<kern::Split256Unpacked>, 128,
                                  &kern::gemm_correct_avx2, false, &kern::gemm_pack_kn_avx2,
                                  &kern::gemm_pack_nk_avx2, &kern::depthwise_avx2,
-                                 nullptr, nullptr, &kTernary};
+                                 nullptr, nullptr, &kTernary, &kern::xnor_avx2};
 constexpr kern::WoKernels kWo{"avx2", &kern::wo::f32_256, &kern::wo::int8_256,
                               &kern::wo::dot256, &kern::wo::dequant256, false, false,
                               &kern::wo::token256};

@@ -129,6 +129,19 @@ using GemmConvTileFn = void (*)(const uint8_t *a, size_t row_stride, const size_
                                 size_t taps, size_t tap_groups, const int8_t *b,
                                 size_t panel_stride, int32_t *c, size_t ldc) noexcept;
 
+// The binary GEMM (qnt_binary_matmul): rows of bits in uint64 words (element k of a row in bit
+// k % 64 of word k / 64), `words` a row, a multiple of 4, zero past K in both operands. For
+// r < rows (a multiple of kXnorMR) and j < kXnorNR: pop[r * ld + j] = the number of bits set in
+// a_r XOR b_j over the row (a_r at a + r * words, b_j at b + j * words). Exact; the op makes
+// K - 2 * pop of it, the sum of the products of the +-1 values.
+constexpr int kXnorMR = 2, kXnorNR = 3;
+using GemmXnorFn = void (*)(const uint64_t *a, size_t rows, const uint64_t *b, size_t words,
+                            int32_t *pop, size_t ld) noexcept;
+
+// The portable binary GEMM: __builtin_popcountll per word (kernels/gemm/generic.cpp).
+void xnor_generic(const uint64_t *a, size_t rows, const uint64_t *b, size_t words, int32_t *pop,
+                  size_t ld) noexcept;
+
 struct GemmKernel {
   const char *name;
   int mr;       // rows of A per micro-tile
@@ -156,6 +169,7 @@ struct GemmKernel {
   // its own tile and packed A; it shares this kernel's epilogue, correct and packers. Null:
   // this kernel multiplies every B.
   const GemmKernel *ternary = nullptr;
+  GemmXnorFn xnor = nullptr;  // null: xnor_generic
 };
 
 // The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.

@@ -453,6 +453,54 @@ struct Tern256 {
 };
 #undef QNT_TERN_ROW
 
+// The binary GEMM (gemm.hpp's GemmXnorFn) on AVX2: 2 rows of a x 3 of b, 256 bits at a time;
+// each XOR counted by nibbles through a 16-entry vpshufb table (the low nibble masked, the high
+// one shifted down and masked), the byte counts (at most 8 a step) summed in bytes for 31
+// steps (at most 248), then into 64-bit sums by vpsadbw. Exact.
+inline void xnor_avx2(const uint64_t *a, size_t rows, const uint64_t *b, size_t words, int32_t *pop,
+                      size_t ld) noexcept {
+  const __m256i lut = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1,
+                                       2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  const size_t steps = words / 4;
+  const auto *b0 = reinterpret_cast<const __m256i *>(b);
+  const auto *b1 = reinterpret_cast<const __m256i *>(b + words);
+  const auto *b2 = reinterpret_cast<const __m256i *>(b + 2 * words);
+  auto count = [&](__m256i x) {
+    return _mm256_add_epi8(_mm256_shuffle_epi8(lut, _mm256_and_si256(x, low)),
+                           _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(x, 4), low)));
+  };
+  for (size_t r = 0; r < rows; r += 2) {
+    const auto *a0 = reinterpret_cast<const __m256i *>(a + r * words);
+    const auto *a1 = reinterpret_cast<const __m256i *>(a + (r + 1) * words);
+    alignas(32) uint64_t tot[6][4] = {};  // the 64-bit sums wait in memory (registers: the bytes)
+    for (size_t s0 = 0; s0 < steps; s0 += 31) {
+      const size_t s1 = steps - s0 < 31 ? steps : s0 + 31;
+      __m256i c0 = _mm256_setzero_si256(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+      for (size_t i = s0; i < s1; ++i) {
+        const __m256i x0 = _mm256_loadu_si256(a0 + i), x1 = _mm256_loadu_si256(a1 + i);
+        const __m256i y0 = _mm256_loadu_si256(b0 + i), y1 = _mm256_loadu_si256(b1 + i),
+                      y2 = _mm256_loadu_si256(b2 + i);
+        c0 = _mm256_add_epi8(c0, count(_mm256_xor_si256(x0, y0)));
+        c1 = _mm256_add_epi8(c1, count(_mm256_xor_si256(x0, y1)));
+        c2 = _mm256_add_epi8(c2, count(_mm256_xor_si256(x0, y2)));
+        c3 = _mm256_add_epi8(c3, count(_mm256_xor_si256(x1, y0)));
+        c4 = _mm256_add_epi8(c4, count(_mm256_xor_si256(x1, y1)));
+        c5 = _mm256_add_epi8(c5, count(_mm256_xor_si256(x1, y2)));
+      }
+      const __m256i zero = _mm256_setzero_si256();
+      const __m256i c[6] = {c0, c1, c2, c3, c4, c5};
+      for (int k = 0; k < 6; ++k) {
+        auto *t = reinterpret_cast<__m256i *>(tot[k]);
+        _mm256_store_si256(t, _mm256_add_epi64(_mm256_load_si256(t), _mm256_sad_epu8(c[k], zero)));
+      }
+    }
+    for (int k = 0; k < 6; ++k)
+      pop[(r + static_cast<size_t>(k / 3)) * ld + static_cast<size_t>(k % 3)] =
+          static_cast<int32_t>(tot[k][0] + tot[k][1] + tot[k][2] + tot[k][3]);
+  }
+}
+
 // B unpacked for Split256Unpacked: per group, the int16 even and odd halves of the panel's two
 // vectors (128 bytes: even 0, even 1, odd 0, odd 1), split once per panel.
 inline void unpack_split256(const int8_t *b, size_t ps, size_t groups, int panels,

@@ -60,6 +60,13 @@ qnt_status qnt_qmatmul(qnt_context *ctx, const qnt_tensor *a, const qnt_tensor *
   });
 }
 
+qnt_status qnt_binary_matmul(qnt_context *ctx, const qnt_tensor *a, const qnt_tensor *b, qnt_tensor *y) {
+  return guard(__func__, [&] {
+    ops::binary_matmul(capi::context_of(ctx), host_tensor_of(a, "a", __func__), host_tensor_of(b, "b", __func__),
+                       host_tensor_of(y, "y", __func__));
+  });
+}
+
 qnt_status qnt_dynamic_quantize_linear(qnt_context *ctx, const qnt_tensor *x, qnt_tensor **y_out) {
   return guard(__func__, [&] {
     const Tensor &t = host_tensor_of(x, "x", __func__);
@@ -190,6 +197,16 @@ qnt_status qnt_prepared_create_conv2d(qnt_context *ctx, const qnt_tensor *w, con
   });
 }
 
+qnt_status qnt_prepared_create_binary_matmul(qnt_context *ctx, const qnt_tensor *b, const qnt_op_desc *desc,
+                                             qnt_prepared **out) {
+  return guard(__func__, [&] {
+    const Tensor &tb = host_tensor_of(b, "b", __func__);
+    const ops::OpDesc &d = desc_of(desc, "desc");
+    require(out, "out");
+    *out = new_prepared(ops::prepare_binary_matmul(capi::context_of(ctx), tb, d));
+  });
+}
+
 void qnt_prepared_destroy(qnt_prepared *op) {
   if (op == nullptr || op->magic != capi::kPreparedMagic) return;
   op->magic = capi::kDeadMagic;
@@ -202,7 +219,8 @@ qnt_status qnt_prepared_run(qnt_context *ctx, const qnt_prepared *op, const qnt_
     const ops::Prepared &p = prepared_of(op, "op");
     // The dynamic linear layer and the convolution have no device kernels.
     const bool host_only =
-        p.kind() == QNT_PREPARED_LINEAR_DYNAMIC || p.kind() == QNT_PREPARED_CONV2D;
+        p.kind() == QNT_PREPARED_LINEAR_DYNAMIC || p.kind() == QNT_PREPARED_CONV2D ||
+        p.kind() == QNT_PREPARED_BINARY_MATMUL;
     if (host_only)
       p.run(capi::context_of(ctx), host_tensor_of(x, "x", __func__),
             host_tensor_of(y, "y", __func__));

@@ -50,6 +50,8 @@ std::unique_ptr<Prepared> prepare_linear_static(const Context &ctx, const Tensor
                                                 const OpDesc &desc);
 std::unique_ptr<Prepared> prepare_linear_weight_only(const Context &ctx, const Tensor &w,
                                                      const Tensor *bias, const OpDesc &desc);
+// qnt_prepared_create_binary_matmul: b binary [N, K].
+std::unique_ptr<Prepared> prepare_binary_matmul(const Context &ctx, const Tensor &b, const OpDesc &desc);
 std::unique_ptr<Prepared> prepare_conv2d(const Context &ctx, const Tensor &w, const Tensor *bias,
                                          const OpDesc &desc);
 

@@ -14,6 +14,7 @@
 namespace qnt::ops {
 
 void qmatmul(const Context &ctx, const Tensor &a, const Tensor &b, const Tensor *bias, Tensor &y);
+void binary_matmul(const Context &ctx, const Tensor &a, const Tensor &b, Tensor &y);
 
 // The per-tensor u8 qparams ONNX DynamicQuantizeLinear gives x, and x quantized with them.
 std::unique_ptr<Tensor> dynamic_quantize_linear(const Context &ctx, const Tensor &x);

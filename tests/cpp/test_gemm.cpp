@@ -430,6 +430,91 @@ TEST(Gemm, TernaryWeightsRejectTheCodeWithNoValue) {
   EXPECT_NE(std::string(qnt_last_error_message()).find("0b10"), std::string::npos) << qnt_last_error_message();
 }
 
+// qnt_binary_matmul: every kernel set and 1 to 3 threads against the reference, and the i32
+// result against the rule computed here bit by bit. K around the 64-bit words and the 256-bit
+// steps, not a multiple of 8 (rows start inside a byte), and past 31 steps (the kernels' byte
+// counts are widened every 31); runs of equal or opposite rows (the largest counts).
+TEST(Gemm, BinaryMatmul) {
+  std::mt19937 rng(83);
+  const int64_t shapes[][3] = {{1, 1, 1},    {2, 3, 64},   {3, 5, 63},    {5, 4, 257},  {7, 10, 1000},
+                               {4, 6, 7937}, {9, 7, 8200}, {16, 33, 513}, {1, 2, 0},    {70, 9, 300}};
+  int iter = 0;
+  for (const auto &sh : shapes) {
+    const int64_t M = sh[0], N = sh[1], K = sh[2];
+    ++iter;
+    std::uniform_int_distribution<int> bit(0, 1);
+    std::vector<int> av(static_cast<size_t>(M * K)), bv(static_cast<size_t>(N * K));
+    for (auto &v : av) v = bit(rng);
+    for (auto &v : bv) v = bit(rng);
+    if ((iter % 3 == 0 || K > 8000) && M >= 1 && N >= 2)  // b row 0 = a row 0, row 1 its opposite
+      for (int64_t k = 0; k < K; ++k) {
+        bv[static_cast<size_t>(k)] = av[static_cast<size_t>(k)];
+        bv[static_cast<size_t>(K + k)] = 1 - av[static_cast<size_t>(k)];
+      }
+    auto pack_bits = [](const std::vector<int> &v) {
+      std::vector<uint8_t> out((v.size() + 7) / 8, 0);
+      for (size_t i = 0; i < v.size(); ++i) out[i / 8] |= static_cast<uint8_t>(v[i] << (i % 8));
+      return out;
+    };
+    const auto ap = pack_bits(av), bp = pack_bits(bv);
+    std::vector<float> sa(static_cast<size_t>(M)), sb(static_cast<size_t>(N));
+    for (auto &v : sa) v = pick_scale(rng);
+    for (auto &v : sb) v = pick_scale(rng);
+    QP aq, bq;
+    ASSERT_EQ(qnt_qparams_create_per_axis(QNT_DTYPE_BINARY, 0, sa.size(), sa.data(), nullptr, &aq.p), QNT_OK);
+    if (iter % 2 == 0)
+      per_tensor(bq, QNT_DTYPE_BINARY, sb[0], 0);
+    else
+      ASSERT_EQ(qnt_qparams_create_per_axis(QNT_DTYPE_BINARY, 0, sb.size(), sb.data(), nullptr, &bq.p), QNT_OK);
+    T a, b, y, yf;
+    make_raw(a, QNT_DTYPE_BINARY, {M, K}, aq.p, ap.data(), ap.size());
+    make_raw(b, QNT_DTYPE_BINARY, {N, K}, bq.p, bp.data(), bp.size());
+    make_q(y, QNT_DTYPE_I32, {M, N}, nullptr);
+    make_q(yf, QNT_DTYPE_F32, {M, N}, nullptr);
+    const std::string what = "binary matmul " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+    compare_all(what, y.t, [&](qnt_context *c) { return qnt_binary_matmul(c, a.t, b.t, y.t); });
+    compare_all(what + " f32", yf.t, [&](qnt_context *c) { return qnt_binary_matmul(c, a.t, b.t, yf.t); });
+    compare_all(what + " prepared", yf.t, [&](qnt_context *c) -> qnt_status {
+      Prep p;
+      qnt_status s = qnt_prepared_create_binary_matmul(c, b.t, nullptr, &p.p);
+      if (s != QNT_OK) return s;
+      qnt_prepared_kind kind = 0;
+      if (qnt_prepared_kind_of(p.p, &kind) != QNT_OK || kind != QNT_PREPARED_BINARY_MATMUL) return QNT_ERR_INTERNAL;
+      return qnt_prepared_run(c, p.p, a.t, yf.t);
+    });
+    const auto got = qnt_test::values_of<int32_t>(y.t);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        int32_t acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += (2 * av[static_cast<size_t>(m * K + k)] - 1) * (2 * bv[static_cast<size_t>(n * K + k)] - 1);
+        ASSERT_EQ(got[static_cast<size_t>(m * N + n)], acc) << what << " at " << m << ", " << n;
+      }
+  }
+}
+
+TEST(Gemm, BinaryMatmulRefusals) {
+  QP q;
+  per_tensor(q, QNT_DTYPE_BINARY, 1.0f, 0);
+  const uint8_t bits[2] = {0x5A, 0x0F};
+  T a, b, b3, y, yf, y8, i8;
+  make_raw(a, QNT_DTYPE_BINARY, {2, 8}, nullptr, bits, 2);
+  make_raw(b, QNT_DTYPE_BINARY, {2, 8}, q.p, bits, 2);
+  make_raw(b3, QNT_DTYPE_BINARY, {2, 7}, q.p, bits, 2);
+  make_q(y, QNT_DTYPE_I32, {2, 2}, nullptr);
+  make_q(yf, QNT_DTYPE_F32, {2, 2}, nullptr);
+  make_q(y8, QNT_DTYPE_I32, {2, 3}, nullptr);
+  const uint8_t raw[16] = {};
+  make_raw(i8, QNT_DTYPE_I8, {2, 8}, nullptr, raw, 16);
+  EXPECT_EQ(qnt_binary_matmul(nullptr, a.t, b.t, y.t), QNT_OK) << qnt_last_error_message();
+  EXPECT_EQ(qnt_binary_matmul(nullptr, i8.t, b.t, y.t), QNT_ERR_DTYPE_MISMATCH);
+  EXPECT_EQ(qnt_binary_matmul(nullptr, a.t, b3.t, y.t), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_EQ(qnt_binary_matmul(nullptr, a.t, b.t, y8.t), QNT_ERR_SHAPE_MISMATCH);
+  EXPECT_EQ(qnt_binary_matmul(nullptr, a.t, b.t, yf.t), QNT_ERR_INVALID_QPARAMS);  // a has none
+  EXPECT_NE(std::string(qnt_last_error_message()).find("needs qparams"), std::string::npos);
+  EXPECT_EQ(qnt_binary_matmul(nullptr, a.t, b.t, nullptr), QNT_ERR_NULL_POINTER);
+}
+
 TEST(Gemm, DynamicReduceRangeIsSevenBits) {
   // With reduce_range the quantized activations span [0, 127]: x = [-1, 1] gives scale 2 / 127
   // and zero point round(63.5) = 64; a weight of 1 (scale 1) reads them back.
