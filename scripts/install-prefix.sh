@@ -11,7 +11,7 @@ if [ -z "$from" ]; then
   from=$out/lib
   cmake -S . -B "$from" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQNT_BUILD_TESTS=OFF \
     -DQNT_BUILD_EXAMPLES=OFF -DQNT_WITH_CUDA=OFF -DQNT_WERROR=ON > /dev/null
-  cmake --build "$from" -j "$(nproc)" --target qnt qnt_static > /dev/null
+  cmake --build "$from" -j "$(nproc)" > /dev/null
 fi
 rm -rf "$out/prefix"
 cmake --install "$from" --prefix "$out/prefix" > /dev/null

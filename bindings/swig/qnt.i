@@ -396,6 +396,10 @@ typedef struct qnt_error_report {
   void qmatmul(const qnt_tensor *a, const qnt_tensor *b, const qnt_tensor *bias, qnt_tensor *y) {
     qnt_swig_ok(qnt_qmatmul($self, a, b, bias, y));
   }
+  /** Binary matrix product by XOR and popcount: a binary [M, K], b binary [N, K]; y i32 or f32. */
+  void binaryMatmul(const qnt_tensor *a, const qnt_tensor *b, qnt_tensor *y) {
+    qnt_swig_ok(qnt_binary_matmul($self, a, b, y));
+  }
   /** ONNX DynamicQuantizeLinear: a new u8 tensor with parameters computed from x. */
   qnt_tensor *dynamicQuantizeLinear(const qnt_tensor *x) {
     qnt_tensor *y = NULL;
@@ -460,6 +464,12 @@ typedef struct qnt_error_report {
                               const qnt_op_desc *desc) {
     qnt_prepared *op = NULL;
     qnt_swig_ok(qnt_prepared_create_conv2d($self, w, bias, desc, &op));
+    return op;
+  }
+  /** binaryMatmul with a constant b; desc may be null. */
+  qnt_prepared *prepareBinaryMatmul(const qnt_tensor *b, const qnt_op_desc *desc) {
+    qnt_prepared *op = NULL;
+    qnt_swig_ok(qnt_prepared_create_binary_matmul($self, b, desc, &op));
     return op;
   }
 }

@@ -15,9 +15,9 @@ status (ShapeMismatchError, ...), with the library's message.
 """
 from . import _capi as capi
 from ._core import (Calibrator, CalibMethod, Context, DType, ErrorReport, Granularity, Isa, OpDesc, Prepared,
-                    PreparedConv2d, PreparedLinearDynamic, PreparedLinearStatic, PreparedLinearWeightOnly,
+                    PreparedBinaryMatmul, PreparedConv2d, PreparedLinearDynamic, PreparedLinearStatic, PreparedLinearWeightOnly,
                     PreparedMatmul, QParams, Scheme, Tensor, abi_version, asarray, build_info, calibrate_codebook,
-                    calibrate_minmax, conv2d_output_shape, cpu_feature_name, dequantize, dtype, dynamic_quantize_linear,
+                    binary_matmul, calibrate_minmax, conv2d_output_shape, cpu_feature_name, dequantize, dtype, dynamic_quantize_linear,
                     error_report, linear_dynamic, linear_weight_only, live_handles, nf4_codebook, qadd, qconv2d,
                     qmatmul, qrelu, quantize, requantize, status_string, version, version_number)
 from ._io import ModelFile, ModelWriter
@@ -29,5 +29,5 @@ float32, int32, int8, uint8 = DType.F32, DType.I32, DType.I8, DType.U8
 int16, uint16, int4, uint4 = DType.I16, DType.U16, DType.I4, DType.U4
 nf4, binary, ternary, float16, bfloat16 = DType.NF4, DType.BINARY, DType.TERNARY, DType.F16, DType.BF16
 
-__version__ = "0.9.0"
+__version__ = "0.10.0"
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -4,7 +4,7 @@ import ctypes as _C
 
 # Named constants: the enums and integer macros of the headers.
 QNT_VERSION_MAJOR = 0
-QNT_VERSION_MINOR = 9
+QNT_VERSION_MINOR = 10
 QNT_VERSION_PATCH = 0
 QNT_ABI_VERSION = 1
 QNT_OK = 0
@@ -87,6 +87,7 @@ QNT_PREPARED_LINEAR_DYNAMIC = 2
 QNT_PREPARED_LINEAR_STATIC = 3
 QNT_PREPARED_LINEAR_WEIGHT_ONLY = 4
 QNT_PREPARED_CONV2D = 5
+QNT_PREPARED_BINARY_MATMUL = 6
 QNT_CALIB_MINMAX = 1
 QNT_CALIB_MOVING_AVERAGE = 2
 QNT_CALIB_PERCENTILE = 3
@@ -269,6 +270,8 @@ FUNCTIONS = {
         'Reads one option (its default when it was not set). Errors: QNT_ERR_NULL_POINTER,\nQNT_ERR_INVALID_ARGUMENT (unknown key).'),
     'qnt_qmatmul': (_C.c_int32, [_C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p], ['ctx', 'a', 'b', 'bias', 'y'],
         "Quantized matrix product, ONNX MatMulInteger and QLinearMatMul in one call; y's dtype picks\nthe mode.\n a: i8 or u8, [..., M, K]; qparams per-tensor (or none: zero point 0).\n b: i8 or u8, [K, N] or [..., K, N]; qparams per-tensor or per-axis along the last axis\n    (one per column n). Batch dimensions of a and b broadcast as in numpy.matmul.\n bias: NULL, or [N]: i32 (scale sa * sb[n], zero point 0; any mode) or f32 (f32 mode only).\n y: [broadcast batch..., M, N] and\n    - i32: acc itself (MatMulInteger); a, b need no scales;\n    - i8 / u8 with per-tensor qparams: requantized (QLinearMatMul);\n    - f32: acc * sa * sb[n] (+ bias).\nRank-1 a or b are not accepted (QNT_ERR_SHAPE_MISMATCH): give them an explicit M or N of 1."),
+    'qnt_binary_matmul': (_C.c_int32, [_C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p], ['ctx', 'a', 'b', 'y'],
+        "Binary matrix product (since 0.10; XNOR-Net and binary neural network layers): binary\nactivations times binary weights, by XOR and popcount.\n a: binary [M, K] (values -1 and +1: bit 1 is +1), qparams per tensor or per row (per axis\n    along axis 0: sa[m]), or none;\n b: binary [N, K] (the weights, one row per output), qparams likewise (sb[n]), or none;\n y: [M, N], and with acc[m, n] = sum over k of a[m, k] * b[n, k] = K - 2 * (the number of k\n    where the two differ), exact (K at most 2^31 - 1):\n    - i32 (no qparams): acc;\n    - f32: (float)acc * (sa[m] * sb[n]), the product of the scales rounded to float32 first\n      (a and b need qparams); a NaN result is the canonical NaN.\nEvery kernel gives the same bits. Host memory only (QNT_ERR_UNSUPPORTED otherwise). Binary\nweights also go through qnt_qmatmul, qnt_qconv2d and the linear layers (as i8 -1 and +1 with\n8-bit activations) and the weight-only layer's QNT_WEIGHT_ONLY_INT8_TOKEN mode."),
     'qnt_dynamic_quantize_linear': (_C.c_int32, [_C.c_void_p, _C.c_void_p, _C.c_void_p], ['ctx', 'x', 'y_out'],
         "ONNX DynamicQuantizeLinear: x (f32, any shape) -> a new u8 tensor of x's shape with\nper-tensor qparams computed from x, which the caller destroys with qnt_tensor_destroy():\n   lo = min(min(x), 0), hi = max(max(x), 0)                  (NaN skipped; +-inf rejected)\n   scale = (hi - lo) / 255                                   float32\n   zero_point = clamp(round_half_to_even((0 - lo) / scale), 0, 255)\n   y = saturate(round_half_to_even(x / scale) + zero_point)  (the quantize rule)\nWhen hi == lo (all zeros, or an empty x) the scale would be 0; qnt uses scale 1 and zero\npoint 0 there (every y is 0). Read the parameters with qnt_tensor_qparams()."),
     'qnt_linear_dynamic': (_C.c_int32, [_C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p], ['ctx', 'x', 'w', 'bias', 'desc', 'y'],
@@ -295,6 +298,8 @@ FUNCTIONS = {
         'qnt_linear_weight_only with constant w and bias; desc may set QNT_OP_WEIGHT_ONLY_MODE (since\n0.5; QNT_ERR_UNSUPPORTED for a weight dtype or granularity the mode does not take). The\nweights are repacked for the kernels: 4-bit codes interleaved in groups of 128 elements, panels\nof output features contiguous, with their scales and zero points beside them. Run with x\n([..., K]) and y ([..., N]) of the dtypes qnt_linear_weight_only takes.'),
     'qnt_prepared_create_conv2d': (_C.c_int32, [_C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p], ['ctx', 'w', 'bias', 'desc', 'out'],
         'qnt_qconv2d with constant w and bias and the geometry, layout and ReLU of desc; run with x and\ny as in qnt_qconv2d.'),
+    'qnt_prepared_create_binary_matmul': (_C.c_int32, [_C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p], ['ctx', 'b', 'desc', 'out'],
+        'qnt_binary_matmul with a constant b (binary [N, K], its rows laid out once as 64-bit words);\nrun with a as x and y as in qnt_binary_matmul (since 0.10). desc must be NULL or have no option\nset.'),
     'qnt_prepared_destroy': (None, [_C.c_void_p], ['op'],
         'Frees op; NULL is allowed.'),
     'qnt_prepared_run': (_C.c_int32, [_C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p], ['ctx', 'op', 'x', 'y'],

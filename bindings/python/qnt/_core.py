@@ -132,7 +132,7 @@ def _enum(cls, v):
 
 # --- the library ------------------------------------------------------------------------------
 def version() -> str:
-    """libqnt's version ("0.9.0"), qnt_version_string."""
+    """libqnt's version ("0.10.0"), qnt_version_string."""
     return lib.qnt_version_string().decode()
 
 
@@ -1003,6 +1003,19 @@ def qmatmul(a: Any, b: Any, bias: Any = None, *, out_dtype: Any = DType.I32, out
     return out
 
 
+@_doc('qnt_binary_matmul')
+def binary_matmul(a: Any, b: Any, *, out_dtype: Any = DType.I32, out: Optional[Tensor] = None,
+                  ctx: Optional[Context] = None) -> Tensor:
+    """Binary matrix product by XOR and popcount (qnt_binary_matmul): a binary [M, K] times b binary
+    [N, K] (values -1 and +1); i32 output: the exact sums; f32: scaled by the rows' scales (a and b
+    then need qparams)."""
+    at, bt = asarray(a), asarray(b)
+    if out is None:
+        out = Tensor.empty((at.shape[0], bt.shape[0]), out_dtype)
+    check(lib.qnt_binary_matmul(_ctx(ctx), at._handle, bt._handle, out._handle), "qnt_binary_matmul")
+    return out
+
+
 def _broadcast(a, b):
     n = max(len(a), len(b))
     a = (1,) * (n - len(a)) + tuple(a)
@@ -1153,6 +1166,17 @@ class PreparedMatmul(Prepared):
     def _out_shape(self, xt):
         batch = _broadcast(xt.shape[:-2], self._b_shape[:-2])
         return batch + (xt.shape[-2], self._b_shape[-1])
+
+
+class PreparedBinaryMatmul(Prepared):
+    """binary_matmul with a constant b (qnt_prepared_create_binary_matmul)."""
+
+    def __init__(self, b: Tensor, *, out_dtype: Any = DType.I32, ctx: Optional[Context] = None):
+        h = _P()
+        check(lib.qnt_prepared_create_binary_matmul(_ctx(ctx), b._handle, None, _C.byref(h)),
+              "qnt_prepared_create_binary_matmul")
+        self._h, self._n = h, b.shape[0]
+        self._out_dtype = _as_dtype(out_dtype)
 
 
 class PreparedLinearDynamic(Prepared):

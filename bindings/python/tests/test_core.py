@@ -251,6 +251,29 @@ def test_ternary_per_token_layer_is_bitnets_rule():
     assert bits(np.from_dlpack(layer(x))) == bits(want.astype(np.float32))
 
 
+def test_binary_matmul_counts_agreements_and_ternary_conv_weights():
+    af = rng.standard_normal((5, 300)).astype(np.float32)
+    bf = rng.standard_normal((7, 300)).astype(np.float32)
+    qp = qnt.QParams.per_tensor("binary", 0.5)
+    a, b = qnt.quantize(af, qp), qnt.quantize(bf, qp)
+    sa = np.where(af < 0, -1, 1).astype(np.int64)
+    sb = np.where(bf < 0, -1, 1).astype(np.int64)
+    y = np.from_dlpack(qnt.binary_matmul(a, b))
+    assert np.array_equal(y, (sa @ sb.T).astype(np.int32))
+    yf = np.from_dlpack(qnt.binary_matmul(a, b, out_dtype="float32"))
+    assert bits(yf) == bits((sa @ sb.T).astype(np.float32) * np.float32(0.25))
+    prepared = qnt.PreparedBinaryMatmul(b)
+    assert np.array_equal(np.from_dlpack(prepared(a)), y)
+    # Ternary weights in the integer convolution: the bits of the same values given as int8.
+    wf = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    wq = qnt.calibrate_codebook(wf, "ternary", "per_tensor", block_size=0)
+    w3 = qnt.quantize(wf, wq)
+    w8 = np.rint(np.from_dlpack(qnt.dequantize(w3)) / np.float32(wq.scales[0])).astype(np.int8)
+    x = rng.integers(0, 256, (1, 3, 6, 6)).astype(np.uint8)
+    assert np.array_equal(np.from_dlpack(qnt.qconv2d(x, w3, padding=1)),
+                          np.from_dlpack(qnt.qconv2d(x, qnt.asarray(w8), padding=1)))
+
+
 def test_conv_add_relu():
     x = rng.integers(0, 256, (1, 3, 6, 6)).astype(np.uint8)
     w = rng.integers(-128, 128, (4, 3, 3, 3)).astype(np.int8)

@@ -69,7 +69,7 @@ fn main() {
         return;
     }
     match pkg_config::Config::new()
-        .atleast_version("0.9")
+        .atleast_version("0.10")
         .statik(statik)
         .probe("qnt")
     {

@@ -148,6 +148,10 @@ fn every_constant_matches_the_c_compiler() {
             qnt_sys::QNT_PREPARED_LINEAR_WEIGHT_ONLY as i128,
         ),
         ("QNT_PREPARED_CONV2D", qnt_sys::QNT_PREPARED_CONV2D as i128),
+        (
+            "QNT_PREPARED_BINARY_MATMUL",
+            qnt_sys::QNT_PREPARED_BINARY_MATMUL as i128,
+        ),
         ("QNT_CALIB_MINMAX", qnt_sys::QNT_CALIB_MINMAX as i128),
         (
             "QNT_CALIB_MOVING_AVERAGE",

@@ -364,6 +364,14 @@ impl Context {
         })
     }
 
+    /// Binary matrix product by XOR and popcount: `a` binary `[M, K]` times `b` binary `[N, K]`
+    /// (values -1 and +1); `y` i32 `[M, N]` (the exact sums) or f32 (scaled by the rows'
+    /// scales: `a` and `b` then need qparams).
+    pub fn binary_matmul(&self, a: &Tensor<'_>, b: &Tensor<'_>, y: &mut Tensor<'_>) -> Result<()> {
+        // SAFETY: live handles; y is borrowed exclusively.
+        check(unsafe { sys::qnt_binary_matmul(self.as_ptr(), a.as_ptr(), b.as_ptr(), y.as_mut_ptr()) })
+    }
+
     /// ONNX DynamicQuantizeLinear: a new u8 tensor of `x`'s shape with per-tensor parameters
     /// computed from `x` (read them with [`Tensor::qparams`]).
     pub fn dynamic_quantize_linear(&self, x: &Tensor<'_>) -> Result<Tensor<'static>> {

@@ -165,6 +165,15 @@ impl Prepared {
         Prepared::from_weights(sys::qnt_prepared_create_conv2d, ctx, w, bias, desc)
     }
 
+    /// [`Context::binary_matmul`] with a constant `b` (binary `[N, K]`); run with `a` as x.
+    /// `desc` must be `None` or have no option set.
+    pub fn binary_matmul(ctx: &Context, b: &Tensor<'_>, desc: Option<&OpDesc>) -> Result<Prepared> {
+        // SAFETY: live handles and a valid out-pointer; the inputs are only read.
+        Prepared::make(|out| unsafe {
+            sys::qnt_prepared_create_binary_matmul(ctx_ptr(ctx), b.as_ptr(), desc_ptr(desc), out)
+        })
+    }
+
     /// Runs the operator on `x`, writing `y` (`y` is untouched on failure). Results never
     /// depend on the context's threads.
     pub fn run(&self, ctx: &Context, x: &Tensor<'_>, y: &mut Tensor<'_>) -> Result<()> {

@@ -291,6 +291,8 @@ raw_enum! {
         LinearWeightOnly = QNT_PREPARED_LINEAR_WEIGHT_ONLY,
         /// [`Prepared::conv2d`](crate::Prepared::conv2d).
         Conv2d = QNT_PREPARED_CONV2D,
+        /// [`Prepared::binary_matmul`](crate::Prepared::binary_matmul).
+        BinaryMatmul = QNT_PREPARED_BINARY_MATMUL,
     }
 }
 

@@ -624,3 +624,36 @@ fn f16_quantize_matches_f32() {
     ctx.quantize(&xf, &mut yf).unwrap();
     assert_eq!(yh.to_bytes().unwrap(), yf.to_bytes().unwrap());
 }
+
+#[test]
+fn binary_matmul_counts_agreements() {
+    let ctx = Context::new().unwrap();
+    let mut rng = Lcg(29);
+    let (m, n, k) = (3usize, 5usize, 77usize);
+    let a_bits: Vec<u8> = (0..m * k).map(|_| (rng.next_u32() & 1) as u8).collect();
+    let b_bits: Vec<u8> = (0..n * k).map(|_| (rng.next_u32() & 1) as u8).collect();
+    let pack = |v: &[u8]| {
+        let mut out = vec![0u8; (v.len() + 7) / 8];
+        for (i, &b) in v.iter().enumerate() {
+            out[i / 8] |= b << (i % 8);
+        }
+        out
+    };
+    let a = Tensor::from_bytes(DType::Binary, &[m as i64, k as i64], &pack(&a_bits), None).unwrap();
+    let b = Tensor::from_bytes(DType::Binary, &[n as i64, k as i64], &pack(&b_bits), None).unwrap();
+    let mut y = Tensor::zeros(DType::I32, &[m as i64, n as i64], None).unwrap();
+    ctx.binary_matmul(&a, &b, &mut y).unwrap();
+    let got = y.to_vec::<i32>().unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let want: i32 = (0..k)
+                .map(|e| (2 * i32::from(a_bits[i * k + e]) - 1) * (2 * i32::from(b_bits[j * k + e]) - 1))
+                .sum();
+            assert_eq!(got[i * n + j], want);
+        }
+    }
+    let prepared = Prepared::binary_matmul(&ctx, &b, None).unwrap();
+    let mut y2 = Tensor::zeros(DType::I32, &[m as i64, n as i64], None).unwrap();
+    prepared.run(&ctx, &a, &mut y2).unwrap();
+    assert_eq!(y2.to_vec::<i32>().unwrap(), got);
+}
