@@ -274,6 +274,7 @@ typedef struct qnt_error_report {
 %newobject qnt_tensor::fromDlpack;
 %newobject qnt_calibrator::compute_;
 %newobject qnt_calibrator::deserialize_;
+%newobject ternaryImport;
 
 %extend qnt_context {
   /** A context: threads, a kernel cap, and the machine's features. */
@@ -785,5 +786,29 @@ typedef struct qnt_error_report {
 void conv2dOutputShape(const qnt_tensor *x, const qnt_tensor *w, const qnt_op_desc *desc,
                        int64_t *out, size_t capacity) {
   qnt_swig_ok(qnt_conv2d_output_shape(x, w, desc, out, capacity));
+}
+/** The bytes of a ternary [rows, cols] tensor in bitnet.cpp's layout (1 I2_S, 2 TL1, 3 TL2);
+ * bm, bk, bmm: TL1's and TL2's tiling (ignored for I2_S). */
+uint64_t ternaryLayoutSize(int32_t layout, int64_t rows, int64_t cols, int64_t bm, int64_t bk,
+                           int64_t bmm) {
+  const qnt_ternary_tiling t = {bm, bk, bmm};
+  size_t n = 0;
+  qnt_swig_ok(qnt_ternary_layout_size(layout, rows, cols, layout == QNT_TERNARY_I2_S ? NULL : &t, &n));
+  return n;
+}
+/** Writes the ternary tensor w in the layout to out, exactly ternaryLayoutSize() bytes. */
+void ternaryExportTo(const qnt_tensor *w, int32_t layout, int64_t bm, int64_t bk, int64_t bmm,
+                     int8_t *out, size_t capacity) {
+  const qnt_ternary_tiling t = {bm, bk, bmm};
+  qnt_swig_ok(qnt_ternary_export(layout, w, layout == QNT_TERNARY_I2_S ? NULL : &t, out, capacity));
+}
+/** The ternary [rows, cols] tensor the layout's bytes hold; scale: TL1's and TL2's. */
+qnt_tensor *ternaryImport(const int8_t *data, size_t count, int32_t layout, int64_t rows,
+                          int64_t cols, int64_t bm, int64_t bk, int64_t bmm, float scale) {
+  const qnt_ternary_tiling t = {bm, bk, bmm};
+  qnt_tensor *out = NULL;
+  qnt_swig_ok(qnt_ternary_import(layout, data, count, rows, cols,
+                                 layout == QNT_TERNARY_I2_S ? NULL : &t, scale, &out));
+  return out;
 }
 %}

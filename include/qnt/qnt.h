@@ -853,6 +853,57 @@ QNT_API qnt_status qnt_qmatmul(qnt_context *ctx, const qnt_tensor *a, const qnt_
 QNT_API qnt_status qnt_binary_matmul(qnt_context *ctx, const qnt_tensor *a, const qnt_tensor *b,
                                      qnt_tensor *y);
 
+/* Ternary weights in bitnet.cpp's layouts (since 0.10): conversions with exact round trips
+ * between a ternary tensor [rows, cols] (values -1, 0, +1) and the bytes of
+ *  - QNT_TERNARY_I2_S: bitnet.cpp's I2_S (x86, blocks of 128): the whole tensor as a stream of
+ *    128-weight blocks of 32 bytes, weight j of a block in byte j % 32, bits 7-6 for j < 32,
+ *    5-4, 3-2, 1-0 for the next groups of 32, holding v + 1 (0, 1, 2); then the tensor's float32
+ *    scale (little-endian) and 28 zero bytes: rows * cols / 4 + 32 bytes; rows * cols a multiple
+ *    of 128. (qnt's per-token mode packs each row this way, padded to a whole block.)
+ *  - QNT_TERNARY_TL1: bitnet.cpp's TL1 lookup-table indices: each pair of a row (w0, w1) as
+ *    3 w0 + w1 + 4 (0..8), two a byte (the first in the high nibble), the bytes permuted into the
+ *    tiles of its kernel (tiling: bm, bk and bmm of the shape's kernel_config.ini section, by =
+ *    256 / bmm): rows * cols / 4 bytes.
+ *  - QNT_TERNARY_TL2: bitnet.cpp's TL2: each triple of a row as |9 w0 + 3 w1 + w2| (0..13), two
+ *    a byte, plus a sign bit (set when negative) in 16-bit words, tiled likewise (bmm 32), the
+ *    columns past the last whole bk tile as TL1-style pairs in tiles of 32 x 32, the whole padded
+ *    with zeros to bitnet.cpp's size, (cols - 256) * rows / 3 * 5 / 8 + 256 * rows / 2 * 4 / 8
+ *    (integer divisions, left to right).
+ * kernels/README.md gives each definition in full with its source. TL1 and TL2 carry no scale:
+ * the tensor's per-tensor scale travels beside them (bitnet.cpp's max |w|). */
+typedef int32_t qnt_ternary_layout;
+enum {
+  QNT_TERNARY_I2_S = 1,
+  QNT_TERNARY_TL1 = 2,
+  QNT_TERNARY_TL2 = 3
+};
+/* The tile sizes of TL1 and TL2 (bitnet.cpp's kernel_config.ini: bm, bk, bmm); NULL for I2_S. */
+typedef struct qnt_ternary_tiling {
+  int64_t bm;  /* rows a tile */
+  int64_t bk;  /* columns a tile */
+  int64_t bmm; /* rows an inner tile */
+} qnt_ternary_tiling;
+
+/* The bytes of a [rows, cols] ternary tensor in `layout`. Errors: QNT_ERR_NULL_POINTER,
+ * QNT_ERR_INVALID_ARGUMENT (unknown layout, negative shape or tiles), QNT_ERR_UNSUPPORTED (a
+ * shape or tiling the layout does not take, with the reason). */
+QNT_API qnt_status qnt_ternary_layout_size(qnt_ternary_layout layout, int64_t rows, int64_t cols,
+                                           const qnt_ternary_tiling *tiling, size_t *bytes_out);
+/* w (ternary [rows, cols]; I2_S needs per-tensor qparams for its scale) into out (capacity
+ * bytes, at least qnt_ternary_layout_size's). Errors: those of qnt_ternary_layout_size,
+ * QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH, QNT_ERR_INVALID_QPARAMS,
+ * QNT_ERR_INVALID_ARGUMENT (w holds ternary's code 0b10), QNT_ERR_BUFFER_TOO_SMALL. */
+QNT_API qnt_status qnt_ternary_export(qnt_ternary_layout layout, const qnt_tensor *w,
+                                      const qnt_ternary_tiling *tiling, void *out, size_t capacity);
+/* A new ternary tensor [rows, cols] with per-tensor qparams from `bytes` bytes in `layout`
+ * (exactly qnt_ternary_layout_size's): its scale is I2_S's own, or `scale` for TL1 and TL2.
+ * Caller destroys it. Errors: those of qnt_ternary_layout_size, QNT_ERR_SHAPE_MISMATCH (bytes),
+ * QNT_ERR_CORRUPT_DATA (a code, index or magnitude no weights give, a sign on a zero triple,
+ * nonzero padding), QNT_ERR_INVALID_QPARAMS (a scale that is not finite and > 0). */
+QNT_API qnt_status qnt_ternary_import(qnt_ternary_layout layout, const void *data, size_t bytes,
+                                      int64_t rows, int64_t cols, const qnt_ternary_tiling *tiling,
+                                      float scale, qnt_tensor **out);
+
 /* ONNX DynamicQuantizeLinear: x (f32, any shape) -> a new u8 tensor of x's shape with
  * per-tensor qparams computed from x, which the caller destroys with qnt_tensor_destroy():
  *    lo = min(min(x), 0), hi = max(max(x), 0)                  (NaN skipped; +-inf rejected)

@@ -67,6 +67,33 @@ qnt_status qnt_binary_matmul(qnt_context *ctx, const qnt_tensor *a, const qnt_te
   });
 }
 
+qnt_status qnt_ternary_layout_size(qnt_ternary_layout layout, int64_t rows, int64_t cols,
+                                   const qnt_ternary_tiling *tiling, size_t *bytes_out) {
+  return guard(__func__, [&] {
+    require(bytes_out, "bytes_out");
+    *bytes_out = ops::ternary_layout_size(layout, rows, cols, tiling);
+  });
+}
+
+qnt_status qnt_ternary_export(qnt_ternary_layout layout, const qnt_tensor *w, const qnt_ternary_tiling *tiling,
+                              void *out, size_t capacity) {
+  return guard(__func__, [&] {
+    const Tensor &t = host_tensor_of(w, "w", __func__);
+    require(out, "out");
+    ops::ternary_export(layout, t, tiling, static_cast<uint8_t *>(out), capacity);
+  });
+}
+
+qnt_status qnt_ternary_import(qnt_ternary_layout layout, const void *data, size_t bytes, int64_t rows, int64_t cols,
+                              const qnt_ternary_tiling *tiling, float scale, qnt_tensor **out) {
+  return guard(__func__, [&] {
+    require(data, "data");
+    require(out, "out");
+    auto t = ops::ternary_import(layout, static_cast<const uint8_t *>(data), bytes, rows, cols, tiling, scale);
+    *out = capi::new_tensor_handle(std::move(t));
+  });
+}
+
 qnt_status qnt_dynamic_quantize_linear(qnt_context *ctx, const qnt_tensor *x, qnt_tensor **y_out) {
   return guard(__func__, [&] {
     const Tensor &t = host_tensor_of(x, "x", __func__);

@@ -16,6 +16,13 @@ namespace qnt::ops {
 void qmatmul(const Context &ctx, const Tensor &a, const Tensor &b, const Tensor *bias, Tensor &y);
 void binary_matmul(const Context &ctx, const Tensor &a, const Tensor &b, Tensor &y);
 
+// qnt_ternary_layout_size, qnt_ternary_export, qnt_ternary_import (src/ops/ternary_layout.cpp).
+size_t ternary_layout_size(qnt_ternary_layout layout, int64_t rows, int64_t cols, const qnt_ternary_tiling *t);
+void ternary_export(qnt_ternary_layout layout, const Tensor &w, const qnt_ternary_tiling *t, uint8_t *out,
+                    size_t capacity);
+std::unique_ptr<Tensor> ternary_import(qnt_ternary_layout layout, const uint8_t *data, size_t bytes, int64_t rows,
+                                       int64_t cols, const qnt_ternary_tiling *t, float scale);
+
 // The per-tensor u8 qparams ONNX DynamicQuantizeLinear gives x, and x quantized with them.
 std::unique_ptr<Tensor> dynamic_quantize_linear(const Context &ctx, const Tensor &x);
 

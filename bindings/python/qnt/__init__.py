@@ -19,7 +19,8 @@ from ._core import (Calibrator, CalibMethod, Context, DType, ErrorReport, Granul
                     PreparedMatmul, QParams, Scheme, Tensor, abi_version, asarray, build_info, calibrate_codebook,
                     binary_matmul, calibrate_minmax, conv2d_output_shape, cpu_feature_name, dequantize, dtype, dynamic_quantize_linear,
                     error_report, linear_dynamic, linear_weight_only, live_handles, nf4_codebook, qadd, qconv2d,
-                    qmatmul, qrelu, quantize, requantize, status_string, version, version_number)
+                    qmatmul, qrelu, quantize, requantize, status_string, ternary_export, ternary_import,
+                    ternary_layout_size, version, version_number)
 from ._io import ModelFile, ModelWriter
 from ._lib import (BufferTooSmallError, CorruptDataError, DTypeMismatchError, InternalError, InvalidArgumentError,
                    InvalidQParamsError, NoDeviceError, NullPointerError, OutOfMemoryError, QntError, ShapeMismatchError,

@@ -82,6 +82,9 @@ QNT_LAYOUT_NCHW = 0
 QNT_LAYOUT_NHWC = 1
 QNT_ACT_PER_TENSOR = 1
 QNT_ACT_PER_ROW = 2
+QNT_TERNARY_I2_S = 1
+QNT_TERNARY_TL1 = 2
+QNT_TERNARY_TL2 = 3
 QNT_PREPARED_MATMUL = 1
 QNT_PREPARED_LINEAR_DYNAMIC = 2
 QNT_PREPARED_LINEAR_STATIC = 3
@@ -114,6 +117,15 @@ QNT_META_ARRAY = 9
 QNT_META_UINT64 = 10
 QNT_META_INT64 = 11
 QNT_META_FLOAT64 = 12
+
+class QntTernaryTiling(_C.Structure):
+    """struct qnt_ternary_tiling."""
+    _fields_ = [
+        ("bm", _C.c_int64),
+        ("bk", _C.c_int64),
+        ("bmm", _C.c_int64),
+    ]
+
 
 class QntErrorReport(_C.Structure):
     """struct qnt_error_report."""
@@ -272,6 +284,12 @@ FUNCTIONS = {
         "Quantized matrix product, ONNX MatMulInteger and QLinearMatMul in one call; y's dtype picks\nthe mode.\n a: i8 or u8, [..., M, K]; qparams per-tensor (or none: zero point 0).\n b: i8 or u8, [K, N] or [..., K, N]; qparams per-tensor or per-axis along the last axis\n    (one per column n). Batch dimensions of a and b broadcast as in numpy.matmul.\n bias: NULL, or [N]: i32 (scale sa * sb[n], zero point 0; any mode) or f32 (f32 mode only).\n y: [broadcast batch..., M, N] and\n    - i32: acc itself (MatMulInteger); a, b need no scales;\n    - i8 / u8 with per-tensor qparams: requantized (QLinearMatMul);\n    - f32: acc * sa * sb[n] (+ bias).\nRank-1 a or b are not accepted (QNT_ERR_SHAPE_MISMATCH): give them an explicit M or N of 1."),
     'qnt_binary_matmul': (_C.c_int32, [_C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p], ['ctx', 'a', 'b', 'y'],
         "Binary matrix product (since 0.10; XNOR-Net and binary neural network layers): binary\nactivations times binary weights, by XOR and popcount.\n a: binary [M, K] (values -1 and +1: bit 1 is +1), qparams per tensor or per row (per axis\n    along axis 0: sa[m]), or none;\n b: binary [N, K] (the weights, one row per output), qparams likewise (sb[n]), or none;\n y: [M, N], and with acc[m, n] = sum over k of a[m, k] * b[n, k] = K - 2 * (the number of k\n    where the two differ), exact (K at most 2^31 - 1):\n    - i32 (no qparams): acc;\n    - f32: (float)acc * (sa[m] * sb[n]), the product of the scales rounded to float32 first\n      (a and b need qparams); a NaN result is the canonical NaN.\nEvery kernel gives the same bits. Host memory only (QNT_ERR_UNSUPPORTED otherwise). Binary\nweights also go through qnt_qmatmul, qnt_qconv2d and the linear layers (as i8 -1 and +1 with\n8-bit activations) and the weight-only layer's QNT_WEIGHT_ONLY_INT8_TOKEN mode."),
+    'qnt_ternary_layout_size': (_C.c_int32, [_C.c_int32, _C.c_int64, _C.c_int64, _C.c_void_p, _C.c_void_p], ['layout', 'rows', 'cols', 'tiling', 'bytes_out'],
+        'The bytes of a [rows, cols] ternary tensor in `layout`. Errors: QNT_ERR_NULL_POINTER,\nQNT_ERR_INVALID_ARGUMENT (unknown layout, negative shape or tiles), QNT_ERR_UNSUPPORTED (a\nshape or tiling the layout does not take, with the reason).'),
+    'qnt_ternary_export': (_C.c_int32, [_C.c_int32, _C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_size_t], ['layout', 'w', 'tiling', 'out', 'capacity'],
+        "w (ternary [rows, cols]; I2_S needs per-tensor qparams for its scale) into out (capacity\nbytes, at least qnt_ternary_layout_size's). Errors: those of qnt_ternary_layout_size,\nQNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH, QNT_ERR_INVALID_QPARAMS,\nQNT_ERR_INVALID_ARGUMENT (w holds ternary's code 0b10), QNT_ERR_BUFFER_TOO_SMALL."),
+    'qnt_ternary_import': (_C.c_int32, [_C.c_int32, _C.c_void_p, _C.c_size_t, _C.c_int64, _C.c_int64, _C.c_void_p, _C.c_float, _C.c_void_p], ['layout', 'data', 'bytes', 'rows', 'cols', 'tiling', 'scale', 'out'],
+        "A new ternary tensor [rows, cols] with per-tensor qparams from `bytes` bytes in `layout`\n(exactly qnt_ternary_layout_size's): its scale is I2_S's own, or `scale` for TL1 and TL2.\nCaller destroys it. Errors: those of qnt_ternary_layout_size, QNT_ERR_SHAPE_MISMATCH (bytes),\nQNT_ERR_CORRUPT_DATA (a code, index or magnitude no weights give, a sign on a zero triple,\nnonzero padding), QNT_ERR_INVALID_QPARAMS (a scale that is not finite and > 0)."),
     'qnt_dynamic_quantize_linear': (_C.c_int32, [_C.c_void_p, _C.c_void_p, _C.c_void_p], ['ctx', 'x', 'y_out'],
         "ONNX DynamicQuantizeLinear: x (f32, any shape) -> a new u8 tensor of x's shape with\nper-tensor qparams computed from x, which the caller destroys with qnt_tensor_destroy():\n   lo = min(min(x), 0), hi = max(max(x), 0)                  (NaN skipped; +-inf rejected)\n   scale = (hi - lo) / 255                                   float32\n   zero_point = clamp(round_half_to_even((0 - lo) / scale), 0, 255)\n   y = saturate(round_half_to_even(x / scale) + zero_point)  (the quantize rule)\nWhen hi == lo (all zeros, or an empty x) the scale would be 0; qnt uses scale 1 and zero\npoint 0 there (every y is 0). Read the parameters with qnt_tensor_qparams()."),
     'qnt_linear_dynamic': (_C.c_int32, [_C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p, _C.c_void_p], ['ctx', 'x', 'w', 'bias', 'desc', 'y'],

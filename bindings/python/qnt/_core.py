@@ -1032,6 +1032,57 @@ def dynamic_quantize_linear(x: Any, *, ctx: Optional[Context] = None) -> Tensor:
     return Tensor(h)
 
 
+_TERNARY_LAYOUTS = {"i2_s": 1, "tl1": 2, "tl2": 3}
+
+
+def _ternary_layout(layout: Union[str, int]) -> int:
+    if isinstance(layout, str):
+        try:
+            return _TERNARY_LAYOUTS[layout.lower()]
+        except KeyError:
+            raise ValueError(f"unknown ternary layout {layout!r} (i2_s, tl1, tl2)") from None
+    return int(layout)
+
+
+def _tiling(tiling):
+    if tiling is None:
+        return None
+    bm, bk, bmm = tiling
+    return _C.byref(_capi.QntTernaryTiling(int(bm), int(bk), int(bmm)))
+
+
+@_doc('qnt_ternary_layout_size')
+def ternary_layout_size(layout: Union[str, int], shape: Tuple[int, int], tiling: Optional[Tuple[int, int, int]] = None) -> int:
+    """The bytes of a ternary [rows, cols] tensor in bitnet.cpp's layout "i2_s", "tl1" or "tl2"
+    (tiling: the (bm, bk, bmm) of TL1 and TL2)."""
+    n = _C.c_size_t()
+    check(lib.qnt_ternary_layout_size(_ternary_layout(layout), int(shape[0]), int(shape[1]), _tiling(tiling),
+                                      _C.byref(n)), "qnt_ternary_layout_size")
+    return n.value
+
+
+@_doc('qnt_ternary_export')
+def ternary_export(w: Tensor, layout: Union[str, int], tiling: Optional[Tuple[int, int, int]] = None) -> bytes:
+    """A ternary tensor [rows, cols] as the bytes of bitnet.cpp's layout "i2_s", "tl1" or "tl2"."""
+    n = ternary_layout_size(layout, w.shape, tiling)
+    buf = (_C.c_uint8 * max(n, 1))()
+    check(lib.qnt_ternary_export(_ternary_layout(layout), w._handle, _tiling(tiling), buf, n), "qnt_ternary_export")
+    return bytes(buf)[:n]
+
+
+@_doc('qnt_ternary_import')
+def ternary_import(data: bytes, layout: Union[str, int], shape: Tuple[int, int],
+                   tiling: Optional[Tuple[int, int, int]] = None, scale: float = 1.0) -> Tensor:
+    """The ternary tensor [rows, cols] that bytes of bitnet.cpp's layout hold (scale: TL1's and
+    TL2's; I2_S carries its own)."""
+    raw = bytes(data)
+    buf = (_C.c_uint8 * max(len(raw), 1)).from_buffer_copy(raw + b"\0" * (1 - min(len(raw), 1)))
+    h = _P()
+    check(lib.qnt_ternary_import(_ternary_layout(layout), buf, len(raw), int(shape[0]), int(shape[1]),
+                                 _tiling(tiling), float(scale), _C.byref(h)), "qnt_ternary_import")
+    return Tensor(h)
+
+
 @_doc('qnt_linear_dynamic')
 def linear_dynamic(x: Any, w: Tensor, bias: Any = None, *, out: Optional[Tensor] = None,
                    ctx: Optional[Context] = None, **options) -> Tensor:

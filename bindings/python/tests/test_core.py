@@ -274,6 +274,45 @@ def test_binary_matmul_counts_agreements_and_ternary_conv_weights():
                           np.from_dlpack(qnt.qconv2d(x, qnt.asarray(w8), padding=1)))
 
 
+def _lcg_ternary(rows, cols, seed):
+    x, out = seed, []
+    for _ in range(rows * cols):
+        x = (x * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        out.append((x >> 33) % 3 - 1)
+    return np.array(out, dtype=np.float32).reshape(rows, cols)
+
+
+# SHA-256 of the bytes bitnet.cpp's own conversion (its convert script's TL1 / TL2 preprocessing,
+# and quantize_i2_s's packing with the scale after the codes) gives these weights, computed once
+# outside the project.
+_BITNET_DIGESTS = {
+    ("tl1", 64, 256, (64, 128, 32)): "dc845264d29e73a1dae4b89da66ec29902902603c233c26e6d466f17dbe7afb6",
+    ("tl2", 64, 416, (64, 192, 32)): "b78c2262e6427852fa337bfb1b47349cc40837b8f523b8c66c699bf425cb4a43",
+    ("i2_s", 4, 256, None): "4da9cc40fb51706b004944213f2e961d2f5ad27ad359cd5d0af9899eb6b803ee",
+}
+
+
+@pytest.mark.parametrize("key", list(_BITNET_DIGESTS))
+def test_ternary_layouts_are_bitnets_bytes_and_round_trip(key):
+    import hashlib
+    layout, rows, cols, tiling = key
+    wf = _lcg_ternary(rows, cols, 7)
+    qp = qnt.QParams.per_tensor("ternary", 0.75)
+    w = qnt.quantize(wf * np.float32(0.75), qp)
+    data = qnt.ternary_export(w, layout, tiling)
+    assert len(data) == qnt.ternary_layout_size(layout, (rows, cols), tiling)
+    assert hashlib.sha256(data).hexdigest() == _BITNET_DIGESTS[key]
+    back = qnt.ternary_import(data, layout, (rows, cols), tiling, scale=0.75)
+    assert bytes(np.from_dlpack(back).view(np.uint8).tobytes()) == bytes(np.from_dlpack(w).view(np.uint8).tobytes())
+    assert back.qparams.scales[0] == np.float32(0.75)
+    assert qnt.ternary_export(back, layout, tiling) == data
+    # A flipped code no weights give is refused, not read as something else.
+    bad = bytearray(data)
+    bad[0] = 0xFF
+    with pytest.raises(qnt.CorruptDataError):
+        qnt.ternary_import(bytes(bad), layout, (rows, cols), tiling, scale=0.75)
+
+
 def test_conv_add_relu():
     x = rng.integers(0, 256, (1, 3, 6, 6)).astype(np.uint8)
     w = rng.integers(-128, 128, (4, 3, 3, 3)).astype(np.int8)

@@ -511,6 +511,112 @@ extern "C" {
         y: *mut qnt_tensor,
     ) -> qnt_status;
 }
+pub type qnt_ternary_layout = i32;
+pub const QNT_TERNARY_I2_S: _bindgen_ty_12 = 1;
+pub const QNT_TERNARY_TL1: _bindgen_ty_12 = 2;
+pub const QNT_TERNARY_TL2: _bindgen_ty_12 = 3;
+pub type _bindgen_ty_12 = u32;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct qnt_ternary_tiling {
+    pub bm: i64,
+    pub bk: i64,
+    pub bmm: i64,
+}
+#[test]
+fn bindgen_test_layout_qnt_ternary_tiling() {
+    assert_eq!(
+        ::std::mem::size_of::<qnt_ternary_tiling>(),
+        24usize,
+        concat!("Size of: ", stringify!(qnt_ternary_tiling))
+    );
+    assert_eq!(
+        ::std::mem::align_of::<qnt_ternary_tiling>(),
+        8usize,
+        concat!("Alignment of ", stringify!(qnt_ternary_tiling))
+    );
+    fn test_field_bm() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<qnt_ternary_tiling>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).bm) as usize - ptr as usize
+            },
+            0usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(qnt_ternary_tiling),
+                "::",
+                stringify!(bm)
+            )
+        );
+    }
+    test_field_bm();
+    fn test_field_bk() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<qnt_ternary_tiling>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).bk) as usize - ptr as usize
+            },
+            8usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(qnt_ternary_tiling),
+                "::",
+                stringify!(bk)
+            )
+        );
+    }
+    test_field_bk();
+    fn test_field_bmm() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<qnt_ternary_tiling>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).bmm) as usize - ptr as usize
+            },
+            16usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(qnt_ternary_tiling),
+                "::",
+                stringify!(bmm)
+            )
+        );
+    }
+    test_field_bmm();
+}
+extern "C" {
+    pub fn qnt_ternary_layout_size(
+        layout: qnt_ternary_layout,
+        rows: i64,
+        cols: i64,
+        tiling: *const qnt_ternary_tiling,
+        bytes_out: *mut usize,
+    ) -> qnt_status;
+}
+extern "C" {
+    pub fn qnt_ternary_export(
+        layout: qnt_ternary_layout,
+        w: *const qnt_tensor,
+        tiling: *const qnt_ternary_tiling,
+        out: *mut ::std::os::raw::c_void,
+        capacity: usize,
+    ) -> qnt_status;
+}
+extern "C" {
+    pub fn qnt_ternary_import(
+        layout: qnt_ternary_layout,
+        data: *const ::std::os::raw::c_void,
+        bytes: usize,
+        rows: i64,
+        cols: i64,
+        tiling: *const qnt_ternary_tiling,
+        scale: f32,
+        out: *mut *mut qnt_tensor,
+    ) -> qnt_status;
+}
 extern "C" {
     pub fn qnt_dynamic_quantize_linear(
         ctx: *mut qnt_context,
@@ -583,13 +689,13 @@ pub struct qnt_prepared {
     _unused: [u8; 0],
 }
 pub type qnt_prepared_kind = i32;
-pub const QNT_PREPARED_MATMUL: _bindgen_ty_12 = 1;
-pub const QNT_PREPARED_LINEAR_DYNAMIC: _bindgen_ty_12 = 2;
-pub const QNT_PREPARED_LINEAR_STATIC: _bindgen_ty_12 = 3;
-pub const QNT_PREPARED_LINEAR_WEIGHT_ONLY: _bindgen_ty_12 = 4;
-pub const QNT_PREPARED_CONV2D: _bindgen_ty_12 = 5;
-pub const QNT_PREPARED_BINARY_MATMUL: _bindgen_ty_12 = 6;
-pub type _bindgen_ty_12 = u32;
+pub const QNT_PREPARED_MATMUL: _bindgen_ty_13 = 1;
+pub const QNT_PREPARED_LINEAR_DYNAMIC: _bindgen_ty_13 = 2;
+pub const QNT_PREPARED_LINEAR_STATIC: _bindgen_ty_13 = 3;
+pub const QNT_PREPARED_LINEAR_WEIGHT_ONLY: _bindgen_ty_13 = 4;
+pub const QNT_PREPARED_CONV2D: _bindgen_ty_13 = 5;
+pub const QNT_PREPARED_BINARY_MATMUL: _bindgen_ty_13 = 6;
+pub type _bindgen_ty_13 = u32;
 extern "C" {
     pub fn qnt_prepared_create_matmul(
         ctx: *mut qnt_context,
@@ -672,20 +778,20 @@ pub struct qnt_calibrator {
     _unused: [u8; 0],
 }
 pub type qnt_calib_method = i32;
-pub const QNT_CALIB_MINMAX: _bindgen_ty_13 = 1;
-pub const QNT_CALIB_MOVING_AVERAGE: _bindgen_ty_13 = 2;
-pub const QNT_CALIB_PERCENTILE: _bindgen_ty_13 = 3;
-pub const QNT_CALIB_ENTROPY: _bindgen_ty_13 = 4;
-pub const QNT_CALIB_MSE: _bindgen_ty_13 = 5;
-pub const QNT_CALIB_ADAPTIVE: _bindgen_ty_13 = 6;
-pub type _bindgen_ty_13 = u32;
-pub type qnt_calib_option = i32;
-pub const QNT_CALIB_OPT_AVERAGING: _bindgen_ty_14 = 1;
-pub const QNT_CALIB_OPT_PERCENTILE: _bindgen_ty_14 = 2;
-pub const QNT_CALIB_OPT_BINS: _bindgen_ty_14 = 3;
-pub const QNT_CALIB_OPT_QUANT_MIN: _bindgen_ty_14 = 4;
-pub const QNT_CALIB_OPT_QUANT_MAX: _bindgen_ty_14 = 5;
+pub const QNT_CALIB_MINMAX: _bindgen_ty_14 = 1;
+pub const QNT_CALIB_MOVING_AVERAGE: _bindgen_ty_14 = 2;
+pub const QNT_CALIB_PERCENTILE: _bindgen_ty_14 = 3;
+pub const QNT_CALIB_ENTROPY: _bindgen_ty_14 = 4;
+pub const QNT_CALIB_MSE: _bindgen_ty_14 = 5;
+pub const QNT_CALIB_ADAPTIVE: _bindgen_ty_14 = 6;
 pub type _bindgen_ty_14 = u32;
+pub type qnt_calib_option = i32;
+pub const QNT_CALIB_OPT_AVERAGING: _bindgen_ty_15 = 1;
+pub const QNT_CALIB_OPT_PERCENTILE: _bindgen_ty_15 = 2;
+pub const QNT_CALIB_OPT_BINS: _bindgen_ty_15 = 3;
+pub const QNT_CALIB_OPT_QUANT_MIN: _bindgen_ty_15 = 4;
+pub const QNT_CALIB_OPT_QUANT_MAX: _bindgen_ty_15 = 5;
+pub type _bindgen_ty_15 = u32;
 extern "C" {
     pub fn qnt_calibrator_create(
         method: qnt_calib_method,

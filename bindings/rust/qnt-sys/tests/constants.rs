@@ -134,6 +134,9 @@ fn every_constant_matches_the_c_compiler() {
         ("QNT_LAYOUT_NHWC", qnt_sys::QNT_LAYOUT_NHWC as i128),
         ("QNT_ACT_PER_TENSOR", qnt_sys::QNT_ACT_PER_TENSOR as i128),
         ("QNT_ACT_PER_ROW", qnt_sys::QNT_ACT_PER_ROW as i128),
+        ("QNT_TERNARY_I2_S", qnt_sys::QNT_TERNARY_I2_S as i128),
+        ("QNT_TERNARY_TL1", qnt_sys::QNT_TERNARY_TL1 as i128),
+        ("QNT_TERNARY_TL2", qnt_sys::QNT_TERNARY_TL2 as i128),
         ("QNT_PREPARED_MATMUL", qnt_sys::QNT_PREPARED_MATMUL as i128),
         (
             "QNT_PREPARED_LINEAR_DYNAMIC",

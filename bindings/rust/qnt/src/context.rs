@@ -496,3 +496,82 @@ pub fn conv2d_output_shape(
     })?;
     Ok(shape)
 }
+
+/// Ternary weights in bitnet.cpp's layouts (`qnt_ternary_layout`): I2_S, TL1 and TL2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TernaryLayout {
+    /// bitnet.cpp's I2_S: 128-weight blocks of 2-bit codes, the float32 scale after them.
+    I2S,
+    /// bitnet.cpp's TL1: pair indices, tiled by `(bm, bk, bmm)`.
+    Tl1 {
+        /// bm, bk and bmm of the shape's kernel_config.ini section.
+        tiling: [i64; 3],
+    },
+    /// bitnet.cpp's TL2: triple magnitudes and sign bits, tiled by `(bm, bk, bmm)`.
+    Tl2 {
+        /// bm, bk and bmm of the shape's kernel_config.ini section.
+        tiling: [i64; 3],
+    },
+}
+
+impl TernaryLayout {
+    fn raw(self) -> (sys::qnt_ternary_layout, Option<sys::qnt_ternary_tiling>) {
+        let tiling = |t: [i64; 3]| sys::qnt_ternary_tiling { bm: t[0], bk: t[1], bmm: t[2] };
+        match self {
+            TernaryLayout::I2S => (sys::QNT_TERNARY_I2_S as i32, None),
+            TernaryLayout::Tl1 { tiling: t } => (sys::QNT_TERNARY_TL1 as i32, Some(tiling(t))),
+            TernaryLayout::Tl2 { tiling: t } => (sys::QNT_TERNARY_TL2 as i32, Some(tiling(t))),
+        }
+    }
+}
+
+/// The bytes of a ternary `[rows, cols]` tensor in `layout` (`qnt_ternary_layout_size`).
+pub fn ternary_layout_size(layout: TernaryLayout, rows: i64, cols: i64) -> Result<usize> {
+    let (l, t) = layout.raw();
+    let tp = t.as_ref().map_or(std::ptr::null(), |t| t as *const sys::qnt_ternary_tiling);
+    let mut n = 0usize;
+    // SAFETY: tp is null or points at a live tiling; n is a valid out-pointer.
+    check(unsafe { sys::qnt_ternary_layout_size(l, rows, cols, tp, &mut n) })?;
+    Ok(n)
+}
+
+/// A ternary `[rows, cols]` tensor as the bytes of `layout` (`qnt_ternary_export`); I2_S needs
+/// per-tensor qparams (its scale).
+pub fn ternary_export(w: &Tensor<'_>, layout: TernaryLayout) -> Result<Vec<u8>> {
+    let shape = w.shape()?;
+    if shape.len() != 2 {
+        // the C call names the error
+        let mut empty = [0u8; 1];
+        let (l, t) = layout.raw();
+        let tp = t.as_ref().map_or(std::ptr::null(), |t| t as *const sys::qnt_ternary_tiling);
+        // SAFETY: live handle; empty holds 1 byte, the capacity passed.
+        check(unsafe { sys::qnt_ternary_export(l, w.as_ptr(), tp, empty.as_mut_ptr().cast(), 1) })?;
+        return Ok(Vec::new());
+    }
+    let n = ternary_layout_size(layout, shape[0], shape[1])?;
+    let mut out = vec![0u8; n];
+    let (l, t) = layout.raw();
+    let tp = t.as_ref().map_or(std::ptr::null(), |t| t as *const sys::qnt_ternary_tiling);
+    // SAFETY: live handle; out holds n bytes, the capacity passed.
+    check(unsafe { sys::qnt_ternary_export(l, w.as_ptr(), tp, out.as_mut_ptr().cast(), out.len()) })?;
+    Ok(out)
+}
+
+/// The ternary `[rows, cols]` tensor that `data` holds in `layout` (`qnt_ternary_import`);
+/// `scale` is TL1's and TL2's (I2_S carries its own).
+pub fn ternary_import(
+    data: &[u8],
+    layout: TernaryLayout,
+    rows: i64,
+    cols: i64,
+    scale: f32,
+) -> Result<Tensor<'static>> {
+    let (l, t) = layout.raw();
+    let tp = t.as_ref().map_or(std::ptr::null(), |t| t as *const sys::qnt_ternary_tiling);
+    // SAFETY: data is read for its length; the result is a new owned tensor.
+    create("tensor", |out| unsafe {
+        sys::qnt_ternary_import(l, data.as_ptr().cast(), data.len(), rows, cols, tp, scale, out)
+    })
+    .map(Tensor::from_handle)
+}
+

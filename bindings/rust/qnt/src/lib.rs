@@ -59,7 +59,10 @@ mod tensor;
 mod types;
 
 pub use calibrator::{CalibCounts, Calibrator};
-pub use context::{conv2d_output_shape, Context, CpuCount, ErrorReport};
+pub use context::{
+    conv2d_output_shape, ternary_export, ternary_import, ternary_layout_size, Context, CpuCount,
+    ErrorReport, TernaryLayout,
+};
 pub use desc::{OpDesc, OpDescBuilder};
 pub use error::{last_error_message, live_handles, status_string, Error, ErrorKind, Result};
 pub use prepared::Prepared;

@@ -657,3 +657,33 @@ fn binary_matmul_counts_agreements() {
     prepared.run(&ctx, &a, &mut y2).unwrap();
     assert_eq!(y2.to_vec::<i32>().unwrap(), got);
 }
+
+#[test]
+fn ternary_layouts_round_trip() {
+    let mut rng = Lcg(31);
+    let (rows, cols) = (64i64, 416i64);
+    let n = (rows * cols) as usize;
+    let mut bytes = vec![0u8; n / 4];
+    for i in 0..n {
+        let v = (rng.next_u32() % 3) as u8; // codes 0, 1, 3: values 0, 1, -1
+        let code = [0u8, 1, 3][v as usize];
+        bytes[i / 4] |= code << (2 * (i % 4));
+    }
+    let qp = QParams::per_tensor(DType::Ternary, 0.5, 0).unwrap();
+    let w = Tensor::from_bytes(DType::Ternary, &[rows, cols], &bytes, Some(&qp)).unwrap();
+    for layout in [
+        qnt::TernaryLayout::Tl1 { tiling: [64, 32, 32] },
+        qnt::TernaryLayout::Tl2 { tiling: [64, 192, 32] },
+    ] {
+        let data = qnt::ternary_export(&w, layout).unwrap();
+        assert_eq!(data.len(), qnt::ternary_layout_size(layout, rows, cols).unwrap());
+        let back = qnt::ternary_import(&data, layout, rows, cols, 0.5).unwrap();
+        assert_eq!(back.to_bytes().unwrap(), bytes);
+    }
+    let w2 = Tensor::from_bytes(DType::Ternary, &[2, 64], &bytes[..32], Some(&qp)).unwrap();
+    let i2 = qnt::ternary_export(&w2, qnt::TernaryLayout::I2S).unwrap();
+    assert_eq!(i2.len(), 64);
+    let back = qnt::ternary_import(&i2, qnt::TernaryLayout::I2S, 2, 64, 0.0).unwrap();
+    assert_eq!(back.to_bytes().unwrap(), &bytes[..32]);
+}
+
