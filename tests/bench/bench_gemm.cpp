@@ -322,8 +322,8 @@ void bench_conv(int threads, double limit) {
     Tensor w, bias;
     w.t = make(QNT_DTYPE_I8, {M, Cg, 3, 3}, wq, wv.data(), wv.size());
     bias.t = make(QNT_DTYPE_F32, {M}, nullptr, bv.data(), 4 * bv.size());
-    double qt[2] = {0, 0};
-    for (int layout : {QNT_LAYOUT_NCHW, QNT_LAYOUT_NHWC}) {
+    // The prepared convolution of weights wt in one layout (pad 1, G groups), best time.
+    auto time_conv = [&](const Tensor &wt, int layout, const char *what) {
       qnt_op_desc *d = nullptr;
       check(qnt_op_desc_create(&d), "desc");
       for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
@@ -336,11 +336,14 @@ void bench_conv(int threads, double limit) {
                  xq, xv.data(), xv.size());
       y.t = make(QNT_DTYPE_U8, nhwc ? std::vector<int64_t>{1, H, W, M} : std::vector<int64_t>{1, M, H, W}, yq);
       qnt_prepared *p = nullptr;
-      check(qnt_prepared_create_conv2d(ctx, w.t, bias.t, d, &p), "conv");
-      qt[layout] = best_time([&] { check(qnt_prepared_run(ctx, p, x.t, y.t), "conv run"); });
+      check(qnt_prepared_create_conv2d(ctx, wt.t, bias.t, d, &p), what);
+      const double t = best_time([&] { check(qnt_prepared_run(ctx, p, x.t, y.t), what); });
       qnt_prepared_destroy(p);
       qnt_op_desc_destroy(d);
-    }
+      return t;
+    };
+    double qt[2] = {0, 0};
+    for (int layout : {QNT_LAYOUT_NCHW, QNT_LAYOUT_NHWC}) qt[layout] = time_conv(w, layout, "conv");
     // oneDNN: NHWC u8 in and out, s8 weights in its layout, per-channel scales, f32 bias.
     engine eng(engine::kind::cpu, 0);
     stream st(eng);
@@ -383,21 +386,8 @@ void bench_conv(int threads, double limit) {
       Tensor wt3;
       wt3.t = make(QNT_DTYPE_TERNARY, {M, Cg, 3, 3}, tq, tv.data(), tv.size());
       for (int layout : {QNT_LAYOUT_NHWC, QNT_LAYOUT_NCHW}) {
-        qnt_op_desc *d = nullptr;
-        check(qnt_op_desc_create(&d), "desc");
-        for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
-          check(qnt_op_desc_set(d, k, 1), "pad");
-        check(qnt_op_desc_set(d, QNT_OP_LAYOUT, layout), "layout");
         const bool nhwc = layout == QNT_LAYOUT_NHWC;
-        Tensor x, y;
-        x.t = make(QNT_DTYPE_U8, nhwc ? std::vector<int64_t>{1, H, W, C} : std::vector<int64_t>{1, C, H, W},
-                   xq, xv.data(), xv.size());
-        y.t = make(QNT_DTYPE_U8, nhwc ? std::vector<int64_t>{1, H, W, M} : std::vector<int64_t>{1, M, H, W}, yq);
-        qnt_prepared *p = nullptr;
-        check(qnt_prepared_create_conv2d(ctx, wt3.t, bias.t, d, &p), "ternary conv");
-        const double tt = best_time([&] { check(qnt_prepared_run(ctx, p, x.t, y.t), "ternary conv run"); });
-        qnt_prepared_destroy(p);
-        qnt_op_desc_destroy(d);
+        const double tt = time_conv(wt3, layout, "ternary conv");
         row(std::string("conv_ternary_") + (nhwc ? "nhwc " : "nchw ") + shape + " (vs qnt's int8 conv)",
             threads, tt, "qnt_int8_conv", qt[layout], ops, limit);
       }
