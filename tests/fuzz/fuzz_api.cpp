@@ -162,7 +162,7 @@ void run_op(fuzz::Bytes &in, State &s) {
   qnt_tensor *ta = s.t[a], *tb = s.t[b], *tc = (in.u8() & 3) ? nullptr : s.t[c], *ty = s.t[y];
   qnt_context *ctx = (in.u8() & 1) ? s.ctx : nullptr;
   const qnt_op_desc *d = (in.u8() & 1) ? s.desc : nullptr;
-  switch (in.u8() % 14) {
+  switch (in.u8() % 16) {
     case 0:
       FUZZ_CALL(qnt_quantize(ctx, ta, ty));
       break;
@@ -211,6 +211,32 @@ void run_op(fuzz::Bytes &in, State &s) {
           qnt_error_report_compute(ctx, ta, s.q[slot(in, kQParams)], &r, in.u8() % (sizeof r + 9)));
       break;
     }
+    case 13:
+      if (s.huge[a] || s.huge[b] || s.huge[y]) break;
+      FUZZ_CALL(qnt_binary_matmul(ctx, ta, tb, ty));
+      break;
+    case 14: {
+      // bitnet.cpp's layouts: a tensor out, then bytes of the input back in (any size).
+      static const int64_t tiles[] = {-1, 0, 1, 16, 24, 32, 64, 96, 128, 192, 256};
+      const qnt_ternary_tiling tiling{in.pick(tiles), in.pick(tiles), in.pick(tiles)};
+      const auto layout = static_cast<qnt_ternary_layout>(in.u8() % 5);
+      const qnt_ternary_tiling *tp = (in.u8() & 7) ? &tiling : nullptr;
+      if (!s.huge[a]) {
+        std::vector<uint8_t> out(static_cast<size_t>(in.u8()) * 64);
+        FUZZ_CALL(qnt_ternary_export(layout, ta, tp, out.data(), out.size()));
+      }
+      const int64_t rows = in.u8() % 130, cols = (in.u8() % 130) * 4;
+      size_t n = 0;
+      if (qnt_ternary_layout_size(layout, rows, cols, tp, &n) != QNT_OK || n > (size_t{1} << 20))
+        n = in.u8();
+      if (in.u8() & 1) n += in.u8() % 3;  // sometimes the wrong size
+      std::vector<uint8_t> data(n + 1);
+      for (auto &v : data) v = (in.u8() & 1) ? 0 : in.u8();
+      qnt_tensor *out = nullptr;
+      FUZZ_CALL(qnt_ternary_import(layout, data.data(), n, rows, cols, tp, in.pick(kFloats), &out));
+      if (out != nullptr) s.put(y, out, false);
+      break;
+    }
     default: {
       std::vector<uint8_t> buf(in.u8() * 8);
       FUZZ_CALL(qnt_tensor_copy_to(ta, buf.data(), buf.size()));
@@ -228,7 +254,7 @@ void prepared(fuzz::Bytes &in, State &s) {
     qnt_prepared *p = nullptr;
     qnt_context *ctx = (in.u8() & 1) ? s.ctx : nullptr;
     const qnt_op_desc *d = (in.u8() & 1) ? s.desc : nullptr;
-    const int op = in.u8() % 5;
+    const int op = in.u8() % 6;
     // A matmul's b of any batch count costs nothing when it is empty and its N is small (its
     // per-column tables are N long); the other operators' per-channel tables grow with w.
     if (s.huge[w] && !(op == 0 && s.empty_small_n[w])) return;
@@ -245,6 +271,9 @@ void prepared(fuzz::Bytes &in, State &s) {
         break;
       case 3:
         FUZZ_CALL(qnt_prepared_create_linear_weight_only(ctx, tw, tbias, d, &p));
+        break;
+      case 4:
+        FUZZ_CALL(qnt_prepared_create_binary_matmul(ctx, tw, d, &p));
         break;
       default:
         FUZZ_CALL(qnt_prepared_create_conv2d(ctx, tw, tbias, d, &p));
