@@ -676,7 +676,10 @@ TEST(Gemm, ConvTernaryWeights) {
   };
   std::mt19937 rng(61);
   int iter = 0;
-  for (WKind wk : {WKind::TernaryI8, WKind::Ternary, WKind::Binary})
+  // (A named array: iterating a braced list of the enum gave garbage values under the aarch64
+  // cross-compiler, GCC 12 -O2.)
+  static const WKind kinds[] = {WKind::TernaryI8, WKind::Ternary, WKind::Binary};
+  for (WKind wk : kinds)
     for (const ConvCase &cc : cases)
       for (int layout : {QNT_LAYOUT_NCHW, QNT_LAYOUT_NHWC}) check_conv_case(cc, layout, ++iter, rng, true, wk);
 }
