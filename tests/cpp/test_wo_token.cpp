@@ -97,7 +97,7 @@ TEST(WeightOnlyToken, EveryKernelSetGivesTheRulesBits) {
       {1, 1, 1, false, false, false},    {1, 5, 127, false, true, true},    {3, 9, 128, false, false, true},
       {2, 70, 129, false, true, false},  {4, 13, 300, true, false, true},   {1, 130, 1000, false, true, true},
       {5, 3, 4096, true, true, false},   {1, 64, 2048 + 33, false, true, true}, {2, 4, 0, false, false, true},
-      // batches: blocks of 8, 4, 2 and 1 rows, and more rows than one block of the driver
+      // batches: blocks of 4, 2 and 1 rows, and more rows than one block of the driver (32)
       {15, 37, 700, false, true, true},  {40, 66, 2100, true, false, true}, {33, 5, 129, false, true, false},
       {11, 9, 4100, false, false, false, true},  {1, 6, 2048, false, true, false, true},
   };
