@@ -44,17 +44,23 @@ const Tensor &int8_weights(const Tensor &w, const char *role, std::unique_ptr<Te
   if (const auto &q = w.qparams())
     qp = QParams::create(QNT_DTYPE_I8, q->granularity(), q->axis(), q->block_size(), q->scales(),
                          q->zero_points(), q->count());
+  const std::vector<int8_t> v = ternary_values(w, role);
   held = std::make_unique<Tensor>(QNT_DTYPE_I8, w.shape(), w.rank(), std::move(qp),
                                   Tensor::Storage::Zeroed, nullptr, 0);
-  const bool binary = dt == QNT_DTYPE_BINARY;
-  auto *out = reinterpret_cast<int8_t *>(held->data());
-  for (size_t i = 0, n = w.element_count(); i < n; ++i) {
+  if (!v.empty()) std::memcpy(held->data(), v.data(), v.size());
+  return *held;
+}
+
+std::vector<int8_t> ternary_values(const Tensor &w, const char *role) {
+  const bool binary = w.dtype() == QNT_DTYPE_BINARY;
+  std::vector<int8_t> out(w.element_count());
+  for (size_t i = 0; i < out.size(); ++i) {
     const int32_t q = ref::load_element(w.data(), i, binary ? 1 : 2, !binary);
     if (!binary && q == -2)
       fail(QNT_ERR_INVALID_ARGUMENT, role, " holds the ternary code 0b10 (element ", i, "), which is no value");
     out[i] = static_cast<int8_t>(binary ? 2 * q - 1 : q);
   }
-  return *held;
+  return out;
 }
 
 void require_float(const Tensor &t, const char *role) {

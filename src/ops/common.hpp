@@ -29,6 +29,9 @@ void require_int8(const Tensor &t, const char *role);
 // kept in `held`. Ternary's code 0b10 (no value) is QNT_ERR_INVALID_ARGUMENT; weights in device
 // memory are QNT_ERR_UNSUPPORTED.
 const Tensor &int8_weights(const Tensor &w, const char *role, std::unique_ptr<Tensor> &held);
+// The values -1, 0, +1 of a ternary or binary tensor (binary's bit 1 is +1, 0 is -1), one int8
+// an element; ternary's code 0b10 is QNT_ERR_INVALID_ARGUMENT.
+std::vector<int8_t> ternary_values(const Tensor &w, const char *role);
 
 // QNT_ERR_DTYPE_MISMATCH unless t is f32.
 void require_float(const Tensor &t, const char *role);

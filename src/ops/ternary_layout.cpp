@@ -4,7 +4,6 @@
 // with the weights each unit holds: export writes the units, import reads them back, so the two
 // are inverse by construction.
 #include "core/error.hpp"
-#include "kernels/ref/quantize_ref.hpp"
 #include "ops/common.hpp"
 #include "ops/qops.hpp"
 
@@ -182,12 +181,7 @@ void ternary_export(qnt_ternary_layout layout, const Tensor &w, const qnt_ternar
     scale = qp->scales()[0];
   }
   const size_t n = w.element_count();
-  Values v(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int32_t q = ref::load_element(w.data(), i, 2, true);
-    if (q == -2) fail(QNT_ERR_INVALID_ARGUMENT, "w holds the ternary code 0b10 (element ", i, "), which is no value");
-    v[i] = static_cast<int8_t>(q);
-  }
+  const Values v = ternary_values(w, "w");
   std::memset(out, 0, bytes);
   const int64_t K = g.K;
   auto at = [&](int64_t row, int64_t col) { return v.data() + row * K + col; };

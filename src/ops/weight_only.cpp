@@ -614,14 +614,7 @@ class PreparedTokenWo final : public Prepared {
     row_bytes_ = 32 * groups_;
     token_ = wo == nullptr ? nullptr : (wo->token != nullptr ? wo->token : &kern::wo_token_generic);
     // The values, checked (ternary's code 0b10 is no value), into the packed codes v + 1.
-    const bool binary = dt == QNT_DTYPE_BINARY;
-    values_.resize(static_cast<size_t>(N_ * K_));
-    for (size_t i = 0; i < values_.size(); ++i) {
-      const int32_t q = ref::load_element(w.data(), i, binary ? 1 : 2, !binary);
-      if (!binary && q == -2)
-        fail(QNT_ERR_INVALID_ARGUMENT, "w holds the ternary code 0b10 (element ", i, "), which is no value");
-      values_[i] = static_cast<int8_t>(binary ? 2 * q - 1 : q);
-    }
+    values_ = ternary_values(w, "w");
     if (token_ != nullptr) {
       codes_.assign(static_cast<size_t>(N_) * row_bytes_, 0x55);  // c = 1 (v = 0) everywhere
       for (int64_t n = 0; n < N_; ++n) {
