@@ -27,7 +27,7 @@ void ref_quantize(const float *x, uint8_t *q, size_t first, size_t n, const floa
   for (size_t k = 0; k < n; ++k) {
     const size_t g = group<Kind>(k, f);
     ref::store_element(q, first + k, f.bits,
-                       ref::quantize_code(f.code, x[k], s[g], z[g], f.qmin, f.qmax));
+                       ref::quantize_code(f.code, x[k], s[g], z[g], f.qmin, f.qmax, f.bits));
   }
 }
 
@@ -37,7 +37,7 @@ void ref_dequantize(const uint8_t *q, size_t first, float *x, size_t n, const fl
   for (size_t k = 0; k < n; ++k) {
     const size_t g = group<Kind>(k, f);
     x[k] = ref::dequantize_code(f.code, ref::load_element(q, first + k, f.bits, f.is_signed),
-                                s[g], z[g]);
+                                s[g], z[g], f.bits);
   }
 }
 
@@ -46,7 +46,7 @@ KernelTable make_reference() {
   t.name = "ref";
   t.isa = QNT_ISA_REFERENCE;
   for (int d = 1; d < kDTypeSlots; ++d) {
-    if (d == QNT_DTYPE_F32) continue;
+    if (!quantized_slot(d)) continue;
     t.quantize[d][kShared] = &ref_quantize<kShared>;
     t.quantize[d][kPerElement] = &ref_quantize<kPerElement>;
     t.quantize[d][kBlocked] = &ref_quantize<kBlocked>;
@@ -80,8 +80,9 @@ const std::vector<const KernelTable *> &tables() {
 }
 
 const char *dtype_name(int d) {
-  static const char *const names[kDTypeSlots] = {"?",   "f32", "i32", "i8",  "u8",     "i16",
-                                                 "u16", "i4",  "u4",  "nf4", "binary", "ternary"};
+  static const char *const names[kDTypeSlots] = {
+      "?",  "f32", "i32",    "i8",      "u8",  "i16",  "u16",  "i4",
+      "u4", "nf4", "binary", "ternary", "f16", "bf16", "log4", "log8"};
   return names[d];
 }
 
@@ -116,7 +117,7 @@ KernelSet build_kernel_set(uint64_t features, qnt_isa cap) {
     return &kReference;
   };
   for (int d = 1; d < kDTypeSlots; ++d) {
-    if (d == QNT_DTYPE_F32) continue;
+    if (!quantized_slot(d)) continue;
     for (int r = 0; r < kRunKinds; ++r) {
       const KernelTable *q = pick([&](const KernelTable &t) { return t.quantize[d][r]; });
       const KernelTable *dq = pick([&](const KernelTable &t) { return t.dequantize[d][r]; });
@@ -141,7 +142,7 @@ KernelSet build_kernel_set(uint64_t features, qnt_isa cap) {
   static const char *const runs[kRunKinds] = {"shared", "per_element", "blocked"};
   std::string &out = s.description;
   for (int d = 1; d < kDTypeSlots; ++d) {
-    if (d == QNT_DTYPE_F32) continue;
+    if (!quantized_slot(d)) continue;
     for (int r = 0; r < kRunKinds; ++r) {
       out += std::string("quantize.") + dtype_name(d) + "." + runs[r] + "=" +
              s.quantize_name[d][r] + "\n";

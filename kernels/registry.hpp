@@ -55,8 +55,12 @@ using ScanFn = void (*)(const float *x, size_t n, ref::ScanResult *out) noexcept
 using BinIndicesFn = void (*)(const float *x, size_t n, double inv, double range, int32_t offset,
                               int32_t *idx) noexcept;
 
-// Dtype slots are indexed by the qnt_dtype value (1 .. QNT_DTYPE_TERNARY).
-constexpr int kDTypeSlots = 12;
+// Dtype slots are indexed by the qnt_dtype value (1 .. QNT_DTYPE_LOG8); the float dtypes' slots
+// (f32, f16, bf16) stay empty.
+constexpr int kDTypeSlots = 16;
+constexpr bool quantized_slot(int d) noexcept {
+  return d != QNT_DTYPE_F32 && d != QNT_DTYPE_F16 && d != QNT_DTYPE_BF16;
+}
 
 // The CPU features (qnt_cpu_feature bits) a machine must have, with the OS's support, to run the
 // kernels of `isa`: what each table's translation unit is compiled for (its -m flags).

@@ -186,6 +186,24 @@ QNT_API qnt_status qnt_live_handles(uint64_t *out);
  *    rounded to nearest, ties to even (overflow gives +-inf, a NaN gives the quiet NaN of its
  *    sign: 0x7E00 / 0xFE00 for f16, 0x7FC0 / 0xFFC0 for bf16). Other ops refuse them
  *    (QNT_ERR_DTYPE_MISMATCH). DLPack: f16 {kDLFloat, 16}, bf16 {kDLBfloat, 16}.
+ *  QNT_DTYPE_LOG4, QNT_DTYPE_LOG8 (since 0.11): logarithmic (power-of-two) codes, the scheme
+ *    QNT_SCHEME_LOG2. A code of b bits (4 or 8) holds a sign bit (the top bit, 1 for negative)
+ *    and a magnitude m in [0, M], M = 2^(b-1) - 1 (7 or 127): m = 0 is zero, and m >= 1 is
+ *    scale * 2^-k with k = M - m, so x ~ sign * scale * 2^-k, k in [0, M - 1] (the largest
+ *    magnitude is the scale itself, the smallest scale * 2^-6 for LOG4 and scale * 2^-126 for
+ *    LOG8). Quantize: r = |x| / scale (one float32 division), rounded to the nearest power of
+ *    two in the log domain: k = -e where r = 2^e * f, 1 <= f < 2, and k = -(e + 1) where
+ *    f >= sqrt(2) (the boundaries 2^-(k + 1/2) are irrational, so no float lies on one: there
+ *    are no ties; the comparison is exact, against the float32 significand 0x3504F4 above
+ *    sqrt(2)). k < 0 (r > sqrt(2)) saturates to k = 0; k > M - 1 (r below 2^-(M - 1/2)) gives
+ *    the zero code 0. The sign bit is set for x < 0 with a nonzero magnitude. NaN gives 0;
+ *    +inf and -inf the largest magnitude of their sign. Dequantize: x = +-(scale * 2^-k), one
+ *    float32 multiplication by an exact power of two (exact unless the product falls below
+ *    the normal range); the zero magnitude gives 0.0 (-0.0 with the sign bit, a code quantize
+ *    never writes). Zero points must be 0. qnt_calibrate_codebook sets scale = absmax, and
+ *    the calibrators (qnt_calibrator_create with QNT_SCHEME_LOG2) compute it from a clip
+ *    range. Stored as plain bit fields (no two's complement): LOG4 two per byte, element 0 in
+ *    the low nibble; LOG8 one per byte.
  */
 typedef int32_t qnt_dtype;
 enum {
@@ -201,7 +219,9 @@ enum {
   QNT_DTYPE_BINARY = 10, /* 1 bit, eight per byte, element 0 in bit 0 */
   QNT_DTYPE_TERNARY = 11, /* 2 bits, four per byte, element 0 in bits 0-1 */
   QNT_DTYPE_F16 = 12,     /* IEEE 754 binary16 (since 0.7) */
-  QNT_DTYPE_BF16 = 13     /* bfloat16: the top 16 bits of a float32 (since 0.7) */
+  QNT_DTYPE_BF16 = 13,    /* bfloat16: the top 16 bits of a float32 (since 0.7) */
+  QNT_DTYPE_LOG4 = 14,    /* 4-bit logarithmic code, two per byte (since 0.11) */
+  QNT_DTYPE_LOG8 = 15     /* 8-bit logarithmic code (since 0.11) */
 };
 
 /* Bits per element of dtype (32, 8, 4, 2, 1, ...); 0 for a value that is not a qnt_dtype. */
@@ -387,9 +407,10 @@ enum {
 
 /* Symmetric: every zero point is the dtype's centre, 0 for signed dtypes and 2^(bits-1) for
  * unsigned ones (128 for u8, 32768 for u16, 8 for u4), as PyTorch does. Affine: any zero point
- * in the dtype's range. */
+ * in the dtype's range. Log2 (since 0.11): the logarithmic codes of QNT_DTYPE_LOG4 and
+ * QNT_DTYPE_LOG8 (see qnt_dtype), which the log dtypes always use and no other dtype does. */
 typedef int32_t qnt_scheme;
-enum { QNT_SCHEME_SYMMETRIC = 1, QNT_SCHEME_AFFINE = 2 };
+enum { QNT_SCHEME_SYMMETRIC = 1, QNT_SCHEME_AFFINE = 2, QNT_SCHEME_LOG2 = 3 };
 
 /*
  * Validation shared by the three constructors (all give QNT_ERR_INVALID_QPARAMS):
@@ -427,7 +448,8 @@ QNT_API void qnt_qparams_destroy(qnt_qparams *qp);
 /* Getters. Each returns QNT_ERR_NULL_POINTER when qp or an output is NULL. */
 QNT_API qnt_status qnt_qparams_dtype(const qnt_qparams *qp, qnt_dtype *out);
 QNT_API qnt_status qnt_qparams_granularity(const qnt_qparams *qp, qnt_granularity *out);
-/* QNT_SCHEME_SYMMETRIC when every zero point is the dtype's symmetric one, else affine. */
+/* QNT_SCHEME_LOG2 for the log dtypes; otherwise QNT_SCHEME_SYMMETRIC when every zero point is
+ * the dtype's symmetric one, else affine. */
 QNT_API qnt_status qnt_qparams_scheme(const qnt_qparams *qp, qnt_scheme *out);
 /* The axis as given at creation (0 for per-tensor). */
 QNT_API qnt_status qnt_qparams_axis(const qnt_qparams *qp, int64_t *out);
@@ -693,17 +715,32 @@ QNT_API qnt_status qnt_calibrate_minmax_range(qnt_context *ctx, const qnt_tensor
                                               int32_t quant_max, qnt_qparams **out);
 
 /* Scales for the codebook dtypes by their own rules (see qnt_dtype), one per group of the
- * requested granularity: NF4 absmax, binary mean |x|, ternary max(mean |x|, 1e-5). Means are
+ * requested granularity: NF4 absmax, binary mean |x|, ternary max(mean |x|, 1e-5), and (since
+ * 0.11) LOG4 and LOG8 absmax. Means are
  * summed in double over the group's finite values, then rounded to float32. NaN and +-inf are
- * skipped. An NF4 or binary group with no nonzero finite value gets scale 1 (a scale must be
- * > 0; NF4 then stores its zeros exactly, binary as +1). block_size is used only for
+ * skipped. An NF4, binary or log group with no nonzero finite value gets scale 1 (a scale must
+ * be > 0; NF4 and the log codes then store its zeros exactly, binary as +1). block_size is used only for
  * per-block and must then be > 0. Caller destroys *out with qnt_qparams_destroy().
  * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH (x not f32), QNT_ERR_INVALID_ARGUMENT
- * (dtype not NF4, binary or ternary; bad granularity, axis or block size),
+ * (dtype not NF4, binary, ternary, LOG4 or LOG8; bad granularity, axis or block size),
  * QNT_ERR_OUT_OF_MEMORY. */
 QNT_API qnt_status qnt_calibrate_codebook(qnt_context *ctx, const qnt_tensor *x, qnt_dtype dtype,
                                           qnt_granularity granularity, int64_t axis,
                                           int64_t block_size, qnt_qparams **out);
+
+/* Power-of-two scales (since 0.11), for integer-only hardware, where requantization by a
+ * power-of-two ratio of scales is a shift. *out gets qp's dtype, granularity and zero points,
+ * with each scale s replaced by a power of two: without x (NULL), the smallest power of two
+ * >= s (the grid only widens, so nothing clips that did not clip with qp); with x (an f32
+ * tensor whose shape fits qp), whichever of the powers of two just below and just above s
+ * gives the group's finite values of x the smaller sum of squared errors (computed in double;
+ * a tie takes the larger). A scale that is already a power of two is kept. Caller destroys
+ * *out with qnt_qparams_destroy(). ctx may be NULL. Errors: QNT_ERR_NULL_POINTER,
+ * QNT_ERR_DTYPE_MISMATCH (x not f32), QNT_ERR_SHAPE_MISMATCH (x does not fit qp),
+ * QNT_ERR_INVALID_QPARAMS (a power of two above s overflows float32),
+ * QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_qparams_pow2_scales(qnt_context *ctx, const qnt_qparams *qp,
+                                           const qnt_tensor *x, qnt_qparams **out);
 
 /* ------------------------------------------------------------------------------------------- */
 /* Quantized operators                                                                          */
@@ -1224,9 +1261,20 @@ enum {
 /* Creates a calibrator for `method`, producing qparams of `dtype` (an integer dtype: i8, u8, i16,
  * u16, i4, u4, i32), `scheme`, and granularity per-tensor or per-axis along `axis` (one histogram
  * per channel; the channel count is fixed by the first batch). Caller destroys it with
- * qnt_calibrator_destroy(). Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (bad method,
- * dtype, scheme, granularity or axis), QNT_ERR_UNSUPPORTED (NF4, binary, ternary: see
- * qnt_calibrate_codebook; per-block), QNT_ERR_OUT_OF_MEMORY. */
+ * qnt_calibrator_destroy().
+ * Log2 parameters (since 0.11): dtype QNT_DTYPE_LOG4 or QNT_DTYPE_LOG8 with QNT_SCHEME_LOG2 (the
+ * one scheme they take, and which no other dtype takes). The scale is the clip value c, the
+ * top level: min-max and the moving average c = max(|min|, |max|), percentile the percentile
+ * of |x|; MSE searches c over the 64 candidates T * 2^(-j/64), j = 0..63 (T the largest |x|
+ * seen), each scored by the squared error of the bins' midpoints (a bin's count times its
+ * midpoint's error under the log rule), and keeps the best (the larger c on a tie); adaptive
+ * keeps the best of min-max, percentile and MSE by that score. c is raised to FLT_EPSILON at
+ * least. Entropy calibration has no log2 form (QNT_ERR_UNSUPPORTED), nor do the QUANT_MIN /
+ * QUANT_MAX options (QNT_ERR_INVALID_ARGUMENT).
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (bad method,
+ * dtype, scheme, granularity or axis; a log dtype without QNT_SCHEME_LOG2, or that scheme with
+ * another dtype), QNT_ERR_UNSUPPORTED (NF4, binary, ternary: see
+ * qnt_calibrate_codebook; per-block; entropy for a log dtype), QNT_ERR_OUT_OF_MEMORY. */
 QNT_API qnt_status qnt_calibrator_create(qnt_calib_method method, qnt_dtype dtype,
                                          qnt_scheme scheme, qnt_granularity granularity,
                                          int64_t axis, qnt_calibrator **out);
@@ -1313,7 +1361,8 @@ typedef struct qnt_error_report {
  * with qp (any quantized dtype and granularity that fits x's shape), in double precision over
  * x's finite values, in index order; ctx may be NULL. A value counts as saturated when its
  * quantization clipped: round_half_to_even(x / scale) + zero_point lies outside the dtype's
- * range (NF4: |x * (1 / scale)| > 1; binary: never). Pass sizeof *report as report_size.
+ * range (NF4: |x * (1 / scale)| > 1; binary: never; LOG4 and LOG8: |x| / scale rounds, in the
+ * log domain, above the top level, i.e. |x| / scale > sqrt(2)). Pass sizeof *report as report_size.
  * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (report_size < sizeof(double): not
  * even the first field fits), QNT_ERR_DTYPE_MISMATCH, QNT_ERR_SHAPE_MISMATCH,
  * QNT_ERR_OUT_OF_MEMORY; *report is untouched on failure. */

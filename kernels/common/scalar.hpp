@@ -161,6 +161,56 @@ QNT_HD uint8_t quantize_nf4(float x, float scale, const float *thresholds) {
 
 QNT_HD uint8_t quantize_binary(float x) { return x < 0.0f ? 0 : 1; }
 
+// --- the logarithmic (power-of-two) codes: QNT_DTYPE_LOG4, QNT_DTYPE_LOG8 ---------------------
+// A code of `bits` bits holds a sign (the top bit, 1 for negative) and a magnitude m in
+// [0, 2^(bits-1) - 1]: m = 0 is zero, m >= 1 is scale * 2^-(M - m) with M = 2^(bits-1) - 1, so
+// the largest magnitude (m = M) is scale itself and k = M - m runs over [0, kmax], kmax = M - 1.
+
+// The significand at and above which a float rounds up an octave in the log domain: the
+// smallest float32 significand above sqrt(2) (1.41421365...; sqrt(2) is irrational, so no float
+// lies on the boundary and no tie can occur).
+#define QNT_LOG2_SQRT2_MANT 0x3504F4u
+// The smallest subnormal's multiple at and above which a subnormal float is nearer, in the log
+// domain, to 2^-126 than to 2^-127: 2^22.5 = 5931641.6..., rounded up.
+#define QNT_LOG2_SUBNORMAL_UP 0x5A827Au
+
+// The exponent k of the power of two nearest r >= 0 in the log domain, r = 2^-(k + f) with
+// |f| < 1/2: -(e + 1) where r's significand is at least sqrt(2), -e otherwise (e = r's binary
+// exponent). +inf gives -128; subnormals give 126 or 127, and 0 gives 127 (a value that any
+// log dtype stores as zero).
+QNT_HD int32_t log2_round_exponent(float r) {
+  const uint32_t u = float_bits(r) & 0x7FFFFFFFu;
+  if (u < 0x00800000u) return u >= QNT_LOG2_SUBNORMAL_UP ? 126 : 127;
+  const int32_t e = static_cast<int32_t>(u >> 23) - 127;
+  const int32_t up = (u & 0x7FFFFFu) >= QNT_LOG2_SQRT2_MANT ? 1 : 0;
+  return -(e + up);
+}
+
+// q = the code of x: r = |x| / scale (one float32 division); k = log2_round_exponent(r) clamped
+// below at 0 (values above the top level saturate to it); k > kmax gives the zero code 0, and
+// otherwise the code is sign | (M - k), the sign set for x < 0. NaN gives 0.
+QNT_HD uint8_t quantize_log2(float x, float scale, int bits) {
+  if (is_nan(x)) return 0;
+  const int32_t M = (1 << (bits - 1)) - 1;
+  const float r = fabsf(x) / scale;
+  int32_t k = log2_round_exponent(r);
+  if (k < 0) k = 0;
+  if (k > M - 1) return 0;
+  const uint32_t sign = x < 0.0f ? (1u << (bits - 1)) : 0u;
+  return static_cast<uint8_t>(sign | static_cast<uint32_t>(M - k));
+}
+
+// x = +-(scale * 2^-k), one float32 multiplication by an exact power of two (exact unless the
+// product falls below the normal range); the zero magnitude gives 0.0, or -0.0 with the sign bit
+// set (a code quantize never writes).
+QNT_HD float dequantize_log2(uint32_t code, float scale, int bits) {
+  const uint32_t M = (1u << (bits - 1)) - 1u;
+  const uint32_t m = code & M;
+  const float p = m == 0 ? 0.0f : bits_float((127u - (M - m)) << 23);
+  const float v = scale * p;
+  return (code >> (bits - 1)) & 1u ? -v : v;
+}
+
 // --- the operators' epilogue ---------------------------------------------------------------
 
 QNT_HD int32_t wrap_add(int32_t a, int32_t b) {

@@ -78,6 +78,8 @@ __device__ __forceinline__ float dequantize_at(const qnt_cuda_qside &s, const ui
       return kCodebook[v & 15] * scale;
     case 2:
       return v ? scale : -scale;
+    case 3:
+      return dequantize_log2(static_cast<uint32_t>(v), scale, s.bits);
     default:
       return dequantize_integer(v, scale, s.zero_points[g]);
   }
@@ -91,6 +93,8 @@ __device__ __forceinline__ int32_t quantize_at(const qnt_cuda_qside &s, float x,
       return quantize_nf4(x, s.scales[g], kThresholds);
     case 2:
       return quantize_binary(x);
+    case 3:
+      return quantize_log2(x, s.scales[g], s.bits);
     default:
       return quantize_integer(x, s.scales[g], s.zero_points[g], s.qmin, s.qmax);
   }

@@ -37,6 +37,14 @@ uint8_t quantize_binary(float x) noexcept { return x < 0.0f ? 0 : 1; }
 
 float dequantize_binary(uint8_t bit, float scale) noexcept { return bit ? scale : -scale; }
 
+uint8_t quantize_log2(float x, float scale, int bits) noexcept {
+  return rules::quantize_log2(x, scale, bits);
+}
+
+float dequantize_log2(uint32_t code, float scale, int bits) noexcept {
+  return rules::dequantize_log2(code, scale, bits);
+}
+
 int32_t load_element(const uint8_t *base, size_t i, int bits, bool is_signed) noexcept {
   switch (bits) {
     case 32: {
@@ -88,8 +96,10 @@ void store_element(uint8_t *base, size_t i, int bits, int32_t v) noexcept {
 }
 
 int32_t quantize_code(Code code, float x, float scale, int32_t zero_point, int32_t qmin,
-                      int32_t qmax) noexcept {
+                      int32_t qmax, int bits) noexcept {
   switch (code) {
+    case Code::Log2:
+      return quantize_log2(x, scale, bits);
     case Code::NF4:
       return quantize_nf4(x, scale);
     case Code::Binary:
@@ -99,8 +109,10 @@ int32_t quantize_code(Code code, float x, float scale, int32_t zero_point, int32
   }
 }
 
-float dequantize_code(Code code, int32_t v, float scale, int32_t zero_point) noexcept {
+float dequantize_code(Code code, int32_t v, float scale, int32_t zero_point, int bits) noexcept {
   switch (code) {
+    case Code::Log2:
+      return dequantize_log2(static_cast<uint32_t>(v), scale, bits);
     case Code::NF4:
       return dequantize_nf4(static_cast<uint8_t>(v), scale);
     case Code::Binary:
@@ -115,7 +127,7 @@ void quantize(const QuantSpec &spec, const float *x, uint8_t *q, size_t begin, s
     const size_t g = spec.layout.group_of(i);
     store_element(q, i, spec.bits,
                   quantize_code(spec.code, x[i - begin], spec.scales[g], spec.zero_points[g],
-                                spec.qmin, spec.qmax));
+                                spec.qmin, spec.qmax, spec.bits));
   }
 }
 
@@ -123,7 +135,7 @@ void dequantize(const QuantSpec &spec, const uint8_t *q, float *x, size_t begin,
   for (size_t i = begin; i < end; ++i) {
     const size_t g = spec.layout.group_of(i);
     x[i - begin] = dequantize_code(spec.code, load_element(q, i, spec.bits, spec.is_signed),
-                                   spec.scales[g], spec.zero_points[g]);
+                                   spec.scales[g], spec.zero_points[g], spec.bits);
   }
 }
 

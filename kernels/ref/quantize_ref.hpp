@@ -11,7 +11,7 @@ namespace qnt::ref {
 
 // How q values are encoded and which rule produces them (mirrors qnt::Rule, kept local so the
 // kernels depend on nothing but plain values).
-enum class Code { Integer, NF4, Binary };
+enum class Code { Integer, NF4, Binary, Log2 };
 
 // Everything a kernel needs to know about the quantized side of an op.
 struct QuantSpec {
@@ -53,11 +53,17 @@ float dequantize_nf4(uint8_t code, float scale) noexcept;
 uint8_t quantize_binary(float x) noexcept;
 float dequantize_binary(uint8_t bit, float scale) noexcept;
 
-// The code of x under any rule (Integer: quantize_integer; NF4; Binary), and back: the one
+// The logarithmic codes of `bits` bits (4 or 8): kernels/common/scalar.hpp has the rule.
+uint8_t quantize_log2(float x, float scale, int bits) noexcept;
+float dequantize_log2(uint32_t code, float scale, int bits) noexcept;
+
+// The code of x under any rule (Integer: quantize_integer; NF4; Binary; Log2 of `bits` bits),
+// and back: the one
 // switch every kernel's scalar path goes through.
 int32_t quantize_code(Code code, float x, float scale, int32_t zero_point, int32_t qmin,
-                      int32_t qmax) noexcept;
-float dequantize_code(Code code, int32_t v, float scale, int32_t zero_point) noexcept;
+                      int32_t qmax, int bits) noexcept;
+float dequantize_code(Code code, int32_t v, float scale, int32_t zero_point,
+                      int bits) noexcept;
 
 // --- element access in packed storage -------------------------------------------------------
 

@@ -11,6 +11,7 @@
 // reference's own scalar rules. See kernels/README.md for the contract.
 #pragma once
 
+#include "kernels/common/scalar.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 #include "kernels/registry.hpp"
 #include "kernels/simd/arch_ops.hpp"
@@ -33,14 +34,15 @@ void scalar_quantize(const float *x, uint8_t *q, size_t first, size_t n, const f
                      const int32_t *z, size_t step, const Format &f) noexcept {
   for (size_t k = 0; k < n; ++k)
     ref::store_element(q, first + k, f.bits,
-                       ref::quantize_code(f.code, x[k], s[k * step], z[k * step], f.qmin, f.qmax));
+                       ref::quantize_code(f.code, x[k], s[k * step], z[k * step], f.qmin, f.qmax,
+                                         f.bits));
 }
 
 void scalar_dequantize(const uint8_t *q, size_t first, float *x, size_t n, const float *s,
                        const int32_t *z, size_t step, const Format &f) noexcept {
   for (size_t k = 0; k < n; ++k)
     x[k] = ref::dequantize_code(f.code, ref::load_element(q, first + k, f.bits, f.is_signed),
-                                s[k * step], z[k * step]);
+                                s[k * step], z[k * step], f.bits);
 }
 
 // --- sub-byte packing: eight codes (one per byte of a 64-bit word) to 8 * Bits bits -----------
@@ -186,17 +188,41 @@ typename Lanes<A>::I binary_codes(const float *x) noexcept {
   return xsimd::batch_cast<int32_t>(xsimd::select(xv < F(0.0f), F(0.0f), F(1.0f)));
 }
 
-template <class A, Code C, class P>
+// Log codes of `Bits` bits (kernels/common/scalar.hpp, quantize_log2): r = |x| / scale, its
+// exponent rounded in the log domain by an integer comparison of the significand, all in int32
+// lanes.
+template <class A, int Bits, class P>
+typename Lanes<A>::I log2_codes(const float *x, const P &p) noexcept {
+  using F = typename Lanes<A>::F;
+  using I = typename Lanes<A>::I;
+  constexpr int32_t M = (1 << (Bits - 1)) - 1;
+  const F xv = F::load_unaligned(x);
+  const F r = ArchOps<A>::div(xsimd::abs(xv), p.scale);
+  const I u = xsimd::bitwise_cast<I>(r) & I(0x7FFFFFFF);
+  const I up = xsimd::select((u & I(0x7FFFFF)) >= I(static_cast<int32_t>(QNT_LOG2_SQRT2_MANT)),
+                             I(1), I(0));
+  I k = I(127) - ((u >> 23) + up);  // -(e + up), e = biased exponent - 127
+  const I ksub = xsimd::select(u >= I(static_cast<int32_t>(QNT_LOG2_SUBNORMAL_UP)), I(126), I(127));
+  k = xsimd::select(u < I(0x00800000), ksub, k);
+  k = xsimd::max(k, I(0));
+  const I sign = ((xsimd::bitwise_cast<I>(xv) >> 31) & I(1)) << (Bits - 1);
+  const I code = sign | (I(M) - k);
+  // NaN (u above the infinity pattern) and magnitudes below the smallest level give 0.
+  return xsimd::select((u > I(0x7F800000)) | (k > I(M - 1)), I(0), code);
+}
+
+template <class A, Code C, int Bits, class P>
 typename Lanes<A>::I codes(const float *x, const P &p) noexcept {
   if constexpr (C == Code::NF4) return nf4_codes<A>(x, p);
   else if constexpr (C == Code::Binary) return binary_codes<A>(x);
+  else if constexpr (C == Code::Log2) return log2_codes<A, Bits>(x, p);
   else return integer_codes<A>(x, p);
 }
 
 // --- quantize --------------------------------------------------------------------------------
 
 // 8- and 16-bit storage: elements 0 .. n of the run into out (its first element's byte).
-template <class A, int Bits, bool Signed, bool PerElement>
+template <class A, int Bits, bool Signed, bool PerElement, Code C = Code::Integer>
 void quantize_bytes_to(const float *x, uint8_t *out, size_t n, const float *s, const int32_t *z,
                        const Format &f) noexcept {
   constexpr size_t W = Lanes<A>::W;
@@ -205,20 +231,20 @@ void quantize_bytes_to(const float *x, uint8_t *out, size_t n, const float *s, c
   if constexpr (Bits == 8 && ArchOps<A>::kStore4) {
     for (; k + 4 * W <= n; k += 4 * W) {
       p.at(k, f);
-      const auto a = integer_codes<A>(x + k, p);
+      const auto a = codes<A, C, Bits>(x + k, p);
       p.at(k + W, f);
-      const auto b = integer_codes<A>(x + k + W, p);
+      const auto b = codes<A, C, Bits>(x + k + W, p);
       p.at(k + 2 * W, f);
-      const auto c = integer_codes<A>(x + k + 2 * W, p);
+      const auto c = codes<A, C, Bits>(x + k + 2 * W, p);
       p.at(k + 3 * W, f);
-      const auto d = integer_codes<A>(x + k + 3 * W, p);
+      const auto d = codes<A, C, Bits>(x + k + 3 * W, p);
       if constexpr (Signed) ArchOps<A>::store4_i8(a, b, c, d, out + k);
       else ArchOps<A>::store4_u8(a, b, c, d, out + k);
     }
   }
   for (; k + W <= n; k += W) {
     p.at(k, f);
-    const auto v = integer_codes<A>(x + k, p);
+    const auto v = codes<A, C, Bits>(x + k, p);
     if constexpr (Bits == 8) {
       if constexpr (Signed) ArchOps<A>::store_i8(v, out + k);
       else ArchOps<A>::store_u8(v, out + k);
@@ -234,21 +260,21 @@ void quantize_bytes_to(const float *x, uint8_t *out, size_t n, const float *s, c
 // Streaming runs go through a staging buffer in L1, copied out with non-temporal stores.
 constexpr size_t kStage = 2048;
 
-template <class A, int Bits, bool Signed, bool PerElement>
+template <class A, int Bits, bool Signed, bool PerElement, Code C = Code::Integer>
 QNT_FLATTEN void quantize_bytes(const float *x, uint8_t *q, size_t first, size_t n,
                                 const float *s, const int32_t *z, const Format &f) noexcept {
   constexpr size_t B = Bits / 8;
   uint8_t *out = q + first * B;
   if (!f.stream || n < kStage) {
-    quantize_bytes_to<A, Bits, Signed, PerElement>(x, out, n, s, z, f);
+    quantize_bytes_to<A, Bits, Signed, PerElement, C>(x, out, n, s, z, f);
     return;
   }
   const size_t step = PerElement ? 1 : 0;
   alignas(64) uint8_t stage[kStage * B];
   for (size_t k = 0; k < n; k += kStage) {
     const size_t len = n - k < kStage ? n - k : kStage;
-    quantize_bytes_to<A, Bits, Signed, PerElement>(x + k, stage, len, s + k * step, z + k * step,
-                                                   f);
+    quantize_bytes_to<A, Bits, Signed, PerElement, C>(x + k, stage, len, s + k * step,
+                                                      z + k * step, f);
     ArchOps<A>::stream_copy(out + k * B, stage, len * B);
   }
   ArchOps<A>::stream_fence();
@@ -276,7 +302,7 @@ QNT_FLATTEN void quantize_bits(const float *x, uint8_t *q, size_t first, size_t 
       I v[NB];
       for (size_t j = 0; j < NB; ++j) {
         p.at(k + j * W, f);
-        v[j] = codes<A, C>(x + k + j * W, p) & I(static_cast<int32_t>(mask));
+        v[j] = codes<A, C, Bits>(x + k + j * W, p) & I(static_cast<int32_t>(mask));
       }
       ArchOps<A>::template store_packed<Bits>(v, q + (first + k) / per_byte);
     }
@@ -285,7 +311,7 @@ QNT_FLATTEN void quantize_bits(const float *x, uint8_t *q, size_t first, size_t 
   for (; k + kChunk <= n; k += kChunk) {
     for (size_t j = 0; j < kChunk; j += W) {
       p.at(k + j, f);
-      const auto v = codes<A, C>(x + k + j, p) & typename Lanes<A>::I(static_cast<int32_t>(mask));
+      const auto v = codes<A, C, Bits>(x + k + j, p) & typename Lanes<A>::I(static_cast<int32_t>(mask));
       ArchOps<A>::store_u8(v, buf + j);
     }
     uint8_t *out = q + (first + k) / per_byte;
@@ -343,16 +369,26 @@ struct DParams {
   }
 };
 
-template <class A, Code C, class P>
+template <class A, Code C, int Bits, class P>
 typename Lanes<A>::F dequant_values_c(typename Lanes<A>::I v, const P &p) noexcept {
   using F = typename Lanes<A>::F;
+  using I = typename Lanes<A>::I;
   if constexpr (C == Code::NF4) return ArchOps<A>::lookup16(ref::kNF4Codebook, v) * p.scale;
+  else if constexpr (C == Code::Log2) {
+    // +-(scale * 2^-k), 2^-k built from its exponent field; the zero magnitude multiplies 0.
+    constexpr int32_t M = (1 << (Bits - 1)) - 1;
+    const I m = v & I(M);
+    const I pow2 = xsimd::select(m == I(0), I(0), (I(127 - M) + m) << 23);
+    const F mag = p.scale * xsimd::bitwise_cast<F>(pow2);
+    const I sign = ((v >> (Bits - 1)) & I(1)) << 31;
+    return xsimd::bitwise_cast<F>(xsimd::bitwise_cast<I>(mag) ^ sign);
+  }
   else if constexpr (C == Code::Binary)
     return xsimd::select(xsimd::batch_cast<float>(v) != F(0.0f), p.scale, -p.scale);
   else return xsimd::batch_cast<float>(v - p.zp) * p.scale;
 }
 
-template <class A, int Bits, bool Signed, bool PerElement>
+template <class A, int Bits, bool Signed, bool PerElement, Code C = Code::Integer>
 void dequantize_bytes_to(const uint8_t *in, float *x, size_t n, const float *s, const int32_t *z,
                          const Format &f) noexcept {
   constexpr size_t W = Lanes<A>::W;
@@ -363,27 +399,27 @@ void dequantize_bytes_to(const uint8_t *in, float *x, size_t n, const float *s, 
     typename Lanes<A>::I v;
     if constexpr (Bits == 8) v = Signed ? ArchOps<A>::load_i8(in + k) : ArchOps<A>::load_u8(in + k);
     else v = Signed ? ArchOps<A>::load_i16(in + 2 * k) : ArchOps<A>::load_u16(in + 2 * k);
-    dequant_values_c<A, Code::Integer>(v, p).store_unaligned(x + k);
+    dequant_values_c<A, C, Bits>(v, p).store_unaligned(x + k);
   }
   const size_t step = PerElement ? 1 : 0;
   scalar_dequantize(in, k, x + k, n - k, s + k * step, z + k * step, step, f);
 }
 
-template <class A, int Bits, bool Signed, bool PerElement>
+template <class A, int Bits, bool Signed, bool PerElement, Code C = Code::Integer>
 QNT_FLATTEN void dequantize_bytes(const uint8_t *q, size_t first, float *x, size_t n,
                                   const float *s, const int32_t *z, const Format &f) noexcept {
   constexpr size_t B = Bits / 8;
   const uint8_t *in = q + first * B;
   if (!f.stream || n < kStage) {
-    dequantize_bytes_to<A, Bits, Signed, PerElement>(in, x, n, s, z, f);
+    dequantize_bytes_to<A, Bits, Signed, PerElement, C>(in, x, n, s, z, f);
     return;
   }
   const size_t step = PerElement ? 1 : 0;
   alignas(64) float stage[kStage];
   for (size_t k = 0; k < n; k += kStage) {
     const size_t len = n - k < kStage ? n - k : kStage;
-    dequantize_bytes_to<A, Bits, Signed, PerElement>(in + k * B, stage, len, s + k * step,
-                                                     z + k * step, f);
+    dequantize_bytes_to<A, Bits, Signed, PerElement, C>(in + k * B, stage, len, s + k * step,
+                                                        z + k * step, f);
     ArchOps<A>::stream_copy(reinterpret_cast<uint8_t *>(x + k),
                             reinterpret_cast<const uint8_t *>(stage), len * sizeof(float));
   }
@@ -417,7 +453,7 @@ QNT_FLATTEN void dequantize_bits(const uint8_t *q, size_t first, float *x, size_
       p.at(k + j);
       I v = ArchOps<A>::load_u8(buf + j);
       if constexpr (Signed) v = (v ^ sign) - sign;  // sign-extend the Bits-bit code
-      dequant_values_c<A, C>(v, p).store_unaligned(x + k + j);
+      dequant_values_c<A, C, Bits>(v, p).store_unaligned(x + k + j);
     }
   }
   scalar_dequantize(q, first + k, x + k, n - k, s + k * step, z + k * step, step, f);
@@ -533,11 +569,11 @@ constexpr void set_kernels(kern::KernelTable &t, qnt_dtype d) {
   t.dequantize[d][kern::kBlocked] = &dequantize_blocked<DShared>;
 }
 
-template <class A, int Bits, bool Signed>
+template <class A, int Bits, bool Signed, Code C = Code::Integer>
 constexpr void set_bytes(kern::KernelTable &t, qnt_dtype d) {
-  set_kernels<&quantize_bytes<A, Bits, Signed, false>, &quantize_bytes<A, Bits, Signed, true>,
-              &dequantize_bytes<A, Bits, Signed, false>, &dequantize_bytes<A, Bits, Signed, true>>(
-      t, d);
+  set_kernels<&quantize_bytes<A, Bits, Signed, false, C>, &quantize_bytes<A, Bits, Signed, true, C>,
+              &dequantize_bytes<A, Bits, Signed, false, C>,
+              &dequantize_bytes<A, Bits, Signed, true, C>>(t, d);
 }
 
 template <class A, int Bits, bool Signed, Code C>
@@ -567,6 +603,8 @@ constexpr kern::KernelTable make_table(const char *name, qnt_isa isa,
   set_bits<A, 4, false, Code::NF4>(t, QNT_DTYPE_NF4);
   set_bits<A, 2, true, Code::Integer>(t, QNT_DTYPE_TERNARY);
   set_bits<A, 1, false, Code::Binary>(t, QNT_DTYPE_BINARY);
+  set_bits<A, 4, false, Code::Log2>(t, QNT_DTYPE_LOG4);
+  set_bytes<A, 8, false, Code::Log2>(t, QNT_DTYPE_LOG8);
   t.scan = &scan<A>;
   t.bin_indices = &bin_indices<A>;
   return t;

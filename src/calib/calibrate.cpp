@@ -89,6 +89,9 @@ std::shared_ptr<const QParams> minmax(const Context &ctx, const Tensor &x, qnt_d
   if (info.rule != Rule::Integer || info.zero_point_fixed)
     fail(QNT_ERR_UNSUPPORTED, "min-max calibration targets the integer dtypes, not ", info.name,
          " (use qnt_calibrate_codebook)");
+  if (scheme == QNT_SCHEME_LOG2)
+    fail(QNT_ERR_INVALID_ARGUMENT, "the log2 scheme belongs to the log dtypes (log4, log8), not ",
+         info.name);
   if (scheme != QNT_SCHEME_SYMMETRIC && scheme != QNT_SCHEME_AFFINE)
     fail(QNT_ERR_INVALID_ARGUMENT, "scheme = ", static_cast<int32_t>(scheme),
          " is not a qnt_scheme");
@@ -119,15 +122,18 @@ std::shared_ptr<const QParams> codebook(const Context &ctx, const Tensor &x, qnt
                                         qnt_granularity granularity, int64_t axis,
                                         int64_t block_size) {
   const DTypeInfo &info = dtype_info(dtype);
-  if (dtype != QNT_DTYPE_NF4 && dtype != QNT_DTYPE_BINARY && dtype != QNT_DTYPE_TERNARY)
-    fail(QNT_ERR_INVALID_ARGUMENT, "codebook calibration is for nf4, binary and ternary, not ",
-         info.name, " (use qnt_calibrate_minmax)");
+  if (dtype != QNT_DTYPE_NF4 && dtype != QNT_DTYPE_BINARY && dtype != QNT_DTYPE_TERNARY &&
+      info.rule != Rule::Log2)
+    fail(QNT_ERR_INVALID_ARGUMENT,
+         "codebook calibration is for nf4, binary, ternary, log4 and log8, not ", info.name,
+         " (use qnt_calibrate_minmax)");
+  const bool absmax = dtype == QNT_DTYPE_NF4 || info.rule == Rule::Log2;
   const float *data = float_data(x);
   const GroupLayout l = layout_of(x, granularity, axis, block_size);
 
-  std::vector<double> acc(l.groups, 0.0);  // absmax (NF4) or sum of |x| (the others)
+  std::vector<double> acc(l.groups, 0.0);  // absmax (NF4, log) or sum of |x| (the others)
   std::vector<size_t> count(l.groups, 0);
-  if (dtype == QNT_DTYPE_NF4) {  // a maximum: any order, so the scan kernels and the threads
+  if (absmax) {  // a maximum: any order, so the scan kernels and the threads
     const std::vector<Range> ranges = group_ranges(ctx, data, x.element_count(), l);
     for (size_t g = 0; g < l.groups; ++g)
       if (ranges[g].lo <= ranges[g].hi)
@@ -143,14 +149,14 @@ std::shared_ptr<const QParams> codebook(const Context &ctx, const Tensor &x, qnt
                        : kind == kern::kPerElement ? g0 + k
                                                    : g0 + k / static_cast<size_t>(l.block);
       const double a = std::fabs(static_cast<double>(v));
-      acc[g] = dtype == QNT_DTYPE_NF4 ? std::max(acc[g], a) : acc[g] + a;
+      acc[g] += a;
       ++count[g];
     }
   });
   }
   std::vector<float> scales(l.groups);
   for (size_t g = 0; g < l.groups; ++g) {
-    float s = dtype == QNT_DTYPE_NF4 ? static_cast<float>(acc[g])
+    float s = absmax ? static_cast<float>(acc[g])
               : count[g] == 0        ? 0.0f
                                      : static_cast<float>(acc[g] / static_cast<double>(count[g]));
     if (dtype == QNT_DTYPE_TERNARY)
@@ -160,6 +166,65 @@ std::shared_ptr<const QParams> codebook(const Context &ctx, const Tensor &x, qnt
     scales[g] = s;
   }
   return QParams::create(dtype, granularity, axis, block_size, scales.data(), nullptr, l.groups);
+}
+
+namespace {
+
+ref::Code code_of(const DTypeInfo &info) noexcept {
+  switch (info.rule) {
+    case Rule::NF4: return ref::Code::NF4;
+    case Rule::Binary: return ref::Code::Binary;
+    case Rule::Log2: return ref::Code::Log2;
+    default: return ref::Code::Integer;
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const QParams> pow2_scales(const QParams &qp, const Tensor *x) {
+  const size_t n = qp.count();
+  std::vector<float> below(n), above(n);
+  for (size_t g = 0; g < n; ++g) {
+    const float s = qp.scales()[g];
+    int e = 0;
+    const float m = std::frexp(s, &e);  // s = m * 2^e, m in [0.5, 1), exact
+    if (m == 0.5f) {
+      below[g] = above[g] = s;
+      continue;
+    }
+    below[g] = std::ldexp(1.0f, e - 1);
+    above[g] = std::ldexp(1.0f, e);
+    if (!std::isfinite(above[g]))
+      fail(QNT_ERR_INVALID_QPARAMS, "scale ", s, " (group ", g,
+           ") has no power of two above it in float32");
+  }
+  if (x == nullptr)
+    return QParams::create(qp.dtype(), qp.granularity(), qp.axis(), qp.block_size(), above.data(),
+                           qp.zero_points(), n);
+  const float *data = float_data(*x);
+  const GroupLayout l = qp.layout_for(x->shape(), x->rank());
+  const DTypeInfo &info = qp.info();
+  const ref::Code code = code_of(info);
+  // Each group's squared errors under the two candidates, summed in double in element order.
+  std::vector<double> err_below(n, 0.0), err_above(n, 0.0);
+  auto sq = [&](float v, float s, int32_t zp) {
+    const int32_t q = ref::quantize_code(code, v, s, zp, info.qmin, info.qmax, info.bits);
+    const double d = static_cast<double>(v) -
+                     static_cast<double>(ref::dequantize_code(code, q, s, zp, info.bits));
+    return d * d;
+  };
+  for (size_t i = 0, count = x->element_count(); i < count; ++i) {
+    const float v = data[i];
+    if (!std::isfinite(v)) continue;
+    const size_t g = l.group_of(i);
+    const int32_t zp = qp.zero_points()[g];
+    err_below[g] += sq(v, below[g], zp);
+    err_above[g] += sq(v, above[g], zp);
+  }
+  std::vector<float> scales(n);
+  for (size_t g = 0; g < n; ++g) scales[g] = err_above[g] <= err_below[g] ? above[g] : below[g];
+  return QParams::create(qp.dtype(), qp.granularity(), qp.axis(), qp.block_size(), scales.data(),
+                         qp.zero_points(), n);
 }
 
 }  // namespace qnt::calib

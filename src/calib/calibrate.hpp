@@ -23,4 +23,7 @@ std::shared_ptr<const QParams> codebook(const Context &ctx, const Tensor &x, qnt
                                         qnt_granularity granularity, int64_t axis,
                                         int64_t block_size);
 
+// Power-of-two scales (see qnt_qparams_pow2_scales in qnt.h); x may be null.
+std::shared_ptr<const QParams> pow2_scales(const QParams &qp, const Tensor *x);
+
 }  // namespace qnt::calib

@@ -6,6 +6,7 @@
 #include "ops/parallel.hpp"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -144,12 +145,20 @@ Calibrator::Calibrator(qnt_calib_method method, qnt_dtype dtype, qnt_scheme sche
          " is not a qnt_calib_method");
   if (info_->rule == Rule::Float)
     fail(QNT_ERR_INVALID_ARGUMENT, "the target dtype must be quantized, not ", info_->name);
-  if (info_->rule != Rule::Integer || info_->zero_point_fixed)
-    fail(QNT_ERR_UNSUPPORTED, "calibrators target the integer dtypes, not ", info_->name,
+  const bool log = info_->rule == Rule::Log2;
+  if (!log && (info_->rule != Rule::Integer || info_->zero_point_fixed))
+    fail(QNT_ERR_UNSUPPORTED, "calibrators target the integer and log dtypes, not ", info_->name,
          " (NF4, binary and ternary take their scales from qnt_calibrate_codebook)");
-  if (scheme != QNT_SCHEME_SYMMETRIC && scheme != QNT_SCHEME_AFFINE)
+  if (scheme != QNT_SCHEME_SYMMETRIC && scheme != QNT_SCHEME_AFFINE && scheme != QNT_SCHEME_LOG2)
     fail(QNT_ERR_INVALID_ARGUMENT, "scheme = ", static_cast<int32_t>(scheme),
          " is not a qnt_scheme");
+  if (log != (scheme == QNT_SCHEME_LOG2))
+    fail(QNT_ERR_INVALID_ARGUMENT, log ? "the log dtypes take the log2 scheme, not "
+                                       : "the log2 scheme belongs to the log dtypes, not ",
+         log ? (scheme == QNT_SCHEME_AFFINE ? "affine" : "symmetric") : info_->name);
+  if (log && method == QNT_CALIB_ENTROPY)
+    fail(QNT_ERR_UNSUPPORTED, "entropy calibration has no log2 form (use min-max, percentile, "
+                              "MSE or adaptive for ", info_->name, ")");
   if (granularity == QNT_GRANULARITY_PER_BLOCK)
     fail(QNT_ERR_UNSUPPORTED, "calibrators work per tensor or per axis, not per block");
   if (granularity != QNT_GRANULARITY_PER_TENSOR && granularity != QNT_GRANULARITY_PER_AXIS)
@@ -188,6 +197,9 @@ void Calibrator::set_option(qnt_calib_option option, double value) {
     }
     case QNT_CALIB_OPT_QUANT_MIN:
     case QNT_CALIB_OPT_QUANT_MAX: {
+      if (info_->rule == Rule::Log2)
+        fail(QNT_ERR_INVALID_ARGUMENT, "quant min and max are integer ranges: ", info_->name,
+             " has none");
       if (!(std::floor(value) == value && value >= info_->qmin && value <= info_->qmax))
         fail(QNT_ERR_INVALID_ARGUMENT, "quant ", option == QNT_CALIB_OPT_QUANT_MIN ? "min" : "max",
              " = ", value, " is not an integer in [", info_->qmin, ", ", info_->qmax, "] of ",
@@ -356,8 +368,52 @@ void Calibrator::observe(const Context &ctx, const Tensor &x) {
   });
 }
 
+// The log dtypes: the scale is the clip value of the method (qnt_calibrator_create in qnt.h).
+ScaleZeroPoint Calibrator::log2_params(const ChannelStats &c) const {
+  SearchInput in;
+  in.hist = &c.hist;
+  in.min = c.min;
+  in.max = c.max;
+  in.scheme = QNT_SCHEME_SYMMETRIC;
+  auto absmax = [](float lo, float hi) { return std::max(std::fabs(lo), std::fabs(hi)); };
+  auto of = [&](qnt_calib_method m) {
+    float clip = absmax(c.min, c.max);
+    switch (m) {
+      case QNT_CALIB_MOVING_AVERAGE:
+        clip = absmax(c.avg_min, c.avg_max);
+        break;
+      case QNT_CALIB_PERCENTILE: {
+        const RealRange r = percentile_range(in, percentile_);
+        clip = absmax(r.lo, r.hi);
+        break;
+      }
+      case QNT_CALIB_MSE:
+        clip = log2_mse_clip(in, info_->bits);
+        break;
+      default:
+        break;
+    }
+    return std::max(clip, FLT_EPSILON);
+  };
+  if (method_ != QNT_CALIB_ADAPTIVE) return ScaleZeroPoint{of(method_), 0};
+  const qnt_calib_method candidates[] = {QNT_CALIB_MINMAX, QNT_CALIB_PERCENTILE, QNT_CALIB_MSE};
+  float best = 1.0f;
+  double best_error = std::numeric_limits<double>::infinity();
+  for (qnt_calib_method m : candidates) {
+    const float s = of(m);
+    const double e = log2_sq_error(c.hist, s, info_->bits);
+    if (e < best_error) {
+      best_error = e;
+      best = s;
+      if (&c == &channels_.front()) chosen_ = m;
+    }
+  }
+  return ScaleZeroPoint{best, 0};
+}
+
 ScaleZeroPoint Calibrator::channel_params(const ChannelStats &c) const {
   if (c.finite == 0) return ScaleZeroPoint{1.0f, 0};
+  if (info_->rule == Rule::Log2) return log2_params(c);
   const QuantRange &qr = range_;
   SearchInput in;
   in.hist = &c.hist;

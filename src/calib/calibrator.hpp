@@ -47,6 +47,7 @@ class Calibrator {
  private:
   bool uses_histogram() const noexcept;
   ScaleZeroPoint channel_params(const ChannelStats &c) const;
+  ScaleZeroPoint log2_params(const ChannelStats &c) const;
 
   qnt_calib_method method_;
   const DTypeInfo *info_;

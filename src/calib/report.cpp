@@ -1,6 +1,7 @@
 #include "calib/report.hpp"
 
 #include "core/error.hpp"
+#include "kernels/common/scalar.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 
 #include <algorithm>
@@ -32,6 +33,10 @@ void error_report(const Tensor &x, const QParams &qp, qnt_error_report &out) {
       }
       case Rule::Binary:
         back = ref::dequantize_binary(ref::quantize_binary(v), s);
+        break;
+      case Rule::Log2:
+        back = ref::dequantize_log2(ref::quantize_log2(v, s, info.bits), s, info.bits);
+        if (rules::log2_round_exponent(std::fabs(v) / s) < 0) ++saturated;
         break;
       default: {
         const int32_t zp = qp.zero_points()[g];

@@ -1,5 +1,7 @@
 #include "calib/search.hpp"
 
+#include "kernels/common/scalar.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -341,6 +343,38 @@ RealRange mse_range(const SearchInput &in) {
   refine(best_hi, b, hi_start, false);
   const double out_lo = lo_at(best_lo), out_hi = hi_at(best_hi);
   return {static_cast<float>(out_lo), static_cast<float>(out_hi)};
+}
+
+double log2_sq_error(const Histogram &h, float scale, int bits) {
+  const std::vector<uint64_t> f = folded(h);
+  const double w = h.bin_width();
+  double sum = 0.0;
+  for (size_t k = 0; k < f.size(); ++k) {
+    if (f[k] == 0) continue;
+    const auto v = static_cast<float>((static_cast<double>(k) + 0.5) * w);
+    const double d = static_cast<double>(v) -
+                     static_cast<double>(rules::dequantize_log2(rules::quantize_log2(v, scale, bits),
+                                                                scale, bits));
+    sum += static_cast<double>(f[k]) * d * d;
+  }
+  return sum;
+}
+
+float log2_mse_clip(const SearchInput &in, int bits) {
+  const double top = std::max(std::fabs(static_cast<double>(in.min)),
+                              std::fabs(static_cast<double>(in.max)));
+  float best = static_cast<float>(top);
+  double best_error = std::numeric_limits<double>::infinity();
+  for (int j = 0; j < 64; ++j) {
+    const auto c = static_cast<float>(top * std::exp2(-j / 64.0));
+    if (!(c > 0.0f)) break;
+    const double e = log2_sq_error(*in.hist, c, bits);
+    if (e < best_error) {  // strictly better: a tie keeps the larger clip, met first
+      best_error = e;
+      best = c;
+    }
+  }
+  return best;
 }
 
 }  // namespace qnt::calib

@@ -32,4 +32,11 @@ RealRange mse_range(const SearchInput &in);
 double expected_sq_error(const Histogram &h, float scale, int32_t zero_point, int32_t qmin,
                          int32_t qmax);
 
+// The logarithmic codes (QNT_DTYPE_LOG4 / LOG8, `bits` 4 or 8): the squared error of the
+// histogram's values, each bin's count taken at its midpoint, under the log rule with `scale`;
+// and the clip (the scale) among T * 2^(-j/64), j = 0..63, T the largest |x| seen, with the
+// least such error (the larger on a tie).
+double log2_sq_error(const Histogram &h, float scale, int bits);
+float log2_mse_clip(const SearchInput &in, int bits);
+
 }  // namespace qnt::calib

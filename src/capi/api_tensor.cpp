@@ -156,7 +156,9 @@ qnt_status qnt_qparams_scheme(const qnt_qparams *qp, qnt_scheme *out) {
   return guard(__func__, [&] {
     const auto &p = qparams_of(qp, "qp");
     require(out, "out");
-    *out = p->symmetric() ? QNT_SCHEME_SYMMETRIC : QNT_SCHEME_AFFINE;
+    *out = p->info().rule == Rule::Log2 ? QNT_SCHEME_LOG2
+           : p->symmetric()             ? QNT_SCHEME_SYMMETRIC
+                                        : QNT_SCHEME_AFFINE;
   });
 }
 
@@ -425,6 +427,17 @@ qnt_status qnt_calibrate_minmax_range(qnt_context *ctx, const qnt_tensor *x, qnt
     auto p = calib::minmax(c, t, dtype, scheme, granularity, axis, block_size,
                            std::make_pair(quant_min, quant_max));
     *out = qnt::capi::new_qparams_handle(std::move(p));
+  });
+}
+
+qnt_status qnt_qparams_pow2_scales(qnt_context *ctx, const qnt_qparams *qp, const qnt_tensor *x,
+                                   qnt_qparams **out) {
+  return guard(__func__, [&] {
+    (void)qnt::capi::context_of(ctx);
+    const auto &p = qparams_of(qp, "qp");
+    const Tensor *t = x == nullptr ? nullptr : &host_tensor_of(x, "x", __func__);
+    require(out, "out");
+    *out = qnt::capi::new_qparams_handle(calib::pow2_scales(*p, t));
   });
 }
 

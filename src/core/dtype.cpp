@@ -27,6 +27,8 @@ constexpr DTypeInfo kTable[] = {
     {QNT_DTYPE_TERNARY, "ternary", 2, Rule::Integer, true, -1, 1, true},
     {QNT_DTYPE_F16, "f16", 16, Rule::Float, true, 0, 0, false},
     {QNT_DTYPE_BF16, "bf16", 16, Rule::Float, true, 0, 0, false},
+    {QNT_DTYPE_LOG4, "log4", 4, Rule::Log2, false, 0, 15, true},
+    {QNT_DTYPE_LOG8, "log8", 8, Rule::Log2, false, 0, 255, true},
 };
 constexpr int32_t kCount = static_cast<int32_t>(sizeof(kTable) / sizeof(kTable[0]));
 

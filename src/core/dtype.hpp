@@ -14,6 +14,7 @@ enum class Rule {
   Integer,  // the ONNX rule, q = saturate(round(x / s) + zp)
   NF4,      // nearest NF4 code of x / absmax
   Binary,   // sign
+  Log2,     // sign and the nearest power of two of |x| / scale in the log domain
 };
 
 struct DTypeInfo {
@@ -22,9 +23,9 @@ struct DTypeInfo {
   int bits;
   Rule rule;
   bool is_signed;
-  int32_t qmin;  // range of q (Integer rule); for NF4 and Binary the range of the stored code
+  int32_t qmin;  // range of q (Integer rule); for NF4, Binary and Log2 the range of the stored code
   int32_t qmax;
-  bool zero_point_fixed;  // NF4, binary, ternary: the zero point is always 0
+  bool zero_point_fixed;  // NF4, binary, ternary, log: the zero point is always 0
 };
 
 // The traits of a raw enum value, or nullptr if it is not a qnt_dtype.

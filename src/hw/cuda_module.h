@@ -30,7 +30,7 @@ typedef struct qnt_cuda_layout {
 
 /* The quantized side of a conversion (qnt::ref::QuantSpec), parameters in device memory. */
 typedef struct qnt_cuda_qside {
-  int32_t code; /* 0 integer rule, 1 NF4, 2 binary */
+  int32_t code; /* 0 integer rule, 1 NF4, 2 binary, 3 log2 (the log dtypes) */
   int32_t bits; /* 1, 2, 4, 8, 16 or 32 */
   int32_t is_signed;
   int32_t qmin, qmax;

@@ -81,6 +81,9 @@ ref::QuantSpec quantized_spec(const Tensor &t, const char *role) {
     case Rule::Binary:
       s.code = ref::Code::Binary;
       break;
+    case Rule::Log2:
+      s.code = ref::Code::Log2;
+      break;
     default:
       s.code = ref::Code::Integer;
       break;

@@ -43,7 +43,10 @@ qnt_cuda_layout layout_of(const GroupLayout &L) {
 
 qnt_cuda_qside qside_of(const ref::QuantSpec &s) {
   qnt_cuda_qside q{};
-  q.code = s.code == ref::Code::NF4 ? 1 : s.code == ref::Code::Binary ? 2 : 0;
+  q.code = s.code == ref::Code::NF4      ? 1
+           : s.code == ref::Code::Binary ? 2
+           : s.code == ref::Code::Log2   ? 3
+                                         : 0;
   q.bits = s.bits;
   q.is_signed = s.is_signed ? 1 : 0;
   q.qmin = s.qmin;

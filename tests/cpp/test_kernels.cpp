@@ -33,10 +33,12 @@ std::vector<qnt_isa> fast_isas() {
 
 const qnt_dtype kDTypes[] = {QNT_DTYPE_I8,  QNT_DTYPE_U8,  QNT_DTYPE_I16,    QNT_DTYPE_U16,
                              QNT_DTYPE_I32, QNT_DTYPE_I4,  QNT_DTYPE_U4,     QNT_DTYPE_NF4,
-                             QNT_DTYPE_BINARY, QNT_DTYPE_TERNARY};
+                             QNT_DTYPE_BINARY, QNT_DTYPE_TERNARY, QNT_DTYPE_LOG4,
+                             QNT_DTYPE_LOG8};
 
 bool fixed_zero(qnt_dtype d) {
-  return d == QNT_DTYPE_NF4 || d == QNT_DTYPE_BINARY || d == QNT_DTYPE_TERNARY;
+  return d == QNT_DTYPE_NF4 || d == QNT_DTYPE_BINARY || d == QNT_DTYPE_TERNARY ||
+         d == QNT_DTYPE_LOG4 || d == QNT_DTYPE_LOG8;
 }
 
 void range_of(qnt_dtype d, int64_t &lo, int64_t &hi) {
@@ -127,6 +129,11 @@ std::vector<float> data_for(std::mt19937 &rng, size_t n, float spread) {
         break;
       }
       case 3: x[i] = static_cast<float>(k(rng)) * 0.5f; break;
+      case 4: {  // a float either side of a log-domain boundary 2^(m + 1/2) (the log dtypes)
+        const float root2 = (i / 9) % 2 ? 1.41421354f : 1.41421366f;  // just below, just above
+        x[i] = std::ldexp((i / 18) % 2 ? -root2 : root2, k(rng) % 12 - 8);
+        break;
+      }
       default: x[i] = nd(rng); break;
     }
   }
@@ -168,7 +175,7 @@ void make_qparams(QP &qp, qnt_dtype d, const Case &c, std::mt19937 &rng) {
 
 size_t byte_size(qnt_dtype d, size_t n) {
   switch (d) {
-    case QNT_DTYPE_I8: case QNT_DTYPE_U8: return n;
+    case QNT_DTYPE_I8: case QNT_DTYPE_U8: case QNT_DTYPE_LOG8: return n;
     case QNT_DTYPE_I16: case QNT_DTYPE_U16: return 2 * n;
     case QNT_DTYPE_I32: case QNT_DTYPE_F32: return 4 * n;
     case QNT_DTYPE_BINARY: return (n + 7) / 8;
