@@ -19,7 +19,7 @@ HOLDERS = [
     ("QNT_CPU_", "CpuFeature", "CPU feature bits (Context.getCpuFeatures)."),
     ("QNT_ISA_", "Isa", "Kernel sets (Context.setMaxIsa)."),
     ("QNT_GRANULARITY_", "Granularity", "How parameters are shared over a tensor."),
-    ("QNT_SCHEME_", "Scheme", "Symmetric or affine parameters."),
+    ("QNT_SCHEME_", "Scheme", "Symmetric, affine or logarithmic parameters."),
     ("QNT_DEVICE_", "DeviceType", "Where a tensor's storage lives."),
     ("QNT_OP_", "OpOption", "Operator option keys (OpDesc.set)."),
     ("QNT_WEIGHT_ONLY_", "WeightOnlyMode", "Modes of the weight-only linear layer."),

@@ -253,6 +253,7 @@ typedef struct qnt_error_report {
 %newobject qnt_context::calibrateMinmax;
 %newobject qnt_context::calibrateMinmaxRange;
 %newobject qnt_context::calibrateCodebook;
+%newobject qnt_context::pow2Scales;
 %newobject qnt_context::dynamicQuantizeLinear;
 %newobject qnt_context::prepareMatmul;
 %newobject qnt_context::prepareLinearDynamic;
@@ -379,6 +380,13 @@ typedef struct qnt_error_report {
     qnt_qparams *qp = NULL;
     qnt_swig_ok(qnt_calibrate_codebook($self, x, dtype, granularity, axis, blockSize, &qp));
     return qp;
+  }
+  /** qp with every scale a power of two (since 0.11): without x (null) the power of two at or
+   * above each scale; with x, of the two either side, the one with the smaller squared error. */
+  qnt_qparams *pow2Scales(const qnt_qparams *qp, const qnt_tensor *x) {
+    qnt_qparams *out = NULL;
+    qnt_swig_ok(qnt_qparams_pow2_scales($self, qp, x, &out));
+    return out;
   }
   /** How well qp represents x: quantized and dequantized back. */
   qnt_error_report *errorReport(const qnt_tensor *x, const qnt_qparams *qp) {

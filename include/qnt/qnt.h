@@ -638,7 +638,8 @@ QNT_API qnt_status qnt_tensor_from_dlpack(void *managed, int32_t versioned,
  * consumer calls its deleter once when done. The export keeps qnt's storage alive after t is
  * destroyed; for a wrapped tensor (qnt_tensor_wrap) it points at the caller's memory, which
  * must then outlive the export. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT
- * (versioned not 0 or 1), QNT_ERR_UNSUPPORTED (NF4, binary), QNT_ERR_OUT_OF_MEMORY. */
+ * (versioned not 0 or 1), QNT_ERR_UNSUPPORTED (NF4, binary, LOG4, LOG8: codes, not integers),
+ * QNT_ERR_OUT_OF_MEMORY. */
 QNT_API qnt_status qnt_tensor_to_dlpack(const qnt_tensor *t, int32_t versioned, void **out);
 
 /* ------------------------------------------------------------------------------------------- */

@@ -79,7 +79,7 @@ struct State {
 int slot(fuzz::Bytes &in, int n) { return in.u8() % n; }
 
 qnt_qparams *make_qparams(fuzz::Bytes &in, State &s) {
-  const qnt_dtype dt = static_cast<qnt_dtype>(in.u8() % 13);
+  const qnt_dtype dt = static_cast<qnt_dtype>(in.u8() % 17);
   qnt_qparams *out = nullptr;
   float scales[16];
   int32_t zps[16];
@@ -114,11 +114,20 @@ qnt_qparams *make_qparams(fuzz::Bytes &in, State &s) {
       break;
     }
   }
+  if (out != nullptr && in.u8() % 4 == 0) {  // the same with power-of-two scales
+    const int i = slot(in, kTensors);
+    qnt_qparams *p2 = nullptr;
+    FUZZ_CALL(qnt_qparams_pow2_scales(s.ctx, out, s.huge[i] ? nullptr : s.t[i], &p2));
+    if (p2 != nullptr) {
+      qnt_qparams_destroy(out);
+      out = p2;
+    }
+  }
   return out;
 }
 
 void make_tensor(fuzz::Bytes &in, State &s) {
-  const qnt_dtype dt = static_cast<qnt_dtype>(in.u8() % 13);
+  const qnt_dtype dt = static_cast<qnt_dtype>(in.u8() % 17);
   const size_t rank = in.u8() % 6;
   int64_t shape[8];
   bool empty = false, huge = false;
@@ -301,7 +310,7 @@ void calibrator(fuzz::Bytes &in, State &s) {
     case 0: {
       qnt_calibrator *c = nullptr;
       FUZZ_CALL(qnt_calibrator_create(
-          static_cast<qnt_calib_method>(in.u8() % 8), static_cast<qnt_dtype>(in.u8() % 13),
+          static_cast<qnt_calib_method>(in.u8() % 8), static_cast<qnt_dtype>(in.u8() % 17),
           static_cast<qnt_scheme>(in.u8() % 4), static_cast<qnt_granularity>(in.u8() % 5),
           in.pick(kAxes), &c));
       if (c != nullptr) {

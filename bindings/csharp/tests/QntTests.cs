@@ -30,7 +30,7 @@ namespace Qnt.Tests {
     public void QuantizeAndDequantizeGiveTheCApisBits() {
       var shape = new long[] { 37, 131 };
       var cases = File.ReadAllLines(Path.Combine(Dir, "cases.txt"));
-      Assert.AreEqual(7, cases.Length);
+      Assert.AreEqual(9, cases.Length);
       using (var ctx = new Context())
       using (var x = Tensor.FromFloats(Floats("x.bin"), shape)) {
         foreach (var line in cases) {
@@ -363,6 +363,13 @@ namespace Qnt.Tests {
           using (var dq = ctx.DynamicQuantizeLinear(xf)) {
             Assert.AreEqual(2UL, rep.count);
             Assert.AreEqual(DType.U8, dq.GetDtype());
+          }
+          // 0.02 lies between 2^-6 and 2^-5: rounded up without data; with x = {1, -1} both
+          // hold the values exactly, and a tie takes the larger.
+          using (var up = ctx.Pow2Scales(wq, null))
+          using (var chosen = ctx.Pow2Scales(wq, xf)) {
+            CollectionAssert.AreEqual(new[] { 0.03125f }, up.GetScales());
+            CollectionAssert.AreEqual(new[] { 0.03125f }, chosen.GetScales());
           }
         }
         using (var x = Tensor.FromFloats(new float[] { -3, 1, 2, 5 }, new long[] { 4 }))

@@ -18,7 +18,7 @@ from ._core import (Calibrator, CalibMethod, Context, DType, ErrorReport, Granul
                     PreparedBinaryMatmul, PreparedConv2d, PreparedLinearDynamic, PreparedLinearStatic, PreparedLinearWeightOnly,
                     PreparedMatmul, QParams, Scheme, Tensor, abi_version, asarray, build_info, calibrate_codebook,
                     binary_matmul, calibrate_minmax, conv2d_output_shape, cpu_feature_name, dequantize, dtype, dynamic_quantize_linear,
-                    error_report, linear_dynamic, linear_weight_only, live_handles, nf4_codebook, qadd, qconv2d,
+                    error_report, pow2_scales, linear_dynamic, linear_weight_only, live_handles, nf4_codebook, qadd, qconv2d,
                     qmatmul, qrelu, quantize, requantize, status_string, ternary_export, ternary_import,
                     ternary_layout_size, version, version_number)
 from ._io import ModelFile, ModelWriter
@@ -29,6 +29,7 @@ from ._lib import (BufferTooSmallError, CorruptDataError, DTypeMismatchError, In
 float32, int32, int8, uint8 = DType.F32, DType.I32, DType.I8, DType.U8
 int16, uint16, int4, uint4 = DType.I16, DType.U16, DType.I4, DType.U4
 nf4, binary, ternary, float16, bfloat16 = DType.NF4, DType.BINARY, DType.TERNARY, DType.F16, DType.BF16
+log4, log8 = DType.LOG4, DType.LOG8
 
 __version__ = "0.10.0"
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -40,6 +40,8 @@ class DType(enum.IntEnum):
     TERNARY = _capi.QNT_DTYPE_TERNARY
     F16 = _capi.QNT_DTYPE_F16
     BF16 = _capi.QNT_DTYPE_BF16
+    LOG4 = _capi.QNT_DTYPE_LOG4
+    LOG8 = _capi.QNT_DTYPE_LOG8
 
     @property
     def bits(self) -> int:
@@ -67,6 +69,7 @@ _DTYPE_NAMES = {
     "uint16": DType.U16, "u16": DType.U16, "int4": DType.I4, "i4": DType.I4, "uint4": DType.U4,
     "u4": DType.U4, "nf4": DType.NF4, "binary": DType.BINARY, "ternary": DType.TERNARY,
     "float16": DType.F16, "f16": DType.F16, "bfloat16": DType.BF16, "bf16": DType.BF16,
+    "log4": DType.LOG4, "log8": DType.LOG8,
 }
 
 
@@ -95,6 +98,7 @@ class Granularity(enum.IntEnum):
 class Scheme(enum.IntEnum):
     SYMMETRIC = _capi.QNT_SCHEME_SYMMETRIC
     AFFINE = _capi.QNT_SCHEME_AFFINE
+    LOG2 = _capi.QNT_SCHEME_LOG2
 
 
 class Isa(enum.IntEnum):
@@ -898,10 +902,20 @@ def calibrate_minmax(x: Any, dtype: Any, scheme: Union[Scheme, str] = Scheme.SYM
 @_doc('qnt_calibrate_codebook')
 def calibrate_codebook(x: Any, dtype: Any, granularity: Union[Granularity, str] = Granularity.PER_BLOCK,
                        axis: int = 0, block_size: int = 64, *, ctx: Optional[Context] = None) -> QParams:
-    """The codebook dtypes' scales: NF4 absmax, binary / ternary absmean (qnt_calibrate_codebook)."""
+    """The codebook dtypes' scales: NF4 and log absmax, binary / ternary absmean (qnt_calibrate_codebook)."""
     h = _P()
     check(lib.qnt_calibrate_codebook(_ctx(ctx), asarray(x)._handle, _as_dtype(dtype), _enum(Granularity, granularity),
                                      axis, block_size, _C.byref(h)), "qnt_calibrate_codebook")
+    return QParams(h)
+
+
+@_doc('qnt_qparams_pow2_scales')
+def pow2_scales(qparams: QParams, x: Any = None, *, ctx: Optional[Context] = None) -> QParams:
+    """qparams with every scale a power of two (qnt_qparams_pow2_scales): without x the power of two
+    at or above each scale; with x, of the two either side, the one with the smaller squared error."""
+    h = _P()
+    xh = None if x is None else asarray(x)._handle
+    check(lib.qnt_qparams_pow2_scales(_ctx(ctx), qparams._handle, xh, _C.byref(h)), "qnt_qparams_pow2_scales")
     return QParams(h)
 
 

@@ -144,6 +144,36 @@ def test_requantize_and_codebooks():
     assert yb.tobytes() == rne.tobytes()
 
 
+def test_log_codes_follow_the_log_domain_rule():
+    # An independent oracle: k = round(-log2(|x| / scale)) in float64 (no float32 lies within
+    # 1e-7 of a boundary 2^-(k + 1/2) in the log domain, far above float64's error there).
+    edges = np.array([1.41421354, 1.41421366], dtype=np.float32)
+    x = np.concatenate([rng.laplace(size=4000).astype(np.float32),
+                        np.ldexp(edges[None, :], np.arange(-9, 3)[:, None]).ravel().astype(np.float32),
+                        -np.ldexp(edges[None, :], np.arange(-9, 3)[:, None]).ravel().astype(np.float32),
+                        np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype=np.float32)])
+    for name, bits_, lib_scale in (("log4", 4, 1.75), ("log8", 8, 0.3)):
+        qp = qnt.QParams.per_tensor(name, lib_scale)
+        assert qp.scheme == qnt.Scheme.LOG2
+        t = qnt.quantize(x, qp)
+        got = unpack4(t.tobytes(), x.size, False) if bits_ == 4 else np.frombuffer(t.tobytes(), np.uint8)
+        M = (1 << (bits_ - 1)) - 1
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = (np.abs(x) / np.float32(lib_scale)).astype(np.float64)
+            k = np.floor(-np.log2(r) + 0.5)
+        k = np.maximum(k, 0)
+        mag = np.where(np.isnan(r) | (k > M - 1), 0, M - np.minimum(k, M - 1)).astype(np.int64)
+        want = np.where((x < 0) & (mag != 0), mag | (1 << (bits_ - 1)), mag)
+        assert np.array_equal(got.astype(np.int64), want), name
+        y = np.from_dlpack(qnt.dequantize(t)).astype(np.float64)
+        back = np.where(mag == 0, 0.0, np.float32(lib_scale) * np.ldexp(1.0, -(M - mag)))
+        assert np.array_equal(y, np.where(want >> (bits_ - 1) == 1, -back, back)), name
+    p2 = qnt.pow2_scales(qnt.QParams.per_tensor("int8", 0.3))
+    assert list(p2.scales) == [0.5]
+    # 20.2 / 0.25 rounds to 81 (error 0.05); 20.2 / 0.5 to 40 (error 0.2): the data picks 0.25.
+    assert list(qnt.pow2_scales(qnt.QParams.per_tensor("int8", 0.3), np.full(4, 20.2, np.float32)).scales) == [0.25]
+
+
 def test_tensor_constructors_and_copies():
     raw = bytes(range(12))
     t = qnt.Tensor.from_bytes(raw, (3, 4), "uint8")

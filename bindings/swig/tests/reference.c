@@ -60,6 +60,8 @@ int main(int argc, char **argv) {
       {QNT_DTYPE_U4, QNT_SCHEME_AFFINE, QNT_GRANULARITY_PER_BLOCK, 1, 64, 0},
       {QNT_DTYPE_NF4, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_BLOCK, 1, 64, 1},
       {QNT_DTYPE_TERNARY, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_AXIS, 0, 0, 1},
+      {QNT_DTYPE_LOG4, QNT_SCHEME_LOG2, QNT_GRANULARITY_PER_BLOCK, 1, 32, 1},
+      {QNT_DTYPE_LOG8, QNT_SCHEME_LOG2, QNT_GRANULARITY_PER_AXIS, 0, 0, 1},
   };
   const int64_t shape[2] = {ROWS, COLS}, wshape[2] = {N, K}, xshape[2] = {M, K}, yshape[2] = {M, N},
                 bshape[1] = {N};

@@ -66,6 +66,8 @@ pub const QNT_DTYPE_BINARY: _bindgen_ty_2 = 10;
 pub const QNT_DTYPE_TERNARY: _bindgen_ty_2 = 11;
 pub const QNT_DTYPE_F16: _bindgen_ty_2 = 12;
 pub const QNT_DTYPE_BF16: _bindgen_ty_2 = 13;
+pub const QNT_DTYPE_LOG4: _bindgen_ty_2 = 14;
+pub const QNT_DTYPE_LOG8: _bindgen_ty_2 = 15;
 pub type _bindgen_ty_2 = u32;
 extern "C" {
     pub fn qnt_dtype_bits(dtype: qnt_dtype) -> i32;
@@ -188,6 +190,7 @@ pub type _bindgen_ty_5 = u32;
 pub type qnt_scheme = i32;
 pub const QNT_SCHEME_SYMMETRIC: _bindgen_ty_6 = 1;
 pub const QNT_SCHEME_AFFINE: _bindgen_ty_6 = 2;
+pub const QNT_SCHEME_LOG2: _bindgen_ty_6 = 3;
 pub type _bindgen_ty_6 = u32;
 extern "C" {
     pub fn qnt_qparams_create_per_tensor(
@@ -445,6 +448,14 @@ extern "C" {
         granularity: qnt_granularity,
         axis: i64,
         block_size: i64,
+        out: *mut *mut qnt_qparams,
+    ) -> qnt_status;
+}
+extern "C" {
+    pub fn qnt_qparams_pow2_scales(
+        ctx: *mut qnt_context,
+        qp: *const qnt_qparams,
+        x: *const qnt_tensor,
         out: *mut *mut qnt_qparams,
     ) -> qnt_status;
 }

@@ -291,7 +291,7 @@ impl Context {
         .map(QParams::from_handle)
     }
 
-    /// Scales for the codebook dtypes (NF4 absmax, binary mean |x|, ternary absmean).
+    /// Scales for the codebook dtypes (NF4 absmax, binary mean |x|, ternary absmean, log absmax).
     pub fn calibrate_codebook(
         &self,
         x: &Tensor<'_>,
@@ -310,6 +310,18 @@ impl Context {
                 block,
                 out,
             )
+        })
+        .map(QParams::from_handle)
+    }
+
+    /// `qp` with every scale a power of two (since 0.11): without `x` the power of two at or
+    /// above each scale; with `x`, of the powers of two either side, the one with the smaller
+    /// squared error on the group's values of `x`.
+    pub fn pow2_scales(&self, qp: &QParams, x: Option<&Tensor<'_>>) -> Result<QParams> {
+        let xp = x.map_or(std::ptr::null(), |t| t.as_ptr());
+        // SAFETY: live handles (or null for x) and a valid out-pointer.
+        create("qparams", |out| unsafe {
+            sys::qnt_qparams_pow2_scales(self.as_ptr(), qp.as_ptr(), xp, out)
         })
         .map(QParams::from_handle)
     }

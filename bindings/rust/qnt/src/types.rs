@@ -76,6 +76,10 @@ raw_enum! {
         F16 = QNT_DTYPE_F16,
         /// bfloat16, for activations (since 0.7).
         Bf16 = QNT_DTYPE_BF16,
+        /// 4-bit logarithmic code: sign and a power of two, two per byte (since 0.11).
+        Log4 = QNT_DTYPE_LOG4,
+        /// 8-bit logarithmic code: sign and a power of two (since 0.11).
+        Log8 = QNT_DTYPE_LOG8,
     }
 }
 
@@ -117,12 +121,15 @@ impl DType {
 }
 
 raw_enum! {
-    /// Symmetric (zero point at the dtype's centre) or affine (any zero point) parameters.
+    /// Symmetric (zero point at the dtype's centre), affine (any zero point) or logarithmic
+    /// parameters.
     Scheme: sys::qnt_scheme {
         /// Every zero point is the dtype's centre: 0 for signed, 2^(bits-1) for unsigned.
         Symmetric = QNT_SCHEME_SYMMETRIC,
         /// Any zero point in the dtype's range.
         Affine = QNT_SCHEME_AFFINE,
+        /// The logarithmic codes of `Log4` and `Log8` (since 0.11).
+        Log2 = QNT_SCHEME_LOG2,
     }
 }
 

@@ -119,11 +119,13 @@ fn quantize_and_dequantize_match_the_c_api_bit_for_bit() {
         DType::Nf4,
         DType::Ternary,
         DType::Binary,
+        DType::Log4,
+        DType::Log8,
     ] {
         for scheme in [Scheme::Symmetric, Scheme::Affine] {
             for g in grans {
                 let qp = match dtype {
-                    DType::Nf4 | DType::Binary | DType::Ternary => {
+                    DType::Nf4 | DType::Binary | DType::Ternary | DType::Log4 | DType::Log8 => {
                         if scheme == Scheme::Affine {
                             continue;
                         }
@@ -687,3 +689,34 @@ fn ternary_layouts_round_trip() {
     assert_eq!(back.to_bytes().unwrap(), &bytes[..32]);
 }
 
+
+#[test]
+fn log_codes_and_power_of_two_scales() {
+    let ctx = Context::new().unwrap();
+    // Scale 2: 2 -> m = 7, 1 -> 6, -0.5 -> sign | 5, 0 -> 0; 1.41421366 (just above sqrt 2
+    // times 1) rounds up to the top level in the log domain.
+    let x = [2.0f32, 1.0, -0.5, 0.0, 1.414_213_7, 1.414_213_5];
+    let qp = QParams::per_tensor(DType::Log4, 2.0, 0).unwrap();
+    assert_eq!(qp.scheme().unwrap(), Scheme::Log2);
+    let xt = Tensor::from_slice(&x, &[6], None).unwrap();
+    let mut q = Tensor::zeros(DType::Log4, &[6], Some(&qp)).unwrap();
+    ctx.quantize(&xt, &mut q).unwrap();
+    assert_eq!(q.to_bytes().unwrap(), vec![0x67, 0x0D, 0x67]);
+    let mut back = Tensor::zeros(DType::F32, &[6], None).unwrap();
+    ctx.dequantize(&q, &mut back).unwrap();
+    assert_eq!(back.to_vec::<f32>().unwrap(), vec![2.0, 1.0, -0.5, 0.0, 2.0, 1.0]);
+
+    let w: Vec<f32> = (0..64).map(|i| (i as f32 - 31.5) * 0.013).collect();
+    let wt = Tensor::from_slice(&w, &[4, 16], None).unwrap();
+    let free = ctx
+        .calibrate_minmax(&wt, DType::I8, Scheme::Symmetric, Granularity::PerAxis { axis: 0 })
+        .unwrap();
+    for p2 in [
+        ctx.pow2_scales(&free, None).unwrap(),
+        ctx.pow2_scales(&free, Some(&wt)).unwrap(),
+    ] {
+        for s in p2.scales().unwrap() {
+            assert_eq!(s, 2f32.powi(s.log2().round() as i32), "{s}");
+        }
+    }
+}

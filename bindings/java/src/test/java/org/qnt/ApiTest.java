@@ -195,6 +195,12 @@ class ApiTest {
             assertTrue(rep.getSqnr_db() > 0);
             assertEquals(DType.U8, dq.getDtype());
           }
+          // 0.02 lies between 2^-6 and 2^-5: rounded up without data; with x = {1, -1} both
+          // hold the values exactly, and a tie takes the larger.
+          try (QParams up = ctx.pow2Scales(wq, null); QParams chosen = ctx.pow2Scales(wq, xf)) {
+            assertArrayEquals(new float[] {0.03125f}, up.getScales());
+            assertArrayEquals(new float[] {0.03125f}, chosen.getScales());
+          }
         }
       }
       try (Tensor x = Tensor.fromFloats(new float[] {-3, 1, 2, 5}, new long[] {4});
