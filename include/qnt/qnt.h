@@ -1371,6 +1371,93 @@ QNT_API qnt_status qnt_error_report_compute(qnt_context *ctx, const qnt_tensor *
                                             const qnt_qparams *qp, qnt_error_report *report,
                                             size_t report_size);
 
+/* ------------------------------------------------------------------------------------------- */
+/* Mixed precision by measured error (since 0.11)                                               */
+/* ------------------------------------------------------------------------------------------- */
+
+/* A recommender chooses a format per tensor (weights, for example) among candidate formats, by
+ * the error it measures, under a budget: llama.cpp's per-tensor type choice and Intel Neural
+ * Compressor's accuracy-driven tuning, as one deterministic call that explains itself. Use:
+ * create; add the candidate formats; add the tensors (each is measured in every format as it is
+ * added); run with a budget (as often as wanted); read the choices and the report. Not safe to use
+ * from several threads at once.
+ *
+ * Formats, by name (case-insensitive):
+ *  - a qnt dtype per output channel (axis 0): "i8", "i4" (symmetric min-max, as
+ *    qnt_calibrate_minmax), "u8", "u4" (affine min-max), "nf4", "ternary", "binary", "log4",
+ *    "log8" (qnt_calibrate_codebook's scales); with ".bN", per block of N along the last axis
+ *    ("i4.b32", "nf4.b64", "log4.b128"). Bytes: the packed codes, 4 per scale, and 4 more per
+ *    zero point for the affine ones;
+ *  - a GGUF type, with the bits of ggml's reference quantizers: "f32", "f16", "bf16", "q8_0",
+ *    "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "iq4_nl", "tq1_0", "tq2_0". It
+ *    applies to a tensor whose last dimension is a multiple of its block (32 or 256), and its
+ *    bytes are GGUF's.
+ * The measure: the tensor quantized to the format and dequantized back; SQNR = 10 log10(sum of
+ * a * w^2 / sum of a * (w - back)^2) in double, a the importance of the element's input channel
+ * (its index along the last axis), or 1 without importances; +inf when nothing is lost.
+ * Importances are the importance-matrix idea: the mean of x^2 of each input channel over
+ * calibration inputs (one value per input channel), so that channels that see large activations
+ * count more. */
+typedef struct qnt_recommender qnt_recommender;
+
+typedef int32_t qnt_budget;
+enum {
+  /* value: the most bytes all the tensors may take together. The choice maximises the lowest
+   * SQNR of any tensor: each tensor in its cheapest format at or above a threshold, the highest
+   * threshold (among the measured SQNRs) whose total fits; then the bytes left go, one step at a
+   * time, to the tensor with the lowest SQNR (then the lowest index) whose next larger useful
+   * format (one with a higher SQNR than every cheaper one) still fits. */
+  QNT_BUDGET_BYTES = 1,
+  /* value: the least SQNR in dB each tensor must keep: each tensor in its cheapest format that
+   * keeps it, or, where none does, its best one (the report says so). */
+  QNT_BUDGET_MIN_SQNR = 2
+};
+
+/* Errors: QNT_ERR_NULL_POINTER, QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_recommender_create(qnt_recommender **out);
+
+/* Frees r; NULL is allowed. */
+QNT_API void qnt_recommender_destroy(qnt_recommender *r);
+
+/* Adds a candidate format (see above), before the first tensor. Errors: QNT_ERR_NULL_POINTER,
+ * QNT_ERR_INVALID_ARGUMENT (an unknown format, one already added, or a tensor already added). */
+QNT_API qnt_status qnt_recommender_add_format(qnt_recommender *r, const char *format);
+
+/* Measures w (f32, rank >= 1, finite values; the last axis is the input channel) in every
+ * candidate format under `name` (copied; unique). importance is NULL (count 0) or holds one
+ * finite value >= 0 per input channel, not all 0. Runs on ctx's threads (NULL: the defaults); the
+ * results do not depend on them. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_DTYPE_MISMATCH,
+ * QNT_ERR_SHAPE_MISMATCH (no element; an importance count other than the last dimension),
+ * QNT_ERR_INVALID_ARGUMENT (no format added yet; a name already added; a NaN or infinity in w;
+ * a bad importance), QNT_ERR_UNSUPPORTED (no candidate applies to w), QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_recommender_add_tensor(qnt_context *ctx, qnt_recommender *r,
+                                              const char *name, const qnt_tensor *w,
+                                              const float *importance, size_t importance_count);
+
+/* Chooses a format per tensor under the budget (see qnt_budget) and writes the report. May be
+ * run again with another budget. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (not a
+ * qnt_budget; a value that is not finite, or negative bytes; no tensor; a byte budget below
+ * every tensor's smallest format, which the message gives). */
+QNT_API qnt_status qnt_recommender_run(qnt_recommender *r, qnt_budget budget, double value);
+
+/* The number of tensors added. Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_recommender_tensor_count(const qnt_recommender *r, size_t *out);
+
+/* Tensor `index` (in the order added) after the last run: its name, the chosen format's name
+ * (as qnt_recommender_add_format took it, lower-cased), its bytes and SQNR in dB. Each output may
+ * be NULL; the strings live until r is destroyed or run again. Errors: QNT_ERR_NULL_POINTER (r),
+ * QNT_ERR_INVALID_ARGUMENT (not run yet, or index out of range). */
+QNT_API qnt_status qnt_recommender_choice(const qnt_recommender *r, size_t index,
+                                          const char **name_out, const char **format_out,
+                                          uint64_t *bytes_out, double *sqnr_db_out);
+
+/* The last run's explanation, a text table: one line per tensor (name, chosen format, its bytes
+ * and SQNR in dB, and the runner-up: the next larger useful format, or where the chosen one is
+ * the largest, the next smaller, with its bytes and SQNR), then a line with the total bytes, the
+ * budget, and the worst SQNR and its tensor. Valid until r is destroyed or run again.
+ * Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (not run yet). */
+QNT_API qnt_status qnt_recommender_report(const qnt_recommender *r, const char **out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,5 +1,6 @@
 // Entry points: streaming calibrators and error reports.
 #include "calib/calibrator.hpp"
+#include "calib/recommend.hpp"
 #include "calib/report.hpp"
 #include "capi/boundary.hpp"
 
@@ -19,6 +20,12 @@ struct qnt_calibrator {
   qnt::capi::LiveHandle live{};
 };
 
+struct qnt_recommender {
+  uint32_t magic;
+  calib::Recommender r;
+  qnt::capi::LiveHandle live{};
+};
+
 namespace {
 
 constexpr uint32_t kCalibratorMagic = 0x7143616c;  // "qCal"
@@ -33,6 +40,19 @@ const calib::Calibrator &calibrator_of(const qnt_calibrator *c, const char *name
 calib::Calibrator &calibrator_of(qnt_calibrator *c, const char *name) {
   return const_cast<calib::Calibrator &>(
       calibrator_of(static_cast<const qnt_calibrator *>(c), name));
+}
+
+constexpr uint32_t kRecommenderMagic = 0x71526563;  // "qRec"
+
+const calib::Recommender &recommender_of(const qnt_recommender *r, const char *name) {
+  require(r, name);
+  if (r->magic != kRecommenderMagic) fail(QNT_ERR_INVALID_ARGUMENT, name, " is not a live qnt_recommender");
+  return r->r;
+}
+
+calib::Recommender &recommender_of(qnt_recommender *r, const char *name) {
+  return const_cast<calib::Recommender &>(
+      recommender_of(static_cast<const qnt_recommender *>(r), name));
 }
 
 qnt_calibrator *new_handle(std::unique_ptr<calib::Calibrator> c) {
@@ -156,6 +176,66 @@ qnt_status qnt_error_report_compute(qnt_context *ctx, const qnt_tensor *x, const
       if (f.offset + f.size <= report_size)
         std::memcpy(reinterpret_cast<unsigned char *>(report) + f.offset,
                     reinterpret_cast<const unsigned char *>(&r) + f.offset, f.size);
+  });
+}
+
+qnt_status qnt_recommender_create(qnt_recommender **out) {
+  return guard(__func__, [&] {
+    require(out, "out");
+    *out = new qnt_recommender{kRecommenderMagic, calib::Recommender{}};
+  });
+}
+
+void qnt_recommender_destroy(qnt_recommender *r) {
+  if (r == nullptr || r->magic != kRecommenderMagic) return;
+  r->magic = capi::kDeadMagic;
+  delete r;
+}
+
+qnt_status qnt_recommender_add_format(qnt_recommender *r, const char *format) {
+  return guard(__func__, [&] {
+    calib::Recommender &rec = recommender_of(r, "r");
+    require(format, "format");
+    rec.add_format(format);
+  });
+}
+
+qnt_status qnt_recommender_add_tensor(qnt_context *ctx, qnt_recommender *r, const char *name,
+                                      const qnt_tensor *w, const float *importance,
+                                      size_t importance_count) {
+  return guard(__func__, [&] {
+    const Context &context = capi::context_of(ctx);
+    calib::Recommender &rec = recommender_of(r, "r");
+    require(name, "name");
+    rec.add_tensor(context, name, host_tensor_of(w, "w", __func__), importance, importance_count);
+  });
+}
+
+qnt_status qnt_recommender_run(qnt_recommender *r, qnt_budget budget, double value) {
+  return guard(__func__, [&] { recommender_of(r, "r").run(budget, value); });
+}
+
+qnt_status qnt_recommender_tensor_count(const qnt_recommender *r, size_t *out) {
+  return guard(__func__, [&] {
+    const calib::Recommender &rec = recommender_of(r, "r");
+    require(out, "out");
+    *out = rec.tensor_count();
+  });
+}
+
+qnt_status qnt_recommender_choice(const qnt_recommender *r, size_t index, const char **name_out,
+                                  const char **format_out, uint64_t *bytes_out,
+                                  double *sqnr_db_out) {
+  return guard(__func__, [&] {
+    recommender_of(r, "r").choice(index, name_out, format_out, bytes_out, sqnr_db_out);
+  });
+}
+
+qnt_status qnt_recommender_report(const qnt_recommender *r, const char **out) {
+  return guard(__func__, [&] {
+    const calib::Recommender &rec = recommender_of(r, "r");
+    require(out, "out");
+    *out = rec.report().c_str();
   });
 }
 
