@@ -190,6 +190,7 @@ uint64_t liveHandles(void) {
 %rename(OpDesc) qnt_op_desc;
 %rename(Prepared) qnt_prepared;
 %rename(Calibrator) qnt_calibrator;
+%rename(Recommender) qnt_recommender;
 %rename(ErrorReport) qnt_error_report;
 
 /** What SWIG needs to know of the handle types: they are classes; their layout stays opaque. */
@@ -213,6 +214,10 @@ struct qnt_prepared {};
 /** A streaming calibrator: observes f32 batches and computes QParams; statistics merge and
  * serialize. One thread at a time: use one per thread and merge them. */
 struct qnt_calibrator {};
+/** Mixed precision by measured error: candidate formats ("i8", "i4.b128", "nf4.b64", "q4_k",
+ * "ternary", "log4.b32", ...), tensors measured in each as they are added, and a format per
+ * tensor under a budget (Budget.BYTES or Budget.MIN_SQNR), explained by getReport(). */
+struct qnt_recommender {};
 %clearnodefaultctor;
 
 /** The result of Context.errorReport: quantization error of parameters on a tensor. */
@@ -238,6 +243,7 @@ typedef struct qnt_error_report {
 %rename(Reset) qnt_calibrator::reset_;
 %rename(Merge) qnt_calibrator::merge_;
 %rename(Deserialize) qnt_calibrator::deserialize_;
+%rename(Run) qnt_recommender::run_;
 #else
 %rename(synchronize) qnt_context::synchronize_;
 %rename(set) qnt_op_desc::set_;
@@ -248,6 +254,7 @@ typedef struct qnt_error_report {
 %rename(reset) qnt_calibrator::reset_;
 %rename(merge) qnt_calibrator::merge_;
 %rename(deserialize) qnt_calibrator::deserialize_;
+%rename(run) qnt_recommender::run_;
 #endif
 
 %newobject qnt_context::calibrateMinmax;
@@ -785,6 +792,60 @@ typedef struct qnt_error_report {
     qnt_calibrator *c = NULL;
     qnt_swig_ok(qnt_calibrator_deserialize(data, count, &c));
     return c;
+  }
+}
+
+%extend qnt_recommender {
+  qnt_recommender() {
+    qnt_recommender *r = NULL;
+    qnt_swig_ok(qnt_recommender_create(&r));
+    return r;
+  }
+  ~qnt_recommender() { qnt_recommender_destroy($self); }
+  /** Adds a candidate format, before the first tensor. */
+  void addFormat(const char *format) { qnt_swig_ok(qnt_recommender_add_format($self, format)); }
+  /** Measures w (f32; the last axis is the input channel) in every format. */
+  void addTensor(qnt_context *ctx, const char *name, const qnt_tensor *w) {
+    qnt_swig_ok(qnt_recommender_add_tensor(ctx, $self, name, w, NULL, 0));
+  }
+  /** As addTensor, each input channel's error weighted by its importance (data, one a channel). */
+  void addTensorWeighted(qnt_context *ctx, const char *name, const qnt_tensor *w,
+                         const float *data, size_t count) {
+    qnt_swig_ok(qnt_recommender_add_tensor(ctx, $self, name, w, data, count));
+  }
+  /** Chooses a format per tensor under the budget (a Budget value and its bytes or dB). */
+  void run_(int32_t budget, double value) { qnt_swig_ok(qnt_recommender_run($self, budget, value)); }
+  uint64_t getTensorCount() {
+    size_t n = 0;
+    qnt_swig_ok(qnt_recommender_tensor_count($self, &n));
+    return n;
+  }
+  /** Tensor index's name, chosen format, bytes and SQNR (dB) after the last run. */
+  const char *getChoiceName(uint64_t index) {
+    const char *s = NULL;
+    qnt_swig_ok(qnt_recommender_choice($self, index, &s, NULL, NULL, NULL));
+    return s;
+  }
+  const char *getChoiceFormat(uint64_t index) {
+    const char *s = NULL;
+    qnt_swig_ok(qnt_recommender_choice($self, index, NULL, &s, NULL, NULL));
+    return s;
+  }
+  uint64_t getChoiceBytes(uint64_t index) {
+    uint64_t b = 0;
+    qnt_swig_ok(qnt_recommender_choice($self, index, NULL, NULL, &b, NULL));
+    return b;
+  }
+  double getChoiceSqnr(uint64_t index) {
+    double q = 0;
+    qnt_swig_ok(qnt_recommender_choice($self, index, NULL, NULL, NULL, &q));
+    return q;
+  }
+  /** The last run's table: each tensor's choice and runner-up, then the totals. */
+  const char *getReport() {
+    const char *s = NULL;
+    qnt_swig_ok(qnt_recommender_report($self, &s));
+    return s;
   }
 }
 

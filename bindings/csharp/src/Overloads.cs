@@ -168,6 +168,14 @@ namespace Qnt {
     }
   }
 
+  public partial class Recommender {
+    /// <summary>As AddTensor, each input channel's error weighted by its importance (one a
+    /// channel: the last dimension of w).</summary>
+    public void AddTensorWeighted(Context ctx, string name, Tensor w, float[] importance) {
+      AddTensorWeighted(ctx, name, w, importance, Tensor.Len(importance));
+    }
+  }
+
   public partial class Library {
     /// <summary>The 16 NF4 codebook values, ascending from -1 to 1.</summary>
     public static float[] Nf4Codebook() {

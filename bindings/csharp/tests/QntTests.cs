@@ -371,6 +371,28 @@ namespace Qnt.Tests {
             CollectionAssert.AreEqual(new[] { 0.03125f }, up.GetScales());
             CollectionAssert.AreEqual(new[] { 0.03125f }, chosen.GetScales());
           }
+          // Mixed precision: int8 keeps 30 dB on these weights, int4 in blocks of 32 does not.
+          var wv = new float[4 * 64];
+          for (int i = 0; i < wv.Length; ++i) wv[i] = (float)Math.Sin(i * 0.37) * (1 + i % 7);
+          using (var rec = new Recommender())
+          using (var wt = Tensor.FromFloats(wv, new long[] { 4, 64 })) {
+            rec.AddFormat("i8");
+            rec.AddFormat("i4.b32");
+            rec.AddTensor(ctx, "fc1", wt);
+            var imp = new float[64];
+            for (int i = 0; i < imp.Length; ++i) imp[i] = 1.0f;
+            rec.AddTensorWeighted(ctx, "fc2", wt, imp);
+            rec.Run(Budget.MIN_SQNR, 30.0);
+            Assert.AreEqual(2UL, rec.GetTensorCount());
+            Assert.AreEqual("fc2", rec.GetChoiceName(1));
+            Assert.AreEqual("i8", rec.GetChoiceFormat(0));
+            Assert.AreEqual((ulong)(4 * 64 + 4 * 4), rec.GetChoiceBytes(0));
+            Assert.AreEqual(rec.GetChoiceSqnr(0), rec.GetChoiceSqnr(1));
+            StringAssert.Contains("runner-up", rec.GetReport());
+            rec.Run(Budget.BYTES, 4 * 32 + 4 * 2 * 4 + 4 * 64 + 4 * 4);  // one of each fits
+            Assert.AreNotEqual(rec.GetChoiceFormat(0) == "i8", rec.GetChoiceFormat(1) == "i8");
+            Assert.Throws<QntException.InvalidArgument>(() => rec.AddFormat("i3"));
+          }
         }
         using (var x = Tensor.FromFloats(new float[] { -3, 1, 2, 5 }, new long[] { 4 }))
         using (var r2 = ctx.CalibrateMinmaxRange(x, DType.U8, Scheme.AFFINE, Granularity.PER_TENSOR, 0, 0, 0, 127))

@@ -4,7 +4,7 @@ import array
 import ctypes as _C
 import dataclasses
 import enum
-from typing import Any, Iterable, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _capi
 from ._lib import InvalidArgumentError, check, lib
@@ -1314,6 +1314,78 @@ class PreparedConv2d(Prepared):
 
 
 # --- calibrators ------------------------------------------------------------------------------
+class Budget(enum.IntEnum):
+    """What a Recommender's budget counts (qnt_budget)."""
+    BYTES = _capi.QNT_BUDGET_BYTES
+    MIN_SQNR = _capi.QNT_BUDGET_MIN_SQNR
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """One tensor's format after Recommender.run: name, format, bytes, sqnr_db."""
+    name: str
+    format: str
+    bytes: int
+    sqnr_db: float
+
+
+class Recommender(_Handle):
+    """Mixed precision by measured error (qnt_recommender): candidate formats ("i8", "i4.b128",
+    "nf4.b64", "q4_k", "ternary", "log4.b32", ...), tensors measured in each as they are added
+    (optionally weighted by an importance per input channel, the mean of x^2 over calibration
+    inputs), and a format per tensor under a byte or minimum-SQNR budget, explained by report.
+    One thread at a time."""
+    _destroy = "qnt_recommender_destroy"
+
+    def __init__(self, formats: Sequence[str] = ()):
+        h = _P()
+        check(lib.qnt_recommender_create(_C.byref(h)), "qnt_recommender_create")
+        self._h = h
+        for f in formats:
+            self.add_format(f)
+
+    @_doc('qnt_recommender_add_format')
+    def add_format(self, format: str) -> "Recommender":
+        check(lib.qnt_recommender_add_format(self._handle, format.encode()), "qnt_recommender_add_format")
+        return self
+
+    @_doc('qnt_recommender_add_tensor')
+    def add_tensor(self, name: str, w: Any, importance: Any = None, *, ctx: Optional[Context] = None) -> "Recommender":
+        imp = None if importance is None else array.array("f", [float(v) for v in importance])
+        ptr = None if imp is None else (_C.c_float * len(imp)).from_buffer(imp)
+        check(lib.qnt_recommender_add_tensor(_ctx(ctx), self._handle, name.encode(), asarray(w)._handle, ptr,
+                                             0 if imp is None else len(imp)), "qnt_recommender_add_tensor")
+        return self
+
+    @_doc('qnt_recommender_run')
+    def run(self, budget: Union[Budget, str], value: float) -> List[Choice]:
+        """Chooses a format per tensor; returns the choices (also in choices())."""
+        check(lib.qnt_recommender_run(self._handle, _enum(Budget, budget), float(value)), "qnt_recommender_run")
+        return self.choices()
+
+    def __len__(self) -> int:
+        n = _C.c_size_t()
+        check(lib.qnt_recommender_tensor_count(self._handle, _C.byref(n)), "qnt_recommender_tensor_count")
+        return n.value
+
+    @_doc('qnt_recommender_choice')
+    def choice(self, index: int) -> Choice:
+        name, fmt_, nbytes, sqnr = _C.c_char_p(), _C.c_char_p(), _C.c_uint64(), _C.c_double()
+        check(lib.qnt_recommender_choice(self._handle, index, _C.byref(name), _C.byref(fmt_), _C.byref(nbytes),
+                                         _C.byref(sqnr)), "qnt_recommender_choice")
+        return Choice(name.value.decode(), fmt_.value.decode(), nbytes.value, sqnr.value)
+
+    def choices(self) -> List[Choice]:
+        return [self.choice(i) for i in range(len(self))]
+
+    @property
+    def report(self) -> str:
+        """The last run's table (qnt_recommender_report)."""
+        s = _C.c_char_p()
+        check(lib.qnt_recommender_report(self._handle, _C.byref(s)), "qnt_recommender_report")
+        return s.value.decode()
+
+
 class Calibrator(_Handle):
     """Streaming calibration (qnt_calibrator): observe batches, then compute qparams. Mergeable
     (shards on threads or machines give the result of one pass) and picklable (serialize).

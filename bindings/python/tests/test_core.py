@@ -174,6 +174,34 @@ def test_log_codes_follow_the_log_domain_rule():
     assert list(qnt.pow2_scales(qnt.QParams.per_tensor("int8", 0.3), np.full(4, 20.2, np.float32)).scales) == [0.25]
 
 
+def test_recommender_chooses_by_measured_error():
+    w = rng.laplace(size=(8, 256)).astype(np.float32)
+    w[:, 3] *= 40  # an outlier input channel
+    flat = rng.standard_normal((8, 256)).astype(np.float32)
+    with qnt.Recommender(["i8", "i4.b32", "i4.b128", "q4_k"]) as rec:
+        imp = np.ones(256, np.float32)
+        rec.add_tensor("outlier", w, importance=imp)
+        rec.add_tensor("flat", flat)
+        uniform = sum(c.bytes for c in qnt.Recommender(["i4.b128"]).add_tensor("a", w).add_tensor("b", flat)
+                      .run("min_sqnr", 0.0))
+        assert uniform == 2 * (8 * 256 // 2 + 8 * 2 * 4)
+        got = rec.run(qnt.Budget.BYTES, uniform)
+        assert [c.name for c in got] == ["outlier", "flat"]
+        assert sum(c.bytes for c in got) <= uniform
+        # The byte budget maximises the worst tensor: it is at least int4 b128's worst.
+        worst_uniform = min(qnt.error_report(x, qnt.calibrate_minmax(x, "int4", "symmetric", "per_block", axis=1,
+                                                                     block_size=128)).sqnr_db for x in (w, flat))
+        assert min(c.sqnr_db for c in got) >= worst_uniform - 1e-9
+        assert "runner-up" in rec.report and "outlier" in rec.report
+        # A minimum SQNR: every tensor keeps it, each in its cheapest such format.
+        for c in rec.run("min_sqnr", 25.0):
+            assert c.sqnr_db >= 25.0
+        with pytest.raises(qnt.InvalidArgumentError):
+            rec.run("bytes", 10)
+        with pytest.raises(qnt.ShapeMismatchError):
+            qnt.Recommender(["i8"]).add_tensor("x", w, importance=np.ones(3))
+
+
 def test_tensor_constructors_and_copies():
     raw = bytes(range(12))
     t = qnt.Tensor.from_bytes(raw, (3, 4), "uint8")

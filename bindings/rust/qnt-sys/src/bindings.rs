@@ -991,3 +991,60 @@ extern "C" {
         report_size: usize,
     ) -> qnt_status;
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct qnt_recommender {
+    _unused: [u8; 0],
+}
+pub type qnt_budget = i32;
+pub const QNT_BUDGET_BYTES: _bindgen_ty_16 = 1;
+pub const QNT_BUDGET_MIN_SQNR: _bindgen_ty_16 = 2;
+pub type _bindgen_ty_16 = u32;
+extern "C" {
+    pub fn qnt_recommender_create(out: *mut *mut qnt_recommender) -> qnt_status;
+}
+extern "C" {
+    pub fn qnt_recommender_destroy(r: *mut qnt_recommender);
+}
+extern "C" {
+    pub fn qnt_recommender_add_format(
+        r: *mut qnt_recommender,
+        format: *const ::std::os::raw::c_char,
+    ) -> qnt_status;
+}
+extern "C" {
+    pub fn qnt_recommender_add_tensor(
+        ctx: *mut qnt_context,
+        r: *mut qnt_recommender,
+        name: *const ::std::os::raw::c_char,
+        w: *const qnt_tensor,
+        importance: *const f32,
+        importance_count: usize,
+    ) -> qnt_status;
+}
+extern "C" {
+    pub fn qnt_recommender_run(
+        r: *mut qnt_recommender,
+        budget: qnt_budget,
+        value: f64,
+    ) -> qnt_status;
+}
+extern "C" {
+    pub fn qnt_recommender_tensor_count(r: *const qnt_recommender, out: *mut usize) -> qnt_status;
+}
+extern "C" {
+    pub fn qnt_recommender_choice(
+        r: *const qnt_recommender,
+        index: usize,
+        name_out: *mut *const ::std::os::raw::c_char,
+        format_out: *mut *const ::std::os::raw::c_char,
+        bytes_out: *mut u64,
+        sqnr_db_out: *mut f64,
+    ) -> qnt_status;
+}
+extern "C" {
+    pub fn qnt_recommender_report(
+        r: *const qnt_recommender,
+        out: *mut *const ::std::os::raw::c_char,
+    ) -> qnt_status;
+}

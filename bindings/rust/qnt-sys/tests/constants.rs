@@ -187,6 +187,8 @@ fn every_constant_matches_the_c_compiler() {
             "QNT_CALIB_OPT_QUANT_MAX",
             qnt_sys::QNT_CALIB_OPT_QUANT_MAX as i128,
         ),
+        ("QNT_BUDGET_BYTES", qnt_sys::QNT_BUDGET_BYTES as i128),
+        ("QNT_BUDGET_MIN_SQNR", qnt_sys::QNT_BUDGET_MIN_SQNR as i128),
     ];
     common::check_constants(rust);
 }

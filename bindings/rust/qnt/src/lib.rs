@@ -55,6 +55,7 @@ mod desc;
 mod error;
 mod prepared;
 mod qparams;
+mod recommend;
 mod tensor;
 mod types;
 
@@ -67,9 +68,10 @@ pub use desc::{OpDesc, OpDescBuilder};
 pub use error::{last_error_message, live_handles, status_string, Error, ErrorKind, Result};
 pub use prepared::Prepared;
 pub use qparams::QParams;
+pub use recommend::{Choice, Recommender};
 pub use tensor::{DlPack, Element, Tensor};
 pub use types::{
     abi_check, abi_version, build_info, nf4_codebook, version, version_string, ActQuant,
-    CalibMethod, CalibOption, CpuFeature, CpuFeatures, DType, DeviceType, Granularity, Isa, Layout,
+    Budget, CalibMethod, CalibOption, CpuFeature, CpuFeatures, DType, DeviceType, Granularity, Isa, Layout,
     OpOption, PreparedKind, Scheme, WeightOnlyMode,
 };

@@ -121,6 +121,16 @@ impl DType {
 }
 
 raw_enum! {
+    /// What a [`crate::Recommender`]'s budget counts (`qnt_budget`).
+    Budget: sys::qnt_budget {
+        /// The most bytes all tensors may take together (the choice maximises the worst SQNR).
+        Bytes = QNT_BUDGET_BYTES,
+        /// The least SQNR in dB each tensor must keep.
+        MinSqnr = QNT_BUDGET_MIN_SQNR,
+    }
+}
+
+raw_enum! {
     /// Symmetric (zero point at the dtype's centre), affine (any zero point) or logarithmic
     /// parameters.
     Scheme: sys::qnt_scheme {

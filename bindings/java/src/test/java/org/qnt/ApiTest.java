@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
@@ -200,6 +201,28 @@ class ApiTest {
           try (QParams up = ctx.pow2Scales(wq, null); QParams chosen = ctx.pow2Scales(wq, xf)) {
             assertArrayEquals(new float[] {0.03125f}, up.getScales());
             assertArrayEquals(new float[] {0.03125f}, chosen.getScales());
+          }
+          // Mixed precision: int8 keeps 30 dB on these weights, int4 in blocks of 32 does not.
+          float[] wv = new float[4 * 64];
+          for (int i = 0; i < wv.length; ++i) wv[i] = (float) Math.sin(i * 0.37) * (1 + i % 7);
+          try (Recommender rec = new Recommender();
+              Tensor wt = Tensor.fromFloats(wv, new long[] {4, 64})) {
+            rec.addFormat("i8");
+            rec.addFormat("i4.b32");
+            rec.addTensor(ctx, "fc1", wt);
+            float[] imp = new float[64];
+            java.util.Arrays.fill(imp, 1.0f);
+            rec.addTensorWeighted(ctx, "fc2", wt, imp);
+            rec.run(Budget.MIN_SQNR, 30.0);
+            assertEquals(2, rec.getTensorCount());
+            assertEquals("fc2", rec.getChoiceName(1));
+            assertEquals("i8", rec.getChoiceFormat(0));
+            assertEquals(4 * 64 + 4 * 4, rec.getChoiceBytes(0));
+            assertEquals(rec.getChoiceSqnr(0), rec.getChoiceSqnr(1));  // importances all 1
+            assertTrue(rec.getReport().contains("runner-up"));
+            rec.run(Budget.BYTES, 4 * 32 + 4 * 2 * 4 + 4 * 64 + 4 * 4);  // one of each fits
+            assertTrue(rec.getChoiceFormat(0).equals("i8") != rec.getChoiceFormat(1).equals("i8"));
+            assertThrows(QntException.InvalidArgument.class, () -> rec.addFormat("i3"));
           }
         }
       }
