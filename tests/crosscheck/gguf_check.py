@@ -448,6 +448,25 @@ if r.returncode == 0:
     want = 10 * np.log10(np.sum(x64 ** 2) / np.sum((x64 - d64) ** 2))
     check(r4.returncode == 0 and len(row) == 1 and abs(float(row[0][1]) - want) < 0.006,
           f"GGUF quantize's SQNR table: {row} vs {want:.2f} dB")
+# --budget: a type per tensor among --formats by measured SQNR (qnt_recommender), the bytes and
+# SQNR measured with ggml's reference quantizers, so gguf-py's dequantization of the file agrees.
+for floor_db, want_type in ((10.0, T.Q4_0), (30.0, T.Q8_0)):
+    out5 = os.path.join(work, f"budget{int(floor_db)}.gguf")
+    r = subprocess.run([qnt_cmd, "quantize", path, out5, "--budget", f"{floor_db}dB", "--formats", "q4_0,q8_0",
+                        "--no-default-keep", "--quiet"], capture_output=True, text=True)
+    check(r.returncode == 0, f"qnt quantize --budget: {r.stderr}")
+    if r.returncode == 0:
+        t5 = {t.name: t for t in gguf.GGUFReader(out5).tensors}["f32"]
+        x64 = tensors["f32"][0].astype(np.float64)
+        d64 = quants.dequantize(t5.data, t5.tensor_type).reshape(x64.shape).astype(np.float64)
+        got = 10 * np.log10(np.sum(x64 ** 2) / np.sum((x64 - d64) ** 2))
+        check(t5.tensor_type == want_type and got >= floor_db,
+              f"--budget {floor_db}dB: f32 became {t5.tensor_type} at {got:.2f} dB")
+r = subprocess.run([qnt_cmd, "recommend", path, "--formats", "i8,i4.b32,q4_0", "--budget", "4.5bpw",
+                    "--no-default-keep"], capture_output=True, text=True)
+check(r.returncode == 0 and "worst SQNR" in r.stdout and "runner-up" in r.stdout, f"qnt recommend: {r.stderr}")
+r = subprocess.run([qnt_cmd, "recommend", path, "--formats", "i3", "--budget", "4bpw"], capture_output=True, text=True)
+check(r.returncode != 0 and "i3" in r.stderr, f"qnt recommend refuses an unknown format: {r.stderr}")
 out3 = os.path.join(work, "from_safetensors.gguf")
 r = subprocess.run([qnt_cmd, "quantize", out, out3, "--type", "q4_0", "--quiet"], capture_output=True, text=True)
 check(r.returncode == 0, f"qnt quantize safetensors -> GGUF: {r.stderr}")

@@ -6,6 +6,8 @@
 //                           |q8_0|q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|iq4_nl|tq1_0|tq2_0|f16|bf16 (.gguf) [--block N] [--per-channel]
 //                [--keep REGEX]... [--no-default-keep] [--method minmax|percentile|entropy|mse|adaptive]
 //                [--calibrate DATA [--act-type uint8|int8]] [--percentile P] [--threads N] [--quiet]
+//   qnt quantize IN OUT.gguf --budget 4.5bpw|12MB|20dB --formats q4_k,q5_k,q6_k,q8_0 [...]
+//   qnt recommend IN --formats i8,i4.b128,nf4.b64,q4_k,... --budget 4.5bpw|12MB|20dB [--keep REGEX]...
 #include <qnt/qnt.h>
 #include <qnt/qnt_io.h>
 
@@ -233,7 +235,7 @@ int info(const std::vector<std::string> &paths) {
 
 // ---------------------------------------------------------------------------------------------
 struct QuantOptions {
-  std::string in, out, type, method = "minmax", calibrate, act_type = "uint8";
+  std::string in, out, type, method = "minmax", calibrate, act_type = "uint8", budget, formats;
   double percentile = 0;
   int64_t block = 0;
   bool per_channel = false, quiet = false, no_default_keep = false;
@@ -520,7 +522,8 @@ void print_summary(const QuantOptions &o, size_t tensors, std::vector<Row> rows,
                    double secs) {
   if (o.quiet) return;
   std::sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.sqnr < b.sqnr; });
-  std::printf("%s -> %s (%s)\n", o.in.c_str(), o.out.c_str(), o.type.c_str());
+  std::printf("%s -> %s (%s)\n", o.in.c_str(), o.out.c_str(),
+              o.type.empty() ? ("--budget " + o.budget + " among " + o.formats).c_str() : o.type.c_str());
   std::printf("  tensors: %zu (%zu quantized, %zu kept)\n", tensors, rows.size(), tensors - rows.size());
   std::printf("  bytes:   %s -> %s (ratio %.2f)\n", human_bytes(in_bytes).c_str(), human_bytes(out_bytes).c_str(),
               out_bytes > 0 ? in_bytes / out_bytes : 0.0);
@@ -586,14 +589,159 @@ void copy_typed_metadata(const qnt_model_file *in, qnt_model_writer *w, const ch
 // `qnt quantize` into GGUF: float matrices whose rows are whole blocks (32, or 256 for the
 // K-quants and the ternary types) become the ggml
 // block type; the rest keeps its type (GGUF's block types as their bytes).
+// --budget: "4.5bpw" (bits per weight over the tensors it chooses for), "12MB" / "12MiB" / "12000000"
+// (bytes) or "20dB" (the least SQNR of every tensor).
+struct BudgetSpec {
+  qnt_budget kind = QNT_BUDGET_BYTES;
+  double value = 0;
+  bool per_weight = false;  // value is bits per weight
+};
+
+BudgetSpec parse_budget(const std::string &text) {
+  std::string s = text;
+  for (char &ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  struct Unit {
+    const char *suffix;
+    double scale;
+    int kind;  // 0 bytes, 1 bits per weight, 2 dB
+  };
+  const Unit units[] = {{"bpw", 1, 1}, {"db", 1, 2}, {"kib", 1024.0, 0}, {"mib", 1048576.0, 0}, {"gib", 1073741824.0, 0},
+                        {"kb", 1e3, 0},  {"mb", 1e6, 0}, {"gb", 1e9, 0}, {"b", 1, 0}, {"", 1, 0}};
+  for (const Unit &u : units) {
+    if (!ends_with(s, u.suffix)) continue;
+    const std::string num = s.substr(0, s.size() - std::strlen(u.suffix));
+    char *end = nullptr;
+    const double v = num.empty() ? NAN : std::strtod(num.c_str(), &end);
+    if (end == nullptr || *end != '\0' || !std::isfinite(v) || (u.kind != 2 && v <= 0))
+      break;
+    BudgetSpec b;
+    b.kind = u.kind == 2 ? QNT_BUDGET_MIN_SQNR : QNT_BUDGET_BYTES;
+    b.value = v * u.scale;
+    b.per_weight = u.kind == 1;
+    return b;
+  }
+  throw Failure("--budget " + text + ": bits per weight (4.5bpw), bytes (12MB, 12MiB, 12000000) or a least SQNR (20dB)");
+}
+
+std::vector<std::string> split_formats(const std::string &list) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at <= list.size()) {
+    const size_t end = std::min(list.find(',', at), list.size());
+    if (end > at) out.push_back(list.substr(at, end - at));
+    at = end + 1;
+  }
+  if (out.empty()) throw Failure("--formats: a comma-separated list of formats (i8,i4.b128,nf4.b64,q4_k,...)");
+  return out;
+}
+
+// The recommender over the tensors of `in` at `indices` (float values): a format per tensor
+// under the budget, by name; tensors no format applies to are left out. Prints the report.
+std::vector<std::pair<std::string, std::string>> recommend_formats(const qnt_model_file *in,
+                                                                   const std::vector<size_t> &indices,
+                                                                   const std::vector<std::string> &formats,
+                                                                   const BudgetSpec &budget, int threads, bool quiet) {
+  qnt_context *c = nullptr;
+  check(qnt_context_create(&c), "context");
+  const Ctx ctx(c);
+  if (threads > 0) check(qnt_context_set_num_threads(c, threads), "--threads");
+  qnt_recommender *rp = nullptr;
+  check(qnt_recommender_create(&rp), "recommender");
+  const std::unique_ptr<qnt_recommender, void (*)(qnt_recommender *)> rec(rp, qnt_recommender_destroy);
+  for (const std::string &f : formats) check(qnt_recommender_add_format(rp, f.c_str()), "--formats " + f);
+  double weights = 0;
+  std::vector<std::string> left_out;
+  for (size_t i : indices) {
+    Plan p;
+    p.e = entry(in, i);
+    p.index = i;
+    std::vector<float> x = source_f32(in, p);
+    qnt_tensor *xp = nullptr;
+    check(qnt_tensor_wrap(QNT_DTYPE_F32, p.e.shape.data(), p.e.shape.size(), nullptr, x.data(), 4 * x.size(), &xp),
+          p.e.name);
+    const TensorP xt(xp);
+    const qnt_status s = qnt_recommender_add_tensor(c, rp, p.e.name.c_str(), xt.get(), nullptr, 0);
+    if (s == QNT_ERR_UNSUPPORTED) {
+      left_out.push_back(p.e.name);
+      continue;
+    }
+    check(s, p.e.name);
+    weights += static_cast<double>(x.size());
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  if (weights == 0) return out;
+  const double value = budget.per_weight ? std::floor(budget.value * weights / 8.0) : budget.value;
+  check(qnt_recommender_run(rp, budget.kind, value), "--budget");
+  size_t n = 0;
+  check(qnt_recommender_tensor_count(rp, &n), "recommender");
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const char *name = nullptr, *format = nullptr;
+    uint64_t bytes = 0;
+    check(qnt_recommender_choice(rp, i, &name, &format, &bytes, nullptr), "recommender");
+    out.emplace_back(name, format);
+    total += bytes;
+  }
+  if (!quiet) {
+    const char *report = nullptr;
+    check(qnt_recommender_report(rp, &report), "recommender");
+    std::printf("%s", report);
+    std::printf("%.3f bits per weight over %.0f weights", 8.0 * static_cast<double>(total) / weights, weights);
+    if (!left_out.empty()) std::printf("; %zu tensor(s) no format applies to stay as they are", left_out.size());
+    std::printf("\n");
+  }
+  return out;
+}
+
+int recommend(const QuantOptions &o) {
+  if (o.budget.empty() || o.formats.empty()) throw Failure("recommend needs --formats and --budget");
+  const BudgetSpec budget = parse_budget(o.budget);
+  const std::vector<std::string> formats = split_formats(o.formats);
+  const auto keep = keep_patterns(o);
+  const File in = open_file(o.in);
+  size_t n = 0;
+  check(qnt_model_file_tensor_count(in.get(), &n), o.in);
+  std::vector<size_t> indices;
+  for (size_t i = 0; i < n; ++i) {
+    const EntryInfo e = entry(in.get(), i);
+    if (ends_with(e.name, ".qnt_scales") || ends_with(e.name, ".qnt_zero_points")) continue;
+    const char *q = nullptr;
+    const bool qnt_quant = qnt_model_file_metadata_string(in.get(), ("qnt." + e.name).c_str(), &q) == QNT_OK;
+    if (!(qnt_quant || float_entry(in.get(), i, e.type)) || e.shape.size() < 2) continue;
+    if (std::any_of(e.shape.begin(), e.shape.end(), [](int64_t d) { return d == 0; })) continue;
+    if (std::any_of(keep.begin(), keep.end(), [&](const std::regex &r) { return std::regex_search(e.name, r); }))
+      continue;
+    indices.push_back(i);
+  }
+  if (indices.empty()) throw Failure(o.in + ": no float weight of two or more axes to choose formats for");
+  recommend_formats(in.get(), indices, formats, budget, o.threads, false);
+  return 0;
+}
+
 int quantize_gguf(const QuantOptions &o) {
-  std::string type = o.type;
-  for (char &ch : type) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  const bool mixed = !o.budget.empty();
+  if (mixed != o.type.empty())
+    throw Failure(mixed ? "--type and --budget: one or the other (--budget chooses a type per tensor among --formats)"
+                        : "--type (or --budget with --formats) is required");
   const char *types[] = {"Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "TQ1_0", "TQ2_0", "F16", "BF16"};
-  if (std::none_of(std::begin(types), std::end(types), [&](const char *t) { return type == t; }))
-    throw Failure("--type " + o.type + ": GGUF output takes q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, iq4_nl, tq1_0, tq2_0, f16 or bf16");
+  auto upper = [](std::string s) {
+    for (char &ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  auto block_of = [](const std::string &t) -> int64_t {
+    return t == "F16" || t == "BF16" ? 1 : t.back() == 'K' || t[0] == 'T' ? 256 : 32;
+  };
+  std::vector<std::string> candidates = mixed ? split_formats(o.formats) : std::vector<std::string>{o.type};
+  int64_t qblock = 0;
+  for (std::string &t : candidates) {
+    t = upper(t);
+    if (std::none_of(std::begin(types), std::end(types), [&](const char *k) { return t == k; }))
+      throw Failure((mixed ? "--formats " : "--type ") + t +
+                    ": GGUF output takes q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, iq4_nl, tq1_0, tq2_0, f16 or bf16");
+    qblock = qblock == 0 ? block_of(t) : std::min(qblock, block_of(t));
+  }
+  const std::string type = candidates.front();
   if (o.block != 0 || o.per_channel) throw Failure("--block and --per-channel are qnt's schemes; ggml's types fix their blocks");
-  const int64_t qblock = type == "F16" || type == "BF16" ? 1 : type.back() == 'K' || type[0] == 'T' ? 256 : 32;
   if (o.calibrate.empty() && o.method != "minmax")
     throw Failure("--method " + o.method + ": ggml's types fix how their scales are chosen (--method goes with "
                   "--calibrate for GGUF output)");
@@ -629,20 +777,43 @@ int quantize_gguf(const QuantOptions &o) {
   };
   std::vector<G> plan;
   double in_bytes = 0;
+  // Which tensors are quantized (the others are kept), and with --budget, each one's type.
+  auto kept_entry = [&](size_t i, const EntryInfo &e, bool &qnt_quant) {
+    const char *q = nullptr;
+    qnt_quant = qnt_model_file_metadata_string(in.get(), ("qnt." + e.name).c_str(), &q) == QNT_OK;
+    const bool is_float = qnt_quant || float_entry(in.get(), i, e.type);
+    bool kept = !is_float || e.shape.size() < 2 || e.shape.back() % qblock != 0 ||
+                std::any_of(e.shape.begin(), e.shape.end(), [](int64_t d) { return d == 0; });
+    for (const std::regex &r : keep) kept = kept || std::regex_search(e.name, r);
+    return kept;
+  };
+  std::vector<std::pair<std::string, std::string>> chosen;
+  if (mixed) {
+    std::vector<size_t> indices;
+    for (size_t i = 0; i < n; ++i) {
+      const EntryInfo e = entry(in.get(), i);
+      bool qnt_quant = false;
+      if (ends_with(e.name, ".qnt_scales") || ends_with(e.name, ".qnt_zero_points")) continue;
+      if (!kept_entry(i, e, qnt_quant)) indices.push_back(i);
+    }
+    chosen = recommend_formats(in.get(), indices, candidates, parse_budget(o.budget), o.threads, o.quiet);
+  }
   for (size_t i = 0; i < n; ++i) {
     G g{entry(in.get(), i), i, 0};
     const std::string &name = g.e.name;
     if (ends_with(name, ".qnt_scales") || ends_with(name, ".qnt_zero_points")) continue;
     in_bytes += static_cast<double>(g.e.bytes);
-    const char *q = nullptr;
-    const bool qnt_quant = qnt_model_file_metadata_string(in.get(), ("qnt." + name).c_str(), &q) == QNT_OK;
-    const bool is_float = qnt_quant || float_entry(in.get(), i, g.e.type);
-    bool kept = !is_float || g.e.shape.size() < 2 || g.e.shape.back() % qblock != 0 ||
-                std::any_of(g.e.shape.begin(), g.e.shape.end(), [](int64_t d) { return d == 0; });
-    for (const std::regex &r : keep) kept = kept || std::regex_search(name, r);
+    bool qnt_quant = false;
+    bool kept = kept_entry(i, g.e, qnt_quant);
+    std::string ttype = type;
+    if (mixed && !kept) {  // the recommender's type, or kept where no candidate applied
+      const auto at = std::find_if(chosen.begin(), chosen.end(), [&](const auto &c) { return c.first == name; });
+      if (at == chosen.end()) kept = true;
+      else ttype = upper(at->second);
+    }
     if (!kept || qnt_quant) {
       g.how = 2;
-      check(qnt_model_writer_declare_ggml(w.get(), name.c_str(), kept ? "F32" : type.c_str(), g.e.shape.data(),
+      check(qnt_model_writer_declare_ggml(w.get(), name.c_str(), kept ? "F32" : ttype.c_str(), g.e.shape.data(),
                                           g.e.shape.size()),
             name);
     } else if (is_qnt_type(g.e.type) && g.e.type != "U8" && g.e.type != "U16") {
@@ -722,6 +893,9 @@ int quantize(const QuantOptions &o) {
   if (ends_with(o.out, ".gguf")) return quantize_gguf(o);
   if (!ends_with(o.out, ".safetensors"))
     throw Failure(o.out + ": the output is a .safetensors or a .gguf file");
+  if (!o.budget.empty() || !o.formats.empty())
+    throw Failure("--budget and --formats choose GGUF types: write a .gguf (or see `qnt recommend` for qnt's formats)");
+  if (o.type.empty()) throw Failure("--type is required");
   const Target tgt = target_of(o.type);
   const bool four_bit = tgt.dtype == QNT_DTYPE_I4 || tgt.dtype == QNT_DTYPE_U4 || tgt.dtype == QNT_DTYPE_NF4;
   if (o.block < 0) throw Failure("--block must be positive");
@@ -1103,8 +1277,11 @@ int main(int argc, char **argv) {
   CLI::App *quant = app.add_subcommand("quantize", "quantize a model's weights into a new file");
   quant->add_option("in", q.in, "input model (safetensors, index or folder)")->required();
   quant->add_option("out", q.out, "output file (.safetensors or .gguf)")->required();
-  quant->add_option("--type", q.type, "safetensors: int8, uint8 (per channel by default), int4, uint4, nf4 (blocks of 32); GGUF: q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, iq4_nl, tq1_0, tq2_0, f16, bf16")
-      ->required();
+  quant->add_option("--type", q.type, "safetensors: int8, uint8 (per channel by default), int4, uint4, nf4 (blocks of 32); GGUF: q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, iq4_nl, tq1_0, tq2_0, f16, bf16");
+  quant->add_option("--budget", q.budget,
+                    "GGUF output: instead of --type, a type per tensor among --formats by measured SQNR (qnt_recommender): "
+                    "4.5bpw, 12MB, 12MiB, 12000000 (bytes: the worst tensor's SQNR is maximised) or 20dB (each tensor's least)");
+  quant->add_option("--formats", q.formats, "with --budget: the candidate GGUF types, comma-separated (q4_k,q5_k,q6_k,q8_0)");
   quant->add_option("--block", q.block, "block size along each weight's last axis");
   quant->add_flag("--per-channel", q.per_channel, "one scale per output channel (axis 0)");
   quant->add_option("--keep", q.keep, "keep tensors whose name matches this regex in their dtype (repeatable)");
@@ -1122,6 +1299,18 @@ int main(int argc, char **argv) {
   quant->add_option("--percentile", q.percentile, "with --method percentile: the percentile, in (50, 100]");
   quant->add_option("--threads", q.threads, "threads (default: the machine's)");
   quant->add_flag("--quiet", q.quiet, "print nothing");
+  QuantOptions r;
+  CLI::App *rec_cmd = app.add_subcommand("recommend", "a format per weight tensor under a budget, by measured SQNR");
+  rec_cmd->add_option("in", r.in, "input model (safetensors, GGUF, index or folder)")->required();
+  rec_cmd->add_option("--formats", r.formats,
+                      "candidates, comma-separated: i8, u8, i4, u4, nf4, ternary, binary, log4, log8 per output channel or "
+                      "with .bN per block (i4.b128), and the GGUF types (q4_k, q8_0, ...)")
+      ->required();
+  rec_cmd->add_option("--budget", r.budget, "4.5bpw, 12MB, 12MiB, 12000000 (bytes) or 20dB (each tensor's least SQNR)")
+      ->required();
+  rec_cmd->add_option("--keep", r.keep, "leave tensors whose name matches this regex out (repeatable)");
+  rec_cmd->add_flag("--no-default-keep", r.no_default_keep, "include embeddings and norms (left out by default)");
+  rec_cmd->add_option("--threads", r.threads, "threads (default: the machine's)");
   int bench_threads = 0;
   CLI::App *bench_cmd = app.add_subcommand("bench", "the weight-only and GEMM kernels on this machine, against its read bandwidth");
   bench_cmd->add_option("--threads", bench_threads, "the larger thread count (default: the machine's)");
@@ -1129,6 +1318,7 @@ int main(int argc, char **argv) {
   try {
     if (*info_cmd) return info(info_files);
     if (*quant) return quantize(q);
+    if (*rec_cmd) return recommend(r);
     if (*bench_cmd) return bench(bench_threads);
   } catch (const std::bad_alloc &) {
     std::fprintf(stderr, "qnt: out of memory\n");
