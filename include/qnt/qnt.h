@@ -390,6 +390,51 @@ QNT_API qnt_status qnt_context_set_cuda_stream(qnt_context *ctx, int32_t device,
  * Errors: QNT_ERR_NULL_POINTER. */
 QNT_API qnt_status qnt_context_synchronize(qnt_context *ctx);
 
+/* Kernel parameters tuned by measurement (since 0.11). The integer GEMM family (qnt_qmatmul,
+ * the static and dynamic linear layers, conv2d, and their prepared forms) cuts its work into
+ * blocks of rows and columns of tiles, and the weight-only layer's packed kernels (batch 1 to 7)
+ * stream their panels with a prefetch distance and a number of workers; a heuristic picks them
+ * from the shape, the caches and the thread count. With tuning, they are chosen per shape by
+ * measurement instead: the first run of a shape (the key: the operator family, the kernel, M,
+ * N, K and the thread count) runs the operator with each of a few candidates (up to seven, each
+ * twice, on the caller's own inputs; a shape whose first run takes over 0.25 s keeps the
+ * heuristic's without measuring) and keeps the fastest for the rest of the process. Every
+ * candidate gives the reference's bits, so tuning changes speed, never a result; the call that
+ * measures returns the same output as any other. The choices are kept per process, shared by
+ * every context, and may be exported as a small text table and imported by a later run, so
+ * that a deployment uses the same kernel parameters every time. */
+typedef int32_t qnt_tuning;
+enum {
+  QNT_TUNING_OFF = 0,     /* the heuristic's parameters (the default) */
+  QNT_TUNING_MEASURE = 1, /* the table's choice for the shape; measured and added on a miss */
+  QNT_TUNING_CACHED = 2   /* the table's choice for the shape; the heuristic's on a miss */
+};
+
+/* Sets the context's tuning mode. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (not a
+ * qnt_tuning). */
+QNT_API qnt_status qnt_context_set_tuning(qnt_context *ctx, qnt_tuning mode);
+
+/* The context's tuning mode. Errors: QNT_ERR_NULL_POINTER. */
+QNT_API qnt_status qnt_context_tuning(const qnt_context *ctx, qnt_tuning *out);
+
+/* The process's tuning table as text: a first line "qnt-tuning 1", then one line per shape,
+ * "family kernel M N K threads p1 p2" (family "gemm": p1 and p2 the blocks' m-panels and
+ * n-tiles; "wo": the prefetch distance in panels and the workers), in a fixed order. Copied to
+ * buf (with its terminating NUL) when capacity allows; *size_out is the bytes needed, NUL
+ * included. buf may be NULL with capacity 0 to ask the size. Errors: QNT_ERR_NULL_POINTER
+ * (size_out), QNT_ERR_BUFFER_TOO_SMALL (*size_out is still set). */
+QNT_API qnt_status qnt_tuning_export(char *buf, size_t capacity, size_t *size_out);
+
+/* Adds the entries of a table qnt_tuning_export wrote (replacing those of the same shapes).
+ * All or nothing: a text that is not such a table (another first line, a line that does not
+ * parse, a value out of range) is QNT_ERR_CORRUPT_DATA and changes nothing. Entries whose kernel
+ * this machine does not run are kept but never used. Errors: QNT_ERR_NULL_POINTER,
+ * QNT_ERR_CORRUPT_DATA, QNT_ERR_OUT_OF_MEMORY. */
+QNT_API qnt_status qnt_tuning_import(const char *text);
+
+/* Empties the process's tuning table. Never fails. */
+QNT_API void qnt_tuning_clear(void);
+
 /* ------------------------------------------------------------------------------------------- */
 /* Quantization parameters                                                                      */
 /* ------------------------------------------------------------------------------------------- */

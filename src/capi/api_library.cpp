@@ -1,5 +1,6 @@
 // Entry points: version, status, dtypes, context.
 #include "capi/boundary.hpp"
+#include "ops/tune.hpp"
 #include "core/device.hpp"
 #include "hw/machine.hpp"
 #include "kernels/registry.hpp"
@@ -247,6 +248,42 @@ qnt_status qnt_context_kernels(const qnt_context *ctx, const char **out) {
     *out = qnt::capi::context_of(ctx).kernels().description.c_str();
   });
 }
+
+qnt_status qnt_context_set_tuning(qnt_context *ctx, qnt_tuning mode) {
+  return guard(__func__, [&] {
+    Context &c = qnt::capi::context_of(ctx, "ctx");
+    if (mode != QNT_TUNING_OFF && mode != QNT_TUNING_MEASURE && mode != QNT_TUNING_CACHED)
+      fail(QNT_ERR_INVALID_ARGUMENT, "mode = ", mode, " is not a qnt_tuning");
+    c.tuning = mode;
+  });
+}
+
+qnt_status qnt_context_tuning(const qnt_context *ctx, qnt_tuning *out) {
+  return guard(__func__, [&] {
+    require(ctx, "ctx");
+    require(out, "out");
+    *out = qnt::capi::context_of(ctx).tuning;
+  });
+}
+
+qnt_status qnt_tuning_export(char *buf, size_t capacity, size_t *size_out) {
+  return guard(__func__, [&] {
+    require(size_out, "size_out");
+    const std::string text = qnt::ops::tune_export();
+    *size_out = text.size() + 1;
+    if (buf == nullptr && capacity == 0) return;  // the size only
+    if (buf == nullptr || capacity < text.size() + 1)
+      fail(QNT_ERR_BUFFER_TOO_SMALL, "the table needs ", text.size() + 1, " bytes, the buffer holds ",
+           buf == nullptr ? 0 : capacity);
+    std::memcpy(buf, text.c_str(), text.size() + 1);
+  });
+}
+
+qnt_status qnt_tuning_import(const char *text) {
+  return guard(__func__, [&] { qnt::ops::tune_import(text); });
+}
+
+void qnt_tuning_clear(void) { qnt::ops::tune_clear(); }
 
 qnt_status qnt_context_isa(const qnt_context *ctx, qnt_isa *out) {
   return guard(__func__, [&] {

@@ -18,6 +18,7 @@ struct Context {
   qnt_isa max_isa = QNT_ISA_NATIVE;  // the cap set by qnt_context_set_max_isa
   int32_t cuda_device = -1;          // -1: not bound to a device
   void *cuda_stream = nullptr;
+  qnt_tuning tuning = QNT_TUNING_OFF;  // qnt_context_set_tuning
 
   // The number of threads ops use (>= 1). May detect the machine on first use, so it can throw.
   int32_t threads() const;

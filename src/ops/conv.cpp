@@ -377,22 +377,23 @@ class PreparedConv final : public Prepared {
                 const Epilogue &epi, Tensor &y) const {
     const int64_t G = g_.groups, Cg = s.C / G, Mg = s.M / G, KH = wdims_[2], KW = wdims_[3];
     const int64_t P = s.OH * s.OW, rows = s.N * P;
-    const GemmPlan plan(gemm_kernel_for(*kernel_, fast_[0]), fast_[0], rows, ctx.threads());
     const bool is_signed = x.info().is_signed;
     const uint8_t flip = is_signed ? 0x80 : 0;
     const auto pad = static_cast<uint8_t>((static_cast<uint32_t>(zx) & 0xFFu) ^ flip);
     const int32_t za = zx + (is_signed ? 128 : 0);
-    in_nhwc(ctx, s, x, y, plan.scratch_bytes(), [&](const uint8_t *xin, uint8_t *yd, uint8_t *work) {
-      for (int64_t gi = 0; gi < G; ++gi) {
-        const WindowRows source{xin, &g_, s.H, s.W, s.C, s.OH, s.OW, KH, KW, gi * Cg, Cg,
-                                flip, pad, za};
-        auto tile = [&](int64_t m0, int n_rows, int64_t n0, int cols, const int32_t *acc,
-                        size_t ldc) {
-          epi.block(acc, ldc, n_rows, static_cast<size_t>(gi * Mg + n0), static_cast<size_t>(cols),
-                    yd, static_cast<size_t>(m0 * s.M + gi * Mg + n0), static_cast<size_t>(s.M));
-        };
-        gemm_run(ctx, plan, fast_[static_cast<size_t>(gi)], work, source, tile);
-      }
+    gemm_tuned(ctx, gemm_kernel_for(*kernel_, fast_[0]), fast_[0], rows, [&](const GemmPlan &plan) {
+      in_nhwc(ctx, s, x, y, plan.scratch_bytes(), [&](const uint8_t *xin, uint8_t *yd, uint8_t *work) {
+        for (int64_t gi = 0; gi < G; ++gi) {
+          const WindowRows source{xin, &g_, s.H, s.W, s.C, s.OH, s.OW, KH, KW, gi * Cg, Cg,
+                                  flip, pad, za};
+          auto tile = [&](int64_t m0, int n_rows, int64_t n0, int cols, const int32_t *acc,
+                          size_t ldc) {
+            epi.block(acc, ldc, n_rows, static_cast<size_t>(gi * Mg + n0), static_cast<size_t>(cols),
+                      yd, static_cast<size_t>(m0 * s.M + gi * Mg + n0), static_cast<size_t>(s.M));
+          };
+          gemm_run(ctx, plan, fast_[static_cast<size_t>(gi)], work, source, tile);
+        }
+      });
     });
   }
 

@@ -27,7 +27,8 @@ Scratch::Scratch(const Context &ctx, size_t bytes) {
 
 Scratch::~Scratch() = default;
 
-GemmPlan::GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int threads)
+GemmPlan::GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int threads,
+                   const TuneValue *blocks)
     : kernel(&k), M(rows) {
   const auto mr = static_cast<size_t>(k.mr);
   m_panels = (static_cast<size_t>(M) + mr - 1) / mr;
@@ -51,7 +52,12 @@ GemmPlan::GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int 
     return m_blocks * n_blocks;
   };
   const size_t want = 2 * static_cast<size_t>(std::max(threads, 1));
-  while (count() < want && (nb > 1 || mb > 1)) {
+  if (blocks != nullptr) {  // the tuning table's blocks, within the shape
+    mb = static_cast<size_t>(std::clamp<int64_t>(blocks->p1, 1, static_cast<int64_t>(std::max<size_t>(1, m_panels))));
+    nb = static_cast<size_t>(std::clamp<int64_t>(blocks->p2, 1, static_cast<int64_t>(std::max<size_t>(1, n_tiles))));
+    count();
+  }
+  while (blocks == nullptr && count() < want && (nb > 1 || mb > 1)) {
     if (nb > 1)
       nb = (nb + 1) / 2;
     else
@@ -64,6 +70,25 @@ GemmPlan::GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int 
   count();
   workers = parallel_workers(threads, tasks(), 1);
   unpack = k.unpack_b != nullptr && k.tile_unpacked != nullptr && mb >= 2;
+}
+
+std::vector<TuneValue> gemm_candidates(const GemmPlan &base) {
+  const auto mp = static_cast<int64_t>(std::max<size_t>(1, base.m_panels));
+  const auto nt = static_cast<int64_t>(std::max<size_t>(1, base.n_tiles));
+  const auto mb = static_cast<int64_t>(base.mb), nb = static_cast<int64_t>(base.nb);
+  auto even = [](int64_t v, int64_t total) {
+    v = std::clamp<int64_t>(v, 1, total);
+    const int64_t blocks = (total + v - 1) / v;
+    return (total + blocks - 1) / blocks;
+  };
+  std::vector<TuneValue> out;
+  const int64_t tries[][2] = {{mb, nb},     {mb, 2 * nb}, {mb, nb / 2}, {2 * mb, nb},
+                              {mb / 2, nb}, {mb, nt},     {2 * mb, 2 * nb}};
+  for (const auto &t : tries) {
+    const TuneValue v{even(t[0], mp), even(t[1], nt)};
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
 }
 
 size_t GemmPlan::worker_bytes() const noexcept {

@@ -11,6 +11,7 @@
 #include "kernels/gemm/gemm.hpp"
 #include "kernels/registry.hpp"
 #include "ops/parallel.hpp"
+#include "ops/tune.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -139,13 +140,40 @@ struct GemmPlan {
   size_t mb = 1, nb = 1, m_blocks = 1, n_blocks = 1, workers = 1;
   bool unpack = false;  // the kernel unpacks B panels (room for one in each worker's scratch)
 
-  GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int threads);
+  // blocks (optional): the m-panels and n-tiles of a block, from the tuning table (tune.hpp),
+  // clamped to the shape and evened out; null: the heuristic's.
+  GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int threads,
+           const TuneValue *blocks = nullptr);
   static constexpr size_t kHeaderBytes = 64;  // before each worker's scratch: its packed m-block
   size_t tasks() const noexcept { return m_blocks * n_blocks; }
   size_t worker_bytes() const noexcept;
   // The scratch the run needs: every worker's A block, row terms and row buffer.
   size_t scratch_bytes() const noexcept { return workers * worker_bytes(); }
 };
+
+// The blockings worth measuring around the heuristic's plan (the first): twice and half as many
+// rows or columns of tiles a block, each evened out as the plan does, without repeats.
+std::vector<TuneValue> gemm_candidates(const GemmPlan &base);
+
+// run(plan) with the plan the context's tuning gives this shape: the heuristic's, the tuning
+// table's, or (QNT_TUNING_MEASURE, on a miss) each candidate's in turn, the fastest stored.
+// run performs the whole operation with the plan it gets; every plan gives the same bits.
+template <class Run>
+void gemm_tuned(const Context &ctx, const kern::GemmKernel &k, const GemmB &b, int64_t rows,
+                Run &&run) {
+  const int threads = ctx.threads();
+  const GemmPlan base(k, b, rows, threads);
+  if (ctx.tuning == QNT_TUNING_OFF) {
+    run(base);
+    return;
+  }
+  const std::vector<TuneValue> cands = gemm_candidates(base);
+  const TuneKey key{"gemm", k.name, rows, b.N, b.K, threads};
+  tuned(ctx, key, cands, [&](const TuneValue &v) {
+    if (v == cands.front()) run(base);
+    else run(GemmPlan(k, b, rows, threads, &v));
+  });
+}
 
 // Packs row m's a' values (row: row_bytes, zero past K) into its micro-panel; sets its sum
 // unless row_sum is null (the sums serve only B's zero points: none for symmetric weights). With

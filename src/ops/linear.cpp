@@ -272,14 +272,15 @@ class PreparedMatmul final : public Prepared {
       const size_t y_batch = static_cast<size_t>(M * N) * static_cast<size_t>(y.info().bits / 8);
       for (size_t bi = 0; bi < a_index.size(); ++bi) {
         const GemmB &b = fast_[static_cast<size_t>(b_index[bi])];
-        const GemmPlan plan(gemm_kernel_for(*kernel_, b), b, M, ctx.threads());
-        Scratch scratch(ctx, plan.scratch_bytes());
         const uint8_t *ab = a.data() + a_index[bi] * M * K;
         uint8_t *yb = y.data() + bi * y_batch;
-        gemm_run(
-            ctx, plan, b, scratch.data(),
-            [&](int64_t m, uint8_t *row) { return int8_row(ab + m * K, a_signed, za, K, row); },
-            row_major(epi, yb, N));
+        gemm_tuned(ctx, gemm_kernel_for(*kernel_, b), b, M, [&](const GemmPlan &plan) {
+          Scratch scratch(ctx, plan.scratch_bytes());
+          gemm_run(
+              ctx, plan, b, scratch.data(),
+              [&](int64_t m, uint8_t *row) { return int8_row(ab + m * K, a_signed, za, K, row); },
+              row_major(epi, yb, N));
+        });
       }
       return;
     }
@@ -386,39 +387,40 @@ class PreparedLinearDynamic final : public Prepared {
       f.qmax = qmax_;
       const kern::QuantizeFn quantize = kernels_->quantize[QNT_DTYPE_U8][kern::kShared];
       const kern::GemmEpilogueFn epilogue = w_.kernel->epilogue;
-      const GemmPlan plan(gemm_kernel_for(*w_.kernel, w_.fast), w_.fast, R, ctx.threads());
-      Scratch scratch(ctx, plan.scratch_bytes());
-      gemm_run(
-          ctx, plan, w_.fast, scratch.data(),
-          [&](int64_t m, uint8_t *row) {
-            const auto r = static_cast<size_t>(m);
-            quantize(xs + r * static_cast<size_t>(K), row, 0, static_cast<size_t>(K), &sx[r],
-                     &zx[r], f);
-            return zx[r];
-          },
-          [&](int64_t m0, int rows_here, int64_t n0, int cols, const int32_t *acc, size_t ldc) {
-            if (epilogue != nullptr) {
-              kern::GemmEpilogueArgs e;
-              e.mode = 2;
-              e.bias_f32 = bf;
-              e.multiplier = sw.data();
-              e.row_scales = sx.data() + m0;
-              e.relu = relu_;
-              epilogue(e, acc, ldc, rows_here, static_cast<size_t>(n0), static_cast<size_t>(cols),
-                       reinterpret_cast<uint8_t *>(out), static_cast<size_t>(m0 * N + n0),
-                       static_cast<size_t>(N));
-              return;
-            }
-            for (int q = 0; q < rows_here; ++q) {
-              const auto r = static_cast<size_t>(m0 + q);
-              const int32_t *a = acc + static_cast<size_t>(q) * ldc;
-              float *o = out + r * static_cast<size_t>(N);
-              for (int j = 0; j < cols; ++j) {
-                const auto n = static_cast<size_t>(n0 + j);
-                o[n] = value(a[j], r, n);
+      gemm_tuned(ctx, gemm_kernel_for(*w_.kernel, w_.fast), w_.fast, R, [&](const GemmPlan &plan) {
+        Scratch scratch(ctx, plan.scratch_bytes());
+        gemm_run(
+            ctx, plan, w_.fast, scratch.data(),
+            [&](int64_t m, uint8_t *row) {
+              const auto r = static_cast<size_t>(m);
+              quantize(xs + r * static_cast<size_t>(K), row, 0, static_cast<size_t>(K), &sx[r],
+                       &zx[r], f);
+              return zx[r];
+            },
+            [&](int64_t m0, int rows_here, int64_t n0, int cols, const int32_t *acc, size_t ldc) {
+              if (epilogue != nullptr) {
+                kern::GemmEpilogueArgs e;
+                e.mode = 2;
+                e.bias_f32 = bf;
+                e.multiplier = sw.data();
+                e.row_scales = sx.data() + m0;
+                e.relu = relu_;
+                epilogue(e, acc, ldc, rows_here, static_cast<size_t>(n0), static_cast<size_t>(cols),
+                         reinterpret_cast<uint8_t *>(out), static_cast<size_t>(m0 * N + n0),
+                         static_cast<size_t>(N));
+                return;
               }
-            }
-          });
+              for (int q = 0; q < rows_here; ++q) {
+                const auto r = static_cast<size_t>(m0 + q);
+                const int32_t *a = acc + static_cast<size_t>(q) * ldc;
+                float *o = out + r * static_cast<size_t>(N);
+                for (int j = 0; j < cols; ++j) {
+                  const auto n = static_cast<size_t>(n0 + j);
+                  o[n] = value(a[j], r, n);
+                }
+              }
+            });
+      });
       return;
     }
     const size_t grain = row_grain(N, K);
@@ -516,13 +518,14 @@ class PreparedLinearStatic final : public Prepared {
     }
     const bool x_signed = x.info().is_signed;
     if (w_.kernel != nullptr) {
-      const GemmPlan plan(gemm_kernel_for(*w_.kernel, w_.fast), w_.fast, R, ctx.threads());
-      Scratch scratch(ctx, plan.scratch_bytes());
       const uint8_t *xd = x.data();
-      gemm_run(
-          ctx, plan, w_.fast, scratch.data(),
-          [&](int64_t m, uint8_t *row) { return int8_row(xd + m * K, x_signed, zx_, K, row); },
-          row_major(epi_, y.data(), N));
+      gemm_tuned(ctx, gemm_kernel_for(*w_.kernel, w_.fast), w_.fast, R, [&](const GemmPlan &plan) {
+        Scratch scratch(ctx, plan.scratch_bytes());
+        gemm_run(
+            ctx, plan, w_.fast, scratch.data(),
+            [&](int64_t m, uint8_t *row) { return int8_row(xd + m * K, x_signed, zx_, K, row); },
+            row_major(epi_, y.data(), N));
+      });
       return;
     }
     const auto rows = static_cast<size_t>(R);

@@ -233,12 +233,13 @@ class PreparedWeightOnly final : public Prepared {
     switch (path_) {
       case Path::PackedF32:
         if (rows >= kDequantRows) return run_f32_batch(ctx, xs, rows, out);
-        return run_packed(ctx, rows, [&](const kern::WoPanelArgs &a, size_t m0, size_t n,
-                                         float *o) {
-          wo_->f32(a, xs + m0 * static_cast<size_t>(K_), static_cast<size_t>(K_), n, o);
-        }, out);
+        return tuned_packed(ctx, rows, [&](const TuneValue &tv) {
+          run_packed(ctx, rows, [&](const kern::WoPanelArgs &a, size_t m0, size_t n, float *o) {
+            wo_->f32(a, xs + m0 * static_cast<size_t>(K_), static_cast<size_t>(K_), n, o);
+          }, out, tv);
+        });
       case Path::PackedInt8:
-        return run_int8(ctx, xs, rows, out);
+        return tuned_packed(ctx, rows, [&](const TuneValue &tv) { run_int8(ctx, xs, rows, out, tv); });
       case Path::DequantizeDot:
         return run_dequantize_dot(ctx, xs, rows, out);
       case Path::ReferenceInt8:
@@ -357,12 +358,38 @@ class PreparedWeightOnly final : public Prepared {
     });
   }
 
-  // body(panel args, first row, rows, out[rows][P]) over panels on the context's threads, and
-  // the results (plus the bias) into y.
-  template <class Body>
-  void run_packed(const Context &ctx, size_t rows, Body &&body, float *out) const {
-    const size_t N = static_cast<size_t>(N_);
+  // The heuristic's streaming parameters for `rows` rows: the prefetch distance (kAhead panels)
+  // and the workers run_packed's split gives.
+  TuneValue packed_default(const Context &ctx, size_t rows) const {
     const size_t grain = std::max<size_t>(1, (size_t{1} << 15) / (static_cast<size_t>(K_) * P * std::min<size_t>(rows, 16)));
+    const auto threads = static_cast<size_t>(std::max(ctx.threads(), 1));
+    const size_t chunk = std::max(grain, (pw_.panels + threads - 1) / threads);
+    return TuneValue{static_cast<int64_t>(kAhead),
+                     static_cast<int64_t>(std::max<size_t>(1, (pw_.panels + chunk - 1) / chunk))};
+  }
+
+  // run(streaming parameters) under the context's tuning (tune.hpp): the candidates are other
+  // prefetch distances and half the workers.
+  template <class Run>
+  void tuned_packed(const Context &ctx, size_t rows, Run &&run) const {
+    const TuneValue d = packed_default(ctx, rows);
+    if (ctx.tuning == QNT_TUNING_OFF) return run(d);
+    std::vector<TuneValue> cands{d};
+    const int64_t tries[][2] = {{1, d.p2}, {2, d.p2}, {5, d.p2}, {8, d.p2}, {0, d.p2}, {d.p1, (d.p2 + 1) / 2}};
+    for (const auto &t : tries) {
+      const TuneValue v{t[0], t[1]};
+      if (std::find(cands.begin(), cands.end(), v) == cands.end()) cands.push_back(v);
+    }
+    const TuneKey key{"wo", wo_->name, static_cast<int64_t>(rows), N_, K_, ctx.threads()};
+    tuned(ctx, key, cands, run);
+  }
+
+  // body(panel args, first row, rows, out[rows][P]) over panels on the context's threads, and
+  // the results (plus the bias) into y. tv: the prefetch distance in panels (0: none) and the
+  // workers (see packed_default).
+  template <class Body>
+  void run_packed(const Context &ctx, size_t rows, Body &&body, float *out, const TuneValue &tv) const {
+    const size_t N = static_cast<size_t>(N_);
     // Each worker streams one contiguous range of panels (its own bytes, in memory order),
     // and the kernel requests into L2 (prefetcht1) the panel kAhead places ahead: spread over
     // its loop (the batch-1 kernels) or at once on entry (WoPanelArgs::prefetch). Measured on
@@ -371,15 +398,15 @@ class PreparedWeightOnly final : public Prepared {
     // at once, just before the loads that need them) from ranges of two panels, 0.49 with the
     // panel kAhead ahead in one burst, 0.97 with the requests spread; prefetcht2 (L3) and no
     // software prefetch were slower than prefetcht1.
-    const size_t per_worker = (pw_.panels + static_cast<size_t>(ctx.threads()) - 1) /
-                              static_cast<size_t>(std::max(ctx.threads(), 1));
-    const size_t chunk = std::max(grain, per_worker);
+    const auto workers = static_cast<size_t>(std::clamp<int64_t>(tv.p2, 1, std::max(ctx.threads(), 1)));
+    const size_t chunk = (pw_.panels + workers - 1) / workers;
+    const auto ahead = static_cast<size_t>(std::max<int64_t>(tv.p1, 0));
     parallel_for(ctx.threads(), pw_.panels, chunk, [&](size_t p0, size_t p1) {
       float o[kWoMaxRows * P];
       for (size_t pn = p0; pn < p1; ++pn) {
         kern::WoPanelArgs a = pw_.panel(pn);
-        if (pn + kAhead < p1) {
-          const uint8_t *next = pw_.data.get() + (pn + kAhead) * pw_.panel_stride;
+        if (ahead > 0 && pn + ahead < p1) {
+          const uint8_t *next = pw_.data.get() + (pn + ahead) * pw_.panel_stride;
           a.prefetch = next;  // for the panel's first call (below)
           a.prefetch_bytes = pw_.panel_stride;
         }
@@ -394,7 +421,7 @@ class PreparedWeightOnly final : public Prepared {
     });
   }
 
-  void run_int8(const Context &ctx, const float *xs, size_t rows, float *out) const {
+  void run_int8(const Context &ctx, const float *xs, size_t rows, float *out, const TuneValue &tv) const {
     const kern::WoPanelArgs &a = pw_.base;
     const size_t qstride = a.chunks * 64;
     const size_t units = a.half_units ? a.chunks : (a.chunks + a.unit_chunks - 1) / a.unit_chunks;
@@ -423,7 +450,7 @@ class PreparedWeightOnly final : public Prepared {
       acts.sums = sums + m0 * ustride;
       acts.unit_stride = ustride;
       wo_->int8(pa, acts, n, o);
-    }, out);
+    }, out, tv);
   }
 
   // The int8 mode's activations of one row: qx (zero past K), and per unit and lane the
