@@ -26,6 +26,7 @@ HOLDERS = [
     ("QNT_LAYOUT_", "Layout", "Convolution activation layouts."),
     ("QNT_ACT_", "ActQuant", "How the dynamic linear layer quantizes its activations."),
     ("QNT_PREPARED_", "PreparedKind", "Kinds of prepared operators (Prepared.getKind)."),
+    ("QNT_TUNING_", "Tuning", "Tuning modes (Context.setTuning)."),
     ("QNT_BUDGET_", "Budget", "What a Recommender's budget counts (Recommender.run)."),
     ("QNT_TERNARY_", "TernaryLayout", "bitnet.cpp's ternary layouts (Library.ternaryExportTo, ternaryImport)."),
     ("QNT_ERR_", "Status", "Status codes: 0 is success; every other one arrives as a QntException."),

@@ -283,6 +283,7 @@ typedef struct qnt_error_report {
 %newobject qnt_calibrator::compute_;
 %newobject qnt_calibrator::deserialize_;
 %newobject ternaryImport;
+%newobject tuningExport;
 
 %extend qnt_context {
   /** A context: threads, a kernel cap, and the machine's features. */
@@ -298,6 +299,14 @@ typedef struct qnt_error_report {
     int32_t n = 0;
     qnt_swig_ok(qnt_context_num_threads($self, &n));
     return n;
+  }
+  /** The tuning mode (a Tuning value): kernel parameters chosen per shape by measurement, kept in
+   * the process's table (Library.tuningExport / tuningImport); results never change. */
+  void setTuning(int32_t mode) { qnt_swig_ok(qnt_context_set_tuning($self, mode)); }
+  int32_t getTuning() {
+    qnt_tuning m = 0;
+    qnt_swig_ok(qnt_context_tuning($self, &m));
+    return m;
   }
   /** Caps the kernels at an Isa value (Isa.NATIVE removes the cap); results do not change. */
   void setMaxIsa(int32_t isa) { qnt_swig_ok(qnt_context_set_max_isa($self, isa)); }
@@ -850,6 +859,26 @@ typedef struct qnt_error_report {
 }
 
 %inline %{
+/** The process's tuning table as text, for tuningImport in a later run. */
+char *tuningExport(void) {
+  size_t n = 0;
+  char *s;
+  if (!qnt_swig_ok(qnt_tuning_export(NULL, 0, &n))) return NULL;
+  s = (char *)malloc(n);
+  if (s == NULL) {
+    qnt_swig_fail(QNT_ERR_OUT_OF_MEMORY, "tuningExport: out of memory");
+    return NULL;
+  }
+  if (!qnt_swig_ok(qnt_tuning_export(s, n, &n))) {
+    free(s);
+    return NULL;
+  }
+  return s;
+}
+/** Adds a table tuningExport wrote to the process's (all or nothing). */
+void tuningImport(const char *text) { qnt_swig_ok(qnt_tuning_import(text)); }
+/** Empties the process's tuning table. */
+void tuningClear(void) { qnt_tuning_clear(); }
 /** The output shape of Context.qconv2d for these x, w and options (desc may be null), written
  * to out, which holds 4. */
 void conv2dOutputShape(const qnt_tensor *x, const qnt_tensor *w, const qnt_op_desc *desc,

@@ -393,6 +393,20 @@ namespace Qnt.Tests {
             Assert.AreNotEqual(rec.GetChoiceFormat(0) == "i8", rec.GetChoiceFormat(1) == "i8");
             Assert.Throws<QntException.InvalidArgument>(() => rec.AddFormat("i3"));
           }
+          // Tuning: the same bits, and a table that round-trips.
+          using (var acc2 = new Tensor(DType.I32, new long[] { 1, 2 })) {
+            ctx.SetTuning(Tuning.MEASURE);
+            Assert.AreEqual(Tuning.MEASURE, ctx.GetTuning());
+            ctx.Qmatmul(am, b, null, acc2);
+            ctx.SetTuning(Tuning.OFF);
+            CollectionAssert.AreEqual(acc.ToIntArray(), acc2.ToIntArray());
+            var table = Library.TuningExport();
+            StringAssert.StartsWith("qnt-tuning 1\n", table);
+            Library.TuningClear();
+            Library.TuningImport(table);
+            Assert.AreEqual(table, Library.TuningExport());
+            Assert.Throws<QntException.CorruptData>(() => Library.TuningImport("x"));
+          }
         }
         using (var x = Tensor.FromFloats(new float[] { -3, 1, 2, 5 }, new long[] { 4 }))
         using (var r2 = ctx.CalibrateMinmaxRange(x, DType.U8, Scheme.AFFINE, Granularity.PER_TENSOR, 0, 0, 0, 127))

@@ -16,7 +16,7 @@ status (ShapeMismatchError, ...), with the library's message.
 from . import _capi as capi
 from ._core import (Budget, Calibrator, CalibMethod, Choice, Context, DType, ErrorReport, Granularity, Isa, OpDesc, Prepared,
                     PreparedBinaryMatmul, PreparedConv2d, PreparedLinearDynamic, PreparedLinearStatic, PreparedLinearWeightOnly,
-                    PreparedMatmul, QParams, Recommender, Scheme, Tensor, abi_version, asarray, build_info, calibrate_codebook,
+                    PreparedMatmul, QParams, Recommender, Scheme, Tensor, Tuning, tuning_clear, tuning_export, tuning_import, abi_version, asarray, build_info, calibrate_codebook,
                     binary_matmul, calibrate_minmax, conv2d_output_shape, cpu_feature_name, dequantize, dtype, dynamic_quantize_linear,
                     error_report, pow2_scales, linear_dynamic, linear_weight_only, live_handles, nf4_codebook, qadd, qconv2d,
                     qmatmul, qrelu, quantize, requantize, status_string, ternary_export, ternary_import,

@@ -54,6 +54,9 @@ QNT_ISA_AVX512 = 3
 QNT_ISA_AVX512_VNNI = 4
 QNT_ISA_NEON = 16
 QNT_ISA_NEON_DOTPROD = 17
+QNT_TUNING_OFF = 0
+QNT_TUNING_MEASURE = 1
+QNT_TUNING_CACHED = 2
 QNT_GRANULARITY_PER_TENSOR = 1
 QNT_GRANULARITY_PER_AXIS = 2
 QNT_GRANULARITY_PER_BLOCK = 3
@@ -201,6 +204,16 @@ FUNCTIONS = {
         "Binds the context to CUDA device `device` and `stream` (a cudaStream_t; NULL is the\ndevice's legacy default stream), which the caller owns and keeps alive while the context uses\nit. How device work runs (since 0.7):\n - an op whose tensors are all on one CUDA device runs there. With a context bound to that\n   device, its work is queued on the bound stream and the call returns without waiting: the\n   outputs are ready once the stream reaches that point (qnt_context_synchronize, or an event\n   the caller records), and the inputs must stay unchanged until then. With a NULL context or\n   an unbound one, the op runs on the device's legacy default stream and waits for its work\n   before returning, so every error is the call's own;\n - an op given a context bound to another device than its tensors' refuses them\n   (QNT_ERR_INVALID_ARGUMENT); so does an op whose tensors are on different devices;\n - errors found before the work is queued (checks, launch failures, QNT_ERR_OUT_OF_MEMORY)\n   are returned by the call, with its outputs untouched. An error the device raises while\n   running queued work is kept in the context and returned by qnt_context_synchronize.\nErrors: QNT_ERR_NULL_POINTER (ctx), QNT_ERR_NO_DEVICE (no such device, or no CUDA module or\ndriver)."),
     'qnt_context_synchronize': (_C.c_int32, [_C.c_void_p], ['ctx'],
         "Waits for the device work submitted through ctx and returns the first asynchronous error it\nraised (then clears it); QNT_OK when there is none. A context that is not bound to a CUDA\nstream returns QNT_OK at once. An error of the device is QNT_ERR_INTERNAL (a fault in a\nkernel) or QNT_ERR_NO_DEVICE (the device was lost), with CUDA's own message.\nErrors: QNT_ERR_NULL_POINTER."),
+    'qnt_context_set_tuning': (_C.c_int32, [_C.c_void_p, _C.c_int32], ['ctx', 'mode'],
+        "Sets the context's tuning mode. Errors: QNT_ERR_NULL_POINTER, QNT_ERR_INVALID_ARGUMENT (not a\nqnt_tuning)."),
+    'qnt_context_tuning': (_C.c_int32, [_C.c_void_p, _C.c_void_p], ['ctx', 'out'],
+        "The context's tuning mode. Errors: QNT_ERR_NULL_POINTER."),
+    'qnt_tuning_export': (_C.c_int32, [_C.c_char_p, _C.c_size_t, _C.c_void_p], ['buf', 'capacity', 'size_out'],
+        'The process\'s tuning table as text: a first line "qnt-tuning 1", then one line per shape,\n"family kernel M N K threads p1 p2" (family "gemm": p1 and p2 the blocks\' m-panels and\nn-tiles; "wo": the prefetch distance in panels and the workers), in a fixed order. Copied to\nbuf (with its terminating NUL) when capacity allows; *size_out is the bytes needed, NUL\nincluded. buf may be NULL with capacity 0 to ask the size. Errors: QNT_ERR_NULL_POINTER\n(size_out), QNT_ERR_BUFFER_TOO_SMALL (*size_out is still set).'),
+    'qnt_tuning_import': (_C.c_int32, [_C.c_char_p], ['text'],
+        'Adds the entries of a table qnt_tuning_export wrote (replacing those of the same shapes).\nAll or nothing: a text that is not such a table (another first line, a line that does not\nparse, a value out of range) is QNT_ERR_CORRUPT_DATA and changes nothing. Entries whose kernel\nthis machine does not run are kept but never used. Errors: QNT_ERR_NULL_POINTER,\nQNT_ERR_CORRUPT_DATA, QNT_ERR_OUT_OF_MEMORY.'),
+    'qnt_tuning_clear': (None, [], [],
+        "Empties the process's tuning table. Never fails."),
     'qnt_qparams_create_per_tensor': (_C.c_int32, [_C.c_int32, _C.c_float, _C.c_int32, _C.c_void_p], ['dtype', 'scale', 'zero_point', 'out'],
         'One scale and zero point for the whole tensor. Errors: QNT_ERR_NULL_POINTER,\nQNT_ERR_INVALID_ARGUMENT (bad dtype), QNT_ERR_INVALID_QPARAMS.'),
     'qnt_qparams_create_per_axis': (_C.c_int32, [_C.c_int32, _C.c_int64, _C.c_size_t, _C.c_void_p, _C.c_void_p, _C.c_void_p], ['dtype', 'axis', 'count', 'scales', 'zero_points', 'out'],

@@ -230,13 +230,44 @@ def _ctx(ctx):
     return None if ctx is None else ctx._handle
 
 
+class Tuning(enum.IntEnum):
+    """How a context chooses kernel parameters (qnt_tuning): the heuristic's (OFF), the tuning
+    table's measured on a miss (MEASURE), or the table's only (CACHED)."""
+    OFF = _capi.QNT_TUNING_OFF
+    MEASURE = _capi.QNT_TUNING_MEASURE
+    CACHED = _capi.QNT_TUNING_CACHED
+
+
+@_doc('qnt_tuning_export')
+def tuning_export() -> str:
+    """The process's tuning table as text, for tuning_import in a later run."""
+    n = _C.c_size_t()
+    check(lib.qnt_tuning_export(None, 0, _C.byref(n)), "qnt_tuning_export")
+    buf = _C.create_string_buffer(n.value)
+    check(lib.qnt_tuning_export(buf, n.value, _C.byref(n)), "qnt_tuning_export")
+    return buf.value.decode()
+
+
+@_doc('qnt_tuning_import')
+def tuning_import(text: str) -> None:
+    """Adds a table tuning_export wrote to the process's (all or nothing)."""
+    check(lib.qnt_tuning_import(text.encode()), "qnt_tuning_import")
+
+
+@_doc('qnt_tuning_clear')
+def tuning_clear() -> None:
+    """Empties the process's tuning table."""
+    lib.qnt_tuning_clear()
+
+
 class Context(_Handle):
     """Threads and kernel choice for the calls that take ctx= (qnt_context). Every call also runs
     without one (ctx=None: the defaults). Many threads may use one context at once; its setters
     must not run while another thread uses it."""
     _destroy = "qnt_context_destroy"
 
-    def __init__(self, threads: Optional[int] = None, max_isa: Union[Isa, str, None] = None):
+    def __init__(self, threads: Optional[int] = None, max_isa: Union[Isa, str, None] = None,
+                 tuning: Union[Tuning, str, None] = None):
         h = _P()
         check(lib.qnt_context_create(_C.byref(h)), "qnt_context_create")
         self._h = h
@@ -244,6 +275,19 @@ class Context(_Handle):
             self.threads = threads
         if max_isa is not None:
             self.max_isa = max_isa
+        if tuning is not None:
+            self.tuning = tuning
+
+    @property
+    def tuning(self) -> Tuning:
+        """The tuning mode (qnt_context_set_tuning); results never depend on it."""
+        v = _C.c_int32()
+        check(lib.qnt_context_tuning(self._handle, _C.byref(v)), "qnt_context_tuning")
+        return Tuning(v.value)
+
+    @tuning.setter
+    def tuning(self, mode: Union[Tuning, str]) -> None:
+        check(lib.qnt_context_set_tuning(self._handle, _enum(Tuning, mode)), "qnt_context_set_tuning")
 
     @property
     def threads(self) -> int:

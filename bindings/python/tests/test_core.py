@@ -202,6 +202,28 @@ def test_recommender_chooses_by_measured_error():
             qnt.Recommender(["i8"]).add_tensor("x", w, importance=np.ones(3))
 
 
+def test_tuning_keeps_the_bits():
+    x = rng.standard_normal((5, 256)).astype(np.float32)
+    w = rng.standard_normal((96, 256)).astype(np.float32)
+    qw = qnt.quantize(w, qnt.calibrate_minmax(w, "int4", "symmetric", "per_block", axis=1, block_size=32))
+    want = np.from_dlpack(qnt.linear_weight_only(x, qw))
+    ctx = qnt.Context(tuning="measure")
+    assert ctx.tuning == qnt.Tuning.MEASURE
+    layer = qnt.PreparedLinearWeightOnly(qw, ctx=ctx)
+    for rows in (1, 3, 5):
+        got = np.from_dlpack(layer(x[:rows], ctx=ctx))
+        assert bits(got) == bits(want[:rows])
+    table = qnt.tuning_export()
+    assert table.startswith("qnt-tuning 1\n")
+    qnt.tuning_clear()
+    assert qnt.tuning_export() == "qnt-tuning 1\n"
+    qnt.tuning_import(table)
+    assert qnt.tuning_export() == table
+    with pytest.raises(qnt.CorruptDataError):
+        qnt.tuning_import("qnt-tuning 9\n")
+    qnt.tuning_clear()
+
+
 def test_tensor_constructors_and_copies():
     raw = bytes(range(12))
     t = qnt.Tensor.from_bytes(raw, (3, 4), "uint8")

@@ -177,21 +177,45 @@ extern "C" {
 extern "C" {
     pub fn qnt_context_synchronize(ctx: *mut qnt_context) -> qnt_status;
 }
+pub type qnt_tuning = i32;
+pub const QNT_TUNING_OFF: _bindgen_ty_5 = 0;
+pub const QNT_TUNING_MEASURE: _bindgen_ty_5 = 1;
+pub const QNT_TUNING_CACHED: _bindgen_ty_5 = 2;
+pub type _bindgen_ty_5 = u32;
+extern "C" {
+    pub fn qnt_context_set_tuning(ctx: *mut qnt_context, mode: qnt_tuning) -> qnt_status;
+}
+extern "C" {
+    pub fn qnt_context_tuning(ctx: *const qnt_context, out: *mut qnt_tuning) -> qnt_status;
+}
+extern "C" {
+    pub fn qnt_tuning_export(
+        buf: *mut ::std::os::raw::c_char,
+        capacity: usize,
+        size_out: *mut usize,
+    ) -> qnt_status;
+}
+extern "C" {
+    pub fn qnt_tuning_import(text: *const ::std::os::raw::c_char) -> qnt_status;
+}
+extern "C" {
+    pub fn qnt_tuning_clear();
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct qnt_qparams {
     _unused: [u8; 0],
 }
 pub type qnt_granularity = i32;
-pub const QNT_GRANULARITY_PER_TENSOR: _bindgen_ty_5 = 1;
-pub const QNT_GRANULARITY_PER_AXIS: _bindgen_ty_5 = 2;
-pub const QNT_GRANULARITY_PER_BLOCK: _bindgen_ty_5 = 3;
-pub type _bindgen_ty_5 = u32;
-pub type qnt_scheme = i32;
-pub const QNT_SCHEME_SYMMETRIC: _bindgen_ty_6 = 1;
-pub const QNT_SCHEME_AFFINE: _bindgen_ty_6 = 2;
-pub const QNT_SCHEME_LOG2: _bindgen_ty_6 = 3;
+pub const QNT_GRANULARITY_PER_TENSOR: _bindgen_ty_6 = 1;
+pub const QNT_GRANULARITY_PER_AXIS: _bindgen_ty_6 = 2;
+pub const QNT_GRANULARITY_PER_BLOCK: _bindgen_ty_6 = 3;
 pub type _bindgen_ty_6 = u32;
+pub type qnt_scheme = i32;
+pub const QNT_SCHEME_SYMMETRIC: _bindgen_ty_7 = 1;
+pub const QNT_SCHEME_AFFINE: _bindgen_ty_7 = 2;
+pub const QNT_SCHEME_LOG2: _bindgen_ty_7 = 3;
+pub type _bindgen_ty_7 = u32;
 extern "C" {
     pub fn qnt_qparams_create_per_tensor(
         dtype: qnt_dtype,
@@ -260,9 +284,9 @@ pub struct qnt_tensor {
     _unused: [u8; 0],
 }
 pub type qnt_device_type = i32;
-pub const QNT_DEVICE_CPU: _bindgen_ty_7 = 1;
-pub const QNT_DEVICE_CUDA: _bindgen_ty_7 = 2;
-pub type _bindgen_ty_7 = u32;
+pub const QNT_DEVICE_CPU: _bindgen_ty_8 = 1;
+pub const QNT_DEVICE_CUDA: _bindgen_ty_8 = 2;
+pub type _bindgen_ty_8 = u32;
 extern "C" {
     pub fn qnt_tensor_create(
         dtype: qnt_dtype,
@@ -465,34 +489,34 @@ pub struct qnt_op_desc {
     _unused: [u8; 0],
 }
 pub type qnt_op_option = i32;
-pub const QNT_OP_STRIDE_H: _bindgen_ty_8 = 1;
-pub const QNT_OP_STRIDE_W: _bindgen_ty_8 = 2;
-pub const QNT_OP_PAD_TOP: _bindgen_ty_8 = 3;
-pub const QNT_OP_PAD_LEFT: _bindgen_ty_8 = 4;
-pub const QNT_OP_PAD_BOTTOM: _bindgen_ty_8 = 5;
-pub const QNT_OP_PAD_RIGHT: _bindgen_ty_8 = 6;
-pub const QNT_OP_DILATION_H: _bindgen_ty_8 = 7;
-pub const QNT_OP_DILATION_W: _bindgen_ty_8 = 8;
-pub const QNT_OP_GROUPS: _bindgen_ty_8 = 9;
-pub const QNT_OP_FUSE_RELU: _bindgen_ty_8 = 10;
-pub const QNT_OP_ACT_QUANT: _bindgen_ty_8 = 11;
-pub const QNT_OP_REDUCE_RANGE: _bindgen_ty_8 = 12;
-pub const QNT_OP_LAYOUT: _bindgen_ty_8 = 13;
-pub const QNT_OP_WEIGHT_ONLY_MODE: _bindgen_ty_8 = 14;
-pub type _bindgen_ty_8 = u32;
-pub type qnt_weight_only_mode = i32;
-pub const QNT_WEIGHT_ONLY_F32: _bindgen_ty_9 = 0;
-pub const QNT_WEIGHT_ONLY_INT8_ACT: _bindgen_ty_9 = 1;
-pub const QNT_WEIGHT_ONLY_INT8_TOKEN: _bindgen_ty_9 = 2;
+pub const QNT_OP_STRIDE_H: _bindgen_ty_9 = 1;
+pub const QNT_OP_STRIDE_W: _bindgen_ty_9 = 2;
+pub const QNT_OP_PAD_TOP: _bindgen_ty_9 = 3;
+pub const QNT_OP_PAD_LEFT: _bindgen_ty_9 = 4;
+pub const QNT_OP_PAD_BOTTOM: _bindgen_ty_9 = 5;
+pub const QNT_OP_PAD_RIGHT: _bindgen_ty_9 = 6;
+pub const QNT_OP_DILATION_H: _bindgen_ty_9 = 7;
+pub const QNT_OP_DILATION_W: _bindgen_ty_9 = 8;
+pub const QNT_OP_GROUPS: _bindgen_ty_9 = 9;
+pub const QNT_OP_FUSE_RELU: _bindgen_ty_9 = 10;
+pub const QNT_OP_ACT_QUANT: _bindgen_ty_9 = 11;
+pub const QNT_OP_REDUCE_RANGE: _bindgen_ty_9 = 12;
+pub const QNT_OP_LAYOUT: _bindgen_ty_9 = 13;
+pub const QNT_OP_WEIGHT_ONLY_MODE: _bindgen_ty_9 = 14;
 pub type _bindgen_ty_9 = u32;
-pub type qnt_layout = i32;
-pub const QNT_LAYOUT_NCHW: _bindgen_ty_10 = 0;
-pub const QNT_LAYOUT_NHWC: _bindgen_ty_10 = 1;
+pub type qnt_weight_only_mode = i32;
+pub const QNT_WEIGHT_ONLY_F32: _bindgen_ty_10 = 0;
+pub const QNT_WEIGHT_ONLY_INT8_ACT: _bindgen_ty_10 = 1;
+pub const QNT_WEIGHT_ONLY_INT8_TOKEN: _bindgen_ty_10 = 2;
 pub type _bindgen_ty_10 = u32;
-pub type qnt_act_quant = i32;
-pub const QNT_ACT_PER_TENSOR: _bindgen_ty_11 = 1;
-pub const QNT_ACT_PER_ROW: _bindgen_ty_11 = 2;
+pub type qnt_layout = i32;
+pub const QNT_LAYOUT_NCHW: _bindgen_ty_11 = 0;
+pub const QNT_LAYOUT_NHWC: _bindgen_ty_11 = 1;
 pub type _bindgen_ty_11 = u32;
+pub type qnt_act_quant = i32;
+pub const QNT_ACT_PER_TENSOR: _bindgen_ty_12 = 1;
+pub const QNT_ACT_PER_ROW: _bindgen_ty_12 = 2;
+pub type _bindgen_ty_12 = u32;
 extern "C" {
     pub fn qnt_op_desc_create(out: *mut *mut qnt_op_desc) -> qnt_status;
 }
@@ -523,10 +547,10 @@ extern "C" {
     ) -> qnt_status;
 }
 pub type qnt_ternary_layout = i32;
-pub const QNT_TERNARY_I2_S: _bindgen_ty_12 = 1;
-pub const QNT_TERNARY_TL1: _bindgen_ty_12 = 2;
-pub const QNT_TERNARY_TL2: _bindgen_ty_12 = 3;
-pub type _bindgen_ty_12 = u32;
+pub const QNT_TERNARY_I2_S: _bindgen_ty_13 = 1;
+pub const QNT_TERNARY_TL1: _bindgen_ty_13 = 2;
+pub const QNT_TERNARY_TL2: _bindgen_ty_13 = 3;
+pub type _bindgen_ty_13 = u32;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct qnt_ternary_tiling {
@@ -700,13 +724,13 @@ pub struct qnt_prepared {
     _unused: [u8; 0],
 }
 pub type qnt_prepared_kind = i32;
-pub const QNT_PREPARED_MATMUL: _bindgen_ty_13 = 1;
-pub const QNT_PREPARED_LINEAR_DYNAMIC: _bindgen_ty_13 = 2;
-pub const QNT_PREPARED_LINEAR_STATIC: _bindgen_ty_13 = 3;
-pub const QNT_PREPARED_LINEAR_WEIGHT_ONLY: _bindgen_ty_13 = 4;
-pub const QNT_PREPARED_CONV2D: _bindgen_ty_13 = 5;
-pub const QNT_PREPARED_BINARY_MATMUL: _bindgen_ty_13 = 6;
-pub type _bindgen_ty_13 = u32;
+pub const QNT_PREPARED_MATMUL: _bindgen_ty_14 = 1;
+pub const QNT_PREPARED_LINEAR_DYNAMIC: _bindgen_ty_14 = 2;
+pub const QNT_PREPARED_LINEAR_STATIC: _bindgen_ty_14 = 3;
+pub const QNT_PREPARED_LINEAR_WEIGHT_ONLY: _bindgen_ty_14 = 4;
+pub const QNT_PREPARED_CONV2D: _bindgen_ty_14 = 5;
+pub const QNT_PREPARED_BINARY_MATMUL: _bindgen_ty_14 = 6;
+pub type _bindgen_ty_14 = u32;
 extern "C" {
     pub fn qnt_prepared_create_matmul(
         ctx: *mut qnt_context,
@@ -789,20 +813,20 @@ pub struct qnt_calibrator {
     _unused: [u8; 0],
 }
 pub type qnt_calib_method = i32;
-pub const QNT_CALIB_MINMAX: _bindgen_ty_14 = 1;
-pub const QNT_CALIB_MOVING_AVERAGE: _bindgen_ty_14 = 2;
-pub const QNT_CALIB_PERCENTILE: _bindgen_ty_14 = 3;
-pub const QNT_CALIB_ENTROPY: _bindgen_ty_14 = 4;
-pub const QNT_CALIB_MSE: _bindgen_ty_14 = 5;
-pub const QNT_CALIB_ADAPTIVE: _bindgen_ty_14 = 6;
-pub type _bindgen_ty_14 = u32;
-pub type qnt_calib_option = i32;
-pub const QNT_CALIB_OPT_AVERAGING: _bindgen_ty_15 = 1;
-pub const QNT_CALIB_OPT_PERCENTILE: _bindgen_ty_15 = 2;
-pub const QNT_CALIB_OPT_BINS: _bindgen_ty_15 = 3;
-pub const QNT_CALIB_OPT_QUANT_MIN: _bindgen_ty_15 = 4;
-pub const QNT_CALIB_OPT_QUANT_MAX: _bindgen_ty_15 = 5;
+pub const QNT_CALIB_MINMAX: _bindgen_ty_15 = 1;
+pub const QNT_CALIB_MOVING_AVERAGE: _bindgen_ty_15 = 2;
+pub const QNT_CALIB_PERCENTILE: _bindgen_ty_15 = 3;
+pub const QNT_CALIB_ENTROPY: _bindgen_ty_15 = 4;
+pub const QNT_CALIB_MSE: _bindgen_ty_15 = 5;
+pub const QNT_CALIB_ADAPTIVE: _bindgen_ty_15 = 6;
 pub type _bindgen_ty_15 = u32;
+pub type qnt_calib_option = i32;
+pub const QNT_CALIB_OPT_AVERAGING: _bindgen_ty_16 = 1;
+pub const QNT_CALIB_OPT_PERCENTILE: _bindgen_ty_16 = 2;
+pub const QNT_CALIB_OPT_BINS: _bindgen_ty_16 = 3;
+pub const QNT_CALIB_OPT_QUANT_MIN: _bindgen_ty_16 = 4;
+pub const QNT_CALIB_OPT_QUANT_MAX: _bindgen_ty_16 = 5;
+pub type _bindgen_ty_16 = u32;
 extern "C" {
     pub fn qnt_calibrator_create(
         method: qnt_calib_method,
@@ -997,9 +1021,9 @@ pub struct qnt_recommender {
     _unused: [u8; 0],
 }
 pub type qnt_budget = i32;
-pub const QNT_BUDGET_BYTES: _bindgen_ty_16 = 1;
-pub const QNT_BUDGET_MIN_SQNR: _bindgen_ty_16 = 2;
-pub type _bindgen_ty_16 = u32;
+pub const QNT_BUDGET_BYTES: _bindgen_ty_17 = 1;
+pub const QNT_BUDGET_MIN_SQNR: _bindgen_ty_17 = 2;
+pub type _bindgen_ty_17 = u32;
 extern "C" {
     pub fn qnt_recommender_create(out: *mut *mut qnt_recommender) -> qnt_status;
 }

@@ -87,6 +87,9 @@ fn every_constant_matches_the_c_compiler() {
             "QNT_ISA_NEON_DOTPROD",
             qnt_sys::QNT_ISA_NEON_DOTPROD as i128,
         ),
+        ("QNT_TUNING_OFF", qnt_sys::QNT_TUNING_OFF as i128),
+        ("QNT_TUNING_MEASURE", qnt_sys::QNT_TUNING_MEASURE as i128),
+        ("QNT_TUNING_CACHED", qnt_sys::QNT_TUNING_CACHED as i128),
         (
             "QNT_GRANULARITY_PER_TENSOR",
             qnt_sys::QNT_GRANULARITY_PER_TENSOR as i128,

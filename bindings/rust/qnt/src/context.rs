@@ -1,11 +1,11 @@
 //! The context (threads, kernel cap, machine facts) and the operators that run with it.
 
 use crate::desc::{desc_ptr, OpDesc};
-use crate::error::{check, create, out, Result};
+use crate::error::{check, create, out, Error, ErrorKind, Result};
 use crate::qparams::QParams;
 use crate::sys;
 use crate::tensor::Tensor;
-use crate::types::{CpuFeatures, DType, Granularity, Isa, Scheme};
+use crate::types::{CpuFeatures, DType, Granularity, Isa, Scheme, Tuning};
 use std::ffi::{c_void, CStr};
 use std::ptr::{self, NonNull};
 
@@ -114,6 +114,20 @@ impl Context {
     pub fn set_max_isa(&mut self, isa: Isa) -> Result<()> {
         // SAFETY: a live handle held exclusively.
         check(unsafe { sys::qnt_context_set_max_isa(self.as_ptr(), isa.to_raw()) })
+    }
+
+    /// Sets the tuning mode (since 0.11): kernel parameters chosen per shape by measurement,
+    /// kept in the process's table ([`tuning_export`], [`tuning_import`]). Results never change.
+    pub fn set_tuning(&mut self, mode: Tuning) -> Result<()> {
+        // SAFETY: a live handle held exclusively.
+        check(unsafe { sys::qnt_context_set_tuning(self.as_ptr(), mode.to_raw()) })
+    }
+
+    /// The tuning mode.
+    pub fn tuning(&self) -> Result<Tuning> {
+        // SAFETY: a live handle and a valid out-pointer.
+        let v = out(|v| unsafe { sys::qnt_context_tuning(self.as_ptr(), v) })?;
+        Tuning::from_library(v)
     }
 
     /// The kernel set in use: the cap applied to what the machine runs.
@@ -535,6 +549,32 @@ impl TernaryLayout {
             TernaryLayout::Tl2 { tiling: t } => (sys::QNT_TERNARY_TL2 as i32, Some(tiling(t))),
         }
     }
+}
+
+/// The process's tuning table as text (`qnt_tuning_export`), for [`tuning_import`] in a later run.
+pub fn tuning_export() -> Result<String> {
+    let mut size = 0usize;
+    // SAFETY: a null buffer of capacity 0 asks the size.
+    check(unsafe { sys::qnt_tuning_export(std::ptr::null_mut(), 0, &mut size) })?;
+    let mut buf = vec![0u8; size];
+    // SAFETY: buf holds size bytes.
+    check(unsafe { sys::qnt_tuning_export(buf.as_mut_ptr().cast(), buf.len(), &mut size) })?;
+    buf.truncate(size.saturating_sub(1));
+    String::from_utf8(buf).map_err(|_| Error::new(ErrorKind::Internal, "the tuning table is not UTF-8"))
+}
+
+/// Adds a table [`tuning_export`] wrote to the process's (all or nothing).
+pub fn tuning_import(text: &str) -> Result<()> {
+    let c = std::ffi::CString::new(text)
+        .map_err(|_| Error::new(ErrorKind::CorruptData, "the tuning table holds a NUL byte"))?;
+    // SAFETY: a NUL-terminated string.
+    check(unsafe { sys::qnt_tuning_import(c.as_ptr()) })
+}
+
+/// Empties the process's tuning table.
+pub fn tuning_clear() {
+    // SAFETY: no arguments; never fails.
+    unsafe { sys::qnt_tuning_clear() }
 }
 
 /// The bytes of a ternary `[rows, cols]` tensor in `layout` (`qnt_ternary_layout_size`).

@@ -61,7 +61,8 @@ mod types;
 
 pub use calibrator::{CalibCounts, Calibrator};
 pub use context::{
-    conv2d_output_shape, ternary_export, ternary_import, ternary_layout_size, Context, CpuCount,
+    conv2d_output_shape, ternary_export, ternary_import, ternary_layout_size, tuning_clear,
+    tuning_export, tuning_import, Context, CpuCount,
     ErrorReport, TernaryLayout,
 };
 pub use desc::{OpDesc, OpDescBuilder};
@@ -73,5 +74,5 @@ pub use tensor::{DlPack, Element, Tensor};
 pub use types::{
     abi_check, abi_version, build_info, nf4_codebook, version, version_string, ActQuant,
     Budget, CalibMethod, CalibOption, CpuFeature, CpuFeatures, DType, DeviceType, Granularity, Isa, Layout,
-    OpOption, PreparedKind, Scheme, WeightOnlyMode,
+    OpOption, PreparedKind, Scheme, Tuning, WeightOnlyMode,
 };

@@ -121,6 +121,18 @@ impl DType {
 }
 
 raw_enum! {
+    /// How a context chooses kernel parameters (`qnt_tuning`, since 0.11).
+    Tuning: sys::qnt_tuning {
+        /// The heuristic's (the default).
+        Off = QNT_TUNING_OFF,
+        /// The tuning table's for the shape, measured and added on a miss.
+        Measure = QNT_TUNING_MEASURE,
+        /// The tuning table's for the shape, the heuristic's on a miss.
+        Cached = QNT_TUNING_CACHED,
+    }
+}
+
+raw_enum! {
     /// What a [`crate::Recommender`]'s budget counts (`qnt_budget`).
     Budget: sys::qnt_budget {
         /// The most bytes all tensors may take together (the choice maximises the worst SQNR).

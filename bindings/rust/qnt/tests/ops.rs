@@ -720,3 +720,29 @@ fn log_codes_and_power_of_two_scales() {
         }
     }
 }
+
+#[test]
+fn tuning_keeps_the_bits_and_its_table_round_trips() {
+    let plain = Context::new().unwrap();
+    let mut tuned = Context::new().unwrap();
+    tuned.set_tuning(qnt::Tuning::Measure).unwrap();
+    assert_eq!(tuned.tuning().unwrap(), qnt::Tuning::Measure);
+    let (m, k, n) = (40i64, 96i64, 72i64);
+    let a: Vec<u8> = (0..m * k).map(|i| (i * 7 % 251) as u8).collect();
+    let b: Vec<u8> = (0..k * n).map(|i| (i * 13 % 253) as u8).collect();
+    let qa = QParams::per_tensor(DType::U8, 0.1, 128).unwrap();
+    let qb = QParams::per_tensor(DType::I8, 0.1, 0).unwrap();
+    let at = Tensor::from_bytes(DType::U8, &[m, k], &a, Some(&qa)).unwrap();
+    let bt = Tensor::from_bytes(DType::I8, &[k, n], &b, Some(&qb)).unwrap();
+    let mut y0 = Tensor::zeros(DType::I32, &[m, n], None).unwrap();
+    let mut y1 = Tensor::zeros(DType::I32, &[m, n], None).unwrap();
+    plain.qmatmul(&at, &bt, None, &mut y0).unwrap();
+    tuned.qmatmul(&at, &bt, None, &mut y1).unwrap();
+    assert_eq!(y0.to_vec::<i32>().unwrap(), y1.to_vec::<i32>().unwrap());
+    let table = qnt::tuning_export().unwrap();
+    assert!(table.starts_with("qnt-tuning 1\n"), "{table}");
+    qnt::tuning_clear();
+    qnt::tuning_import(&table).unwrap();
+    assert_eq!(qnt::tuning_export().unwrap(), table);
+    assert!(qnt::tuning_import("not a table").is_err());
+}

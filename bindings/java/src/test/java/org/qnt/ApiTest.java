@@ -224,6 +224,20 @@ class ApiTest {
             assertTrue(rec.getChoiceFormat(0).equals("i8") != rec.getChoiceFormat(1).equals("i8"));
             assertThrows(QntException.InvalidArgument.class, () -> rec.addFormat("i3"));
           }
+          // Tuning: the same bits, and a table that round-trips.
+          try (Tensor acc2 = new Tensor(DType.I32, new long[] {1, 2})) {
+            ctx.setTuning(Tuning.MEASURE);
+            assertEquals(Tuning.MEASURE, ctx.getTuning());
+            ctx.qmatmul(am, b, null, acc2);
+            ctx.setTuning(Tuning.OFF);
+            assertArrayEquals(acc.toIntArray(), acc2.toIntArray());
+            String table = Library.tuningExport();
+            assertTrue(table.startsWith("qnt-tuning 1\n"));
+            Library.tuningClear();
+            Library.tuningImport(table);
+            assertEquals(table, Library.tuningExport());
+            assertThrows(QntException.CorruptData.class, () -> Library.tuningImport("x"));
+          }
         }
       }
       try (Tensor x = Tensor.fromFloats(new float[] {-3, 1, 2, 5}, new long[] {4});
