@@ -396,9 +396,11 @@ QNT_API qnt_status qnt_context_synchronize(qnt_context *ctx);
  * stream their panels with a prefetch distance and a number of workers; a heuristic picks them
  * from the shape, the caches and the thread count. With tuning, they are chosen per shape by
  * measurement instead: the first run of a shape (the key: the operator family, the kernel, M,
- * N, K and the thread count) runs the operator with each of a few candidates (up to seven, each
- * twice, on the caller's own inputs; a shape whose first run takes over 0.25 s keeps the
- * heuristic's without measuring) and keeps the fastest for the rest of the process. Every
+ * N, K and the thread count) runs the operator on the caller's own inputs with each of up to
+ * seven candidates, the heuristic's among them, in 3 to 15 rounds (about 0.1 s in all; a shape
+ * whose first run takes over 0.25 s keeps the heuristic's without measuring), and keeps the
+ * candidate with the best time: the heuristic's unless another is at least 5% faster, in those
+ * rounds and again in as many more rounds of the two alone. Every
  * candidate gives the reference's bits, so tuning changes speed, never a result; the call that
  * measures returns the same output as any other. The choices are kept per process, shared by
  * every context, and may be exported as a small text table and imported by a later run, so

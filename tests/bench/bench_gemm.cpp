@@ -581,8 +581,96 @@ void bench_packing(int threads, double limit) {
   qnt_context_destroy(ctx);
 }
 
+// Tuning by measurement (qnt_context_set_tuning): each workload untuned and tuned, on the same
+// prepared operator and inputs; the tuned context measures on its first run (not timed), then
+// runs from the table. Rows: work, threads, tuned_s, "untuned", untuned_s, ratio (untuned_s /
+// tuned_s: above 1 the tuning helped), the noise (the untuned context's ratio to itself, measured
+// interleaved with the others), and the two parameters the table holds for the shape
+// (gemm: m-panels and n-tiles a block; wo: prefetch distance and workers).
+void bench_tune(int threads) {
+  struct Work {
+    const char *kind;  // "gemm" or "wo_f32" / "wo_int8"
+    int64_t M, K, N;
+  };
+  std::vector<Work> works = {{"gemm", 1, 4096, 4096},  {"gemm", 7, 1024, 1024}, {"gemm", 16, 4096, 4096},
+                             {"gemm", 64, 512, 4096},  {"gemm", 256, 256, 256},  {"gemm", 512, 512, 512},
+                             {"gemm", 2048, 64, 2048}, {"gemm", 128, 4096, 1024}, {"wo_f32", 1, 4096, 4096},
+                             {"wo_int8", 1, 4096, 4096}, {"wo_int8", 4, 4096, 4096}, {"wo_f32", 1, 1024, 11008}};
+  if (g_quick) works = {{"gemm", 16, 1024, 1024}, {"gemm", 256, 256, 256}, {"wo_int8", 1, 2048, 2048}};
+  for (const Work &w : works) {
+    qnt_context *plain = nullptr, *tuned = nullptr;
+    check(qnt_context_create(&plain), "ctx");
+    check(qnt_context_create(&tuned), "ctx");
+    check(qnt_context_set_num_threads(plain, threads), "threads");
+    check(qnt_context_set_num_threads(tuned, threads), "threads");
+    check(qnt_context_set_tuning(tuned, QNT_TUNING_MEASURE), "tuning");
+    qnt_tuning_clear();
+    const bool gemm = std::strcmp(w.kind, "gemm") == 0;
+    Tensor x, y, wt;
+    qnt_prepared *p = nullptr;
+    if (gemm) {
+      const auto av = random_bytes(static_cast<size_t>(w.M * w.K), 1);
+      const auto bv = random_bytes(static_cast<size_t>(w.K * w.N), 2);
+      x.t = make(QNT_DTYPE_U8, {w.M, w.K}, nullptr, av.data(), av.size());
+      wt.t = make(QNT_DTYPE_I8, {w.K, w.N}, nullptr, bv.data(), bv.size());
+      y.t = make(QNT_DTYPE_I32, {w.M, w.N}, nullptr);
+      check(qnt_prepared_create_matmul(plain, wt.t, nullptr, nullptr, &p), "prepare");
+    } else {
+      const auto bv = random_bytes(static_cast<size_t>(w.N * w.K / 2), 3);
+      std::vector<float> scales(static_cast<size_t>(w.N * w.K / 128), 0.01f);
+      qnt_qparams *qp = nullptr;
+      check(qnt_qparams_create_per_block(QNT_DTYPE_I4, 1, 128, scales.size(), scales.data(), nullptr, &qp), "qp");
+      wt.t = make(QNT_DTYPE_I4, {w.N, w.K}, qp, bv.data(), bv.size());
+      qnt_qparams_destroy(qp);
+      std::vector<float> xv(static_cast<size_t>(w.M * w.K));
+      for (size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i % 17) * 0.1f - 0.8f;
+      x.t = make(QNT_DTYPE_F32, {w.M, w.K}, nullptr, xv.data(), 4 * xv.size());
+      y.t = make(QNT_DTYPE_F32, {w.M, w.N}, nullptr);
+      qnt_op_desc *d = nullptr;
+      check(qnt_op_desc_create(&d), "desc");
+      check(qnt_op_desc_set(d, QNT_OP_WEIGHT_ONLY_MODE,
+                            std::strcmp(w.kind, "wo_f32") == 0 ? QNT_WEIGHT_ONLY_F32 : QNT_WEIGHT_ONLY_INT8_ACT),
+            "mode");
+      check(qnt_prepared_create_linear_weight_only(plain, wt.t, nullptr, d, &p), "prepare");
+      qnt_op_desc_destroy(d);
+    }
+    check(qnt_prepared_run(tuned, p, x.t, y.t), "measure");
+    // Interleaved, so that a slow spell of the machine (a shared VM) falls on all; the untuned
+    // context twice, whose ratio is the noise of the comparison.
+    double us = 1e30, ts = 1e30, us2 = 1e30;
+    for (int r = 0; r < 6; ++r) {
+      for (int which = 0; which < 3; ++which) {
+        qnt_context *c = which == 1 ? tuned : plain;
+        const double t = qnt_bench::best_time([&] { check(qnt_prepared_run(c, p, x.t, y.t), "run"); },
+                                              g_quick ? 0.02 : 0.06, 3, 1000);
+        double &slot = which == 0 ? us : which == 1 ? ts : us2;
+        slot = std::min(slot, t);
+      }
+    }
+    size_t n = 0;
+    check(qnt_tuning_export(nullptr, 0, &n), "export");
+    std::string table(n, '\0');
+    check(qnt_tuning_export(&table[0], n, &n), "export");
+    // The entry's two parameters (the last two fields of the table's second line).
+    std::string params = "?";
+    const size_t nl = table.find('\n');
+    if (nl != std::string::npos && nl + 1 < table.size()) {
+      std::string line = table.substr(nl + 1, table.find('\n', nl + 1) - nl - 1);
+      const size_t b = line.rfind(' ', line.rfind(' ') - 1);
+      params = line.substr(b + 1);
+    }
+    std::printf("tune %s M%lld K%lld N%lld\t%d\t%.6g\tuntuned\t%.6g\t%.3f\tnoise %.3f\tparams %s\n",
+                w.kind, static_cast<long long>(w.M), static_cast<long long>(w.K),
+                static_cast<long long>(w.N), threads, ts, us, us / ts, us / us2, params.c_str());
+    qnt_prepared_destroy(p);
+    qnt_context_destroy(plain);
+    qnt_context_destroy(tuned);
+  }
+  qnt_tuning_clear();
+}
+
 int main(int argc, char **argv) {
-  // --only gemm|linear|conv|packing|binary: one section (for working on it); --shape M,K,N: the GEMM
+  // --only gemm|linear|conv|packing|binary|tune: one section (for working on it); --shape M,K,N: the GEMM
   // section's shapes.
   std::string only;
   for (int i = 1; i < argc; ++i) {
@@ -616,6 +704,7 @@ int main(int argc, char **argv) {
     if (want("conv")) bench_conv(threads, limit);
     if (want("packing")) bench_packing(threads, limit);
     if (want("binary")) bench_binary(threads);
+    if (want("tune")) bench_tune(threads);
   }
   return 0;
 }
