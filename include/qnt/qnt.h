@@ -73,7 +73,7 @@
 /* ------------------------------------------------------------------------------------------- */
 
 #define QNT_VERSION_MAJOR 0
-#define QNT_VERSION_MINOR 10
+#define QNT_VERSION_MINOR 11
 #define QNT_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH, as qnt_version() returns it. */
 #define QNT_VERSION_NUMBER (QNT_VERSION_MAJOR * 10000 + QNT_VERSION_MINOR * 100 + QNT_VERSION_PATCH)

@@ -69,7 +69,7 @@ fn main() {
         return;
     }
     match pkg_config::Config::new()
-        .atleast_version("0.10")
+        .atleast_version("0.11")
         .statik(statik)
         .probe("qnt")
     {
