@@ -306,7 +306,41 @@ void prepared(fuzz::Bytes &in, State &s) {
 
 void calibrator(fuzz::Bytes &in, State &s) {
   const int x = slot(in, kTensors);
-  switch (in.u8() % 5) {
+  switch (in.u8() % 7) {
+    case 5: {  // mixed precision over the state's tensors
+      qnt_recommender *r = nullptr;
+      FUZZ_CALL(qnt_recommender_create(&r));
+      static const char *const formats[] = {"i8",       "i4.b32",  "nf4.b64", "q4_0", "q8_0", "log4.b16",
+                                            "ternary",  "u4.b3",   "x",       "i4.b", "Q4_K", "binary.b7"};
+      const int nf = 1 + in.u8() % 4;
+      for (int i = 0; i < nf; ++i) FUZZ_CALL(qnt_recommender_add_format(r, in.pick(formats)));
+      const int nt = in.u8() % 3;
+      for (int i = 0; i < nt; ++i) {
+        const int t = slot(in, kTensors);
+        if (s.t[t] != nullptr && !s.huge[t])
+          FUZZ_CALL(qnt_recommender_add_tensor(s.ctx, r, i == 0 ? "a" : "b", s.t[t], nullptr, 0));
+      }
+      static const double budgets[] = {0.0, 1.0, 100.0, 1e6, -5.0, 20.0, 1e300};
+      FUZZ_CALL(qnt_recommender_run(r, static_cast<qnt_budget>(in.u8() % 4), in.pick(budgets)));
+      const char *report = nullptr;
+      size_t n = 0;
+      FUZZ_CALL(qnt_recommender_report(r, &report));
+      FUZZ_CALL(qnt_recommender_tensor_count(r, &n));
+      FUZZ_CALL(qnt_recommender_choice(r, in.u8() % 3, nullptr, nullptr, nullptr, nullptr));
+      qnt_recommender_destroy(r);
+      break;
+    }
+    case 6: {  // a tuning table from the input's bytes, and a tuning mode for the ops that follow
+      char text[128];
+      in.fill(text, sizeof text - 1);
+      text[sizeof text - 1] = '\0';
+      const std::string table = (in.u8() & 1) ? std::string("qnt-tuning 1\n") + text : std::string(text);
+      FUZZ_CALL(qnt_tuning_import(table.c_str()));
+      FUZZ_CALL(qnt_context_set_tuning(s.ctx, static_cast<qnt_tuning>(in.u8() % 4)));
+      size_t n = 0;
+      FUZZ_CALL(qnt_tuning_export(nullptr, 0, &n));
+      break;
+    }
     case 0: {
       qnt_calibrator *c = nullptr;
       FUZZ_CALL(qnt_calibrator_create(
@@ -415,5 +449,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         break;
     }
   }
+  qnt_tuning_clear();  // each input starts from an empty table
   return 0;
 }
