@@ -47,6 +47,34 @@ struct Ctx {
   }
 };
 
+struct Desc {
+  qnt_op_desc *d = nullptr;
+  Desc() { EXPECT_EQ(qnt_op_desc_create(&d), QNT_OK); }
+  Desc(const Desc &) = delete;
+  Desc &operator=(const Desc &) = delete;
+  ~Desc() { qnt_op_desc_destroy(d); }
+};
+
+struct Prep {
+  qnt_prepared *p = nullptr;
+  Prep() = default;
+  Prep(const Prep &) = delete;
+  Prep &operator=(const Prep &) = delete;
+  ~Prep() { qnt_prepared_destroy(p); }
+};
+
+// A float's bits and back.
+inline uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float float_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 // Those of `isas` that this machine runs as kernel sets of their own (a context capped there
 // reports that cap).
 inline std::vector<qnt_isa> runnable_isas(std::initializer_list<qnt_isa> isas) {

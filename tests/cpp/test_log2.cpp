@@ -21,17 +21,8 @@ using qnt_test::T;
 
 namespace {
 
-float from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
+using qnt_test::bits_of;
+const auto from_bits = qnt_test::float_of;
 
 // The codes qnt_quantize writes for x (a 1-D tensor), one per element, unpacked.
 std::vector<int> codes(qnt_context *ctx, qnt_dtype d, float scale, const std::vector<float> &x) {

@@ -30,15 +30,8 @@ struct Ctx {
   Ctx() { EXPECT_EQ(qnt_context_create(&c), QNT_OK); }
   ~Ctx() { qnt_context_destroy(c); }
 };
-struct Desc {
-  qnt_op_desc *d = nullptr;
-  Desc() { EXPECT_EQ(qnt_op_desc_create(&d), QNT_OK); }
-  ~Desc() { qnt_op_desc_destroy(d); }
-};
-struct Prep {
-  qnt_prepared *p = nullptr;
-  ~Prep() { qnt_prepared_destroy(p); }
-};
+using qnt_test::Desc;
+using qnt_test::Prep;
 
 // Every cap this machine runs, the reference first; and the thread counts to try.
 std::vector<qnt_isa> caps() {

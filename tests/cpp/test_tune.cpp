@@ -28,16 +28,8 @@ std::string table() {
   return s;
 }
 
-struct Desc {
-  qnt_op_desc *d = nullptr;
-  Desc() { EXPECT_EQ(qnt_op_desc_create(&d), QNT_OK); }
-  ~Desc() { qnt_op_desc_destroy(d); }
-};
-
-struct Prep {
-  qnt_prepared *p = nullptr;
-  ~Prep() { qnt_prepared_destroy(p); }
-};
+using qnt_test::Desc;
+using qnt_test::Prep;
 
 std::vector<float> randn(std::mt19937 &rng, size_t n) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
