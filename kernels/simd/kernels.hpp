@@ -190,25 +190,30 @@ typename Lanes<A>::I binary_codes(const float *x) noexcept {
 
 // Log codes of `Bits` bits (kernels/common/scalar.hpp, quantize_log2): r = |x| / scale, its
 // exponent rounded in the log domain by an integer comparison of the significand, all in int32
-// lanes.
+// lanes. Comparisons are the sign of a difference (an arithmetic shift: all ones where a < b)
+// and choices are masks, not xsimd::select (whose int32 form for AVX-512BW does not build at -O0
+// with GCC 12), nor xsimd::bitwise_andnot (whose operand order differs between xsimd 8's AVX2
+// and NEON); every difference below stays within int32.
 template <class A, int Bits, class P>
 typename Lanes<A>::I log2_codes(const float *x, const P &p) noexcept {
   using F = typename Lanes<A>::F;
   using I = typename Lanes<A>::I;
   constexpr int32_t M = (1 << (Bits - 1)) - 1;
+  auto below = [](const I &a, int32_t b) { return (a - I(b)) >> 31; };  // all ones where a < b
   const F xv = F::load_unaligned(x);
   const F r = ArchOps<A>::div(xsimd::abs(xv), p.scale);
   const I u = xsimd::bitwise_cast<I>(r) & I(0x7FFFFFFF);
-  const I up = xsimd::select((u & I(0x7FFFFF)) >= I(static_cast<int32_t>(QNT_LOG2_SQRT2_MANT)),
-                             I(1), I(0));
-  I k = I(127) - ((u >> 23) + up);  // -(e + up), e = biased exponent - 127
-  const I ksub = xsimd::select(u >= I(static_cast<int32_t>(QNT_LOG2_SUBNORMAL_UP)), I(126), I(127));
-  k = xsimd::select(u < I(0x00800000), ksub, k);
-  k = xsimd::max(k, I(0));
+  const I up = I(1) + below(u & I(0x7FFFFF), static_cast<int32_t>(QNT_LOG2_SQRT2_MANT));
+  const I knorm = I(127) - ((u >> 23) + up);  // -(e + up), e = biased exponent - 127
+  const I ksub = I(126) - below(u, static_cast<int32_t>(QNT_LOG2_SUBNORMAL_UP));
+  const I sub = below(u, 0x00800000);
+  I k = (ksub & sub) | (knorm & ~sub);
+  k = k & ~(k >> 31);  // k < 0 (above the top level): 0
   const I sign = ((xsimd::bitwise_cast<I>(xv) >> 31) & I(1)) << (Bits - 1);
   const I code = sign | (I(M) - k);
   // NaN (u above the infinity pattern) and magnitudes below the smallest level give 0.
-  return xsimd::select((u > I(0x7F800000)) | (k > I(M - 1)), I(0), code);
+  const I zero = ((I(0x7F800000) - u) >> 31) | ((I(M - 1) - k) >> 31);
+  return code & ~zero;
 }
 
 template <class A, Code C, int Bits, class P>
@@ -378,7 +383,7 @@ typename Lanes<A>::F dequant_values_c(typename Lanes<A>::I v, const P &p) noexce
     // +-(scale * 2^-k), 2^-k built from its exponent field; the zero magnitude multiplies 0.
     constexpr int32_t M = (1 << (Bits - 1)) - 1;
     const I m = v & I(M);
-    const I pow2 = xsimd::select(m == I(0), I(0), (I(127 - M) + m) << 23);
+    const I pow2 = ((I(127 - M) + m) << 23) & ~((m - I(1)) >> 31);  // m = 0: 0
     const F mag = p.scale * xsimd::bitwise_cast<F>(pow2);
     const I sign = ((v >> (Bits - 1)) & I(1)) << 31;
     return xsimd::bitwise_cast<F>(xsimd::bitwise_cast<I>(mag) ^ sign);
