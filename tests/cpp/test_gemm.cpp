@@ -38,13 +38,7 @@ struct Desc {
   void set(qnt_op_option k, int64_t v) { EXPECT_EQ(qnt_op_desc_set(d, k, v), QNT_OK); }
 };
 
-struct Prep {
-  qnt_prepared *p = nullptr;
-  Prep() = default;
-  Prep(const Prep &) = delete;
-  Prep &operator=(const Prep &) = delete;
-  ~Prep() { qnt_prepared_destroy(p); }
-};
+using qnt_test::Prep;
 
 // The kernel sets above the reference that this machine runs, with their GEMM kernel.
 std::vector<qnt_isa> fast_isas() {

@@ -25,21 +25,8 @@ using qnt_test::T;
 
 namespace {
 
-struct Desc {
-  qnt_op_desc *d = nullptr;
-  Desc() { EXPECT_EQ(qnt_op_desc_create(&d), QNT_OK); }
-  Desc(const Desc &) = delete;
-  Desc &operator=(const Desc &) = delete;
-  ~Desc() { qnt_op_desc_destroy(d); }
-};
-
-struct Prep {
-  qnt_prepared *p = nullptr;
-  Prep() = default;
-  Prep(const Prep &) = delete;
-  Prep &operator=(const Prep &) = delete;
-  ~Prep() { qnt_prepared_destroy(p); }
-};
+using qnt_test::Desc;
+using qnt_test::Prep;
 
 std::vector<qnt_isa> fast_isas() {
   return qnt_test::runnable_isas({QNT_ISA_AVX2, QNT_ISA_AVX512, QNT_ISA_AVX512_VNNI, QNT_ISA_NEON});

@@ -19,10 +19,7 @@
 namespace {
 using namespace qnt_test;
 
-struct Prep {
-  qnt_prepared *p = nullptr;
-  ~Prep() { qnt_prepared_destroy(p); }
-};
+using qnt_test::Prep;
 
 float rne(float v) { return std::nearbyint(v); }  // the default rounding mode: ties to even
 
