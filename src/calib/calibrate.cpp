@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "kernels/ref/quantize_ref.hpp"
 #include "kernels/registry.hpp"
+#include "ops/common.hpp"
 #include "ops/parallel.hpp"
 #include "ops/runs.hpp"
 
@@ -168,19 +169,6 @@ std::shared_ptr<const QParams> codebook(const Context &ctx, const Tensor &x, qnt
   return QParams::create(dtype, granularity, axis, block_size, scales.data(), nullptr, l.groups);
 }
 
-namespace {
-
-ref::Code code_of(const DTypeInfo &info) noexcept {
-  switch (info.rule) {
-    case Rule::NF4: return ref::Code::NF4;
-    case Rule::Binary: return ref::Code::Binary;
-    case Rule::Log2: return ref::Code::Log2;
-    default: return ref::Code::Integer;
-  }
-}
-
-}  // namespace
-
 std::shared_ptr<const QParams> pow2_scales(const QParams &qp, const Tensor *x) {
   const size_t n = qp.count();
   std::vector<float> below(n), above(n);
@@ -204,7 +192,7 @@ std::shared_ptr<const QParams> pow2_scales(const QParams &qp, const Tensor *x) {
   const float *data = float_data(*x);
   const GroupLayout l = qp.layout_for(x->shape(), x->rank());
   const DTypeInfo &info = qp.info();
-  const ref::Code code = code_of(info);
+  const ref::Code code = ops::code_of(info);
   // Each group's squared errors under the two candidates, summed in double in element order.
   std::vector<double> err_below(n, 0.0), err_above(n, 0.0);
   auto sq = [&](float v, float s, int32_t zp) {

@@ -68,26 +68,22 @@ void require_float(const Tensor &t, const char *role) {
     fail(QNT_ERR_DTYPE_MISMATCH, role, " must be f32, not ", t.info().name);
 }
 
+ref::Code code_of(const DTypeInfo &info) noexcept {
+  switch (info.rule) {
+    case Rule::NF4: return ref::Code::NF4;
+    case Rule::Binary: return ref::Code::Binary;
+    case Rule::Log2: return ref::Code::Log2;
+    default: return ref::Code::Integer;
+  }
+}
+
 ref::QuantSpec quantized_spec(const Tensor &t, const char *role) {
   if (t.info().rule == Rule::Float)
     fail(QNT_ERR_DTYPE_MISMATCH, role, " must have a quantized dtype, not ", t.info().name);
   const auto &qp = t.qparams();
   if (!qp) fail(QNT_ERR_INVALID_QPARAMS, role, " (", t.info().name, ") has no qparams");
   ref::QuantSpec s;
-  switch (t.info().rule) {
-    case Rule::NF4:
-      s.code = ref::Code::NF4;
-      break;
-    case Rule::Binary:
-      s.code = ref::Code::Binary;
-      break;
-    case Rule::Log2:
-      s.code = ref::Code::Log2;
-      break;
-    default:
-      s.code = ref::Code::Integer;
-      break;
-  }
+  s.code = code_of(t.info());
   s.bits = t.info().bits;
   s.is_signed = t.info().is_signed;
   s.qmin = t.info().qmin;

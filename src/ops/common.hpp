@@ -38,6 +38,8 @@ void require_float(const Tensor &t, const char *role);
 
 // The quantized side of quantize / dequantize: t's dtype rule, qparams and layout.
 ref::QuantSpec quantized_spec(const Tensor &t, const char *role);
+// The kernels' code of a quantized dtype's rule (Integer for the integer rule).
+ref::Code code_of(const DTypeInfo &info) noexcept;
 
 // The scales and zero points of an integer operand, one per channel along `axis` (already
 // normalized), `count` channels. Per-tensor qparams are repeated; per-axis qparams must be

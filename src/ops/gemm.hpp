@@ -167,10 +167,10 @@ void gemm_tuned(const Context &ctx, const kern::GemmKernel &k, const GemmB &b, i
     run(base);
     return;
   }
-  const std::vector<TuneValue> cands = gemm_candidates(base);
+  const TuneValue heuristic{static_cast<int64_t>(base.mb), static_cast<int64_t>(base.nb)};
   const TuneKey key{"gemm", k.name, rows, b.N, b.K, threads};
-  tuned(ctx, key, cands, [&](const TuneValue &v) {
-    if (v == cands.front()) run(base);
+  tuned(ctx, key, heuristic, [&] { return gemm_candidates(base); }, [&](const TuneValue &v) {
+    if (v == heuristic) run(base);
     else run(GemmPlan(k, b, rows, threads, &v));
   });
 }

@@ -41,28 +41,31 @@ constexpr double kTuneBudget = 0.1;
 // heuristic's, so that noise alone does not move a shape off the heuristic.
 constexpr double kTuneMargin = 0.95;
 
-// The parameters for `key` under ctx's tuning mode: the heuristic's (`candidates[0]`) when
-// tuning is off, or the table's; on a miss with QNT_TUNING_MEASURE, the candidates are run in
+// The parameters for `key` under ctx's tuning mode: the heuristic's when tuning is off, or the
+// table's; on a miss with QNT_TUNING_MEASURE, the candidates (make_candidates(), built only
+// then: the heuristic's first, then the others, without repeats) are run in
 // rounds (each round runs every candidate once, in turn, so that a slow spell of the machine
 // hits them all; 3 to 15 rounds within kTuneBudget) through run(value), each keeps its best
 // time, and the fastest is stored: the heuristic's unless another beats it by kTuneMargin, in
 // the rounds and again in a second look at the two alone.
 // run(value) runs the whole operator with those parameters (every one writes the same output),
 // so the caller's output is complete whichever path is taken.
-template <class Run>
-void tuned(const Context &ctx, const TuneKey &key, const std::vector<TuneValue> &candidates,
-           Run &&run) {
-  if (ctx.tuning == QNT_TUNING_OFF || candidates.size() < 2) {
-    run(candidates.front());
+template <class MakeCandidates, class Run>
+void tuned(const Context &ctx, const TuneKey &key, const TuneValue &heuristic,
+           MakeCandidates &&make_candidates, Run &&run) {
+  TuneValue v;
+  if (ctx.tuning == QNT_TUNING_OFF) {
+    run(heuristic);
     return;
   }
-  TuneValue v;
   if (tune_lookup(key, v)) {
     run(v);
     return;
   }
-  if (ctx.tuning != QNT_TUNING_MEASURE) {
-    run(candidates.front());
+  const std::vector<TuneValue> candidates =
+      ctx.tuning == QNT_TUNING_MEASURE ? make_candidates() : std::vector<TuneValue>{};
+  if (candidates.size() < 2) {
+    run(heuristic);
     return;
   }
   using clock = std::chrono::steady_clock;

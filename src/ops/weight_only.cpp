@@ -374,14 +374,16 @@ class PreparedWeightOnly final : public Prepared {
   void tuned_packed(const Context &ctx, size_t rows, Run &&run) const {
     const TuneValue d = packed_default(ctx, rows);
     if (ctx.tuning == QNT_TUNING_OFF) return run(d);
-    std::vector<TuneValue> cands{d};
-    const int64_t tries[][2] = {{1, d.p2}, {2, d.p2}, {5, d.p2}, {8, d.p2}, {0, d.p2}, {d.p1, (d.p2 + 1) / 2}};
-    for (const auto &t : tries) {
-      const TuneValue v{t[0], t[1]};
-      if (std::find(cands.begin(), cands.end(), v) == cands.end()) cands.push_back(v);
-    }
     const TuneKey key{"wo", wo_->name, static_cast<int64_t>(rows), N_, K_, ctx.threads()};
-    tuned(ctx, key, cands, run);
+    tuned(ctx, key, d, [&] {
+      std::vector<TuneValue> cands{d};
+      const int64_t tries[][2] = {{1, d.p2}, {2, d.p2}, {5, d.p2}, {8, d.p2}, {0, d.p2}, {d.p1, (d.p2 + 1) / 2}};
+      for (const auto &t : tries) {
+        const TuneValue v{t[0], t[1]};
+        if (std::find(cands.begin(), cands.end(), v) == cands.end()) cands.push_back(v);
+      }
+      return cands;
+    }, run);
   }
 
   // body(panel args, first row, rows, out[rows][P]) over panels on the context's threads, and

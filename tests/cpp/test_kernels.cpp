@@ -313,7 +313,7 @@ TEST(Kernels, ThreadCountsGiveTheSameBits) {
   std::vector<qnt_isa> isas = fast_isas();
   isas.push_back(QNT_ISA_REFERENCE);
   for (qnt_dtype d : {QNT_DTYPE_U8, QNT_DTYPE_I4, QNT_DTYPE_TERNARY, QNT_DTYPE_BINARY,
-                      QNT_DTYPE_I16}) {
+                      QNT_DTYPE_I16, QNT_DTYPE_LOG4, QNT_DTYPE_LOG8}) {
     for (const Case &c : cases_for(40001)) {  // tasks of 65536 start mid-row, mid-block
       QP qp;
       make_qparams(qp, d, c, rng);
@@ -340,7 +340,8 @@ TEST(Kernels, EveryRoundingModeGivesTheReferenceBits) {
   std::mt19937 rng(99);
   const int modes[] = {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO, FE_TONEAREST};
   for (int mode : modes) {
-    for (qnt_dtype d : {QNT_DTYPE_I8, QNT_DTYPE_U16, QNT_DTYPE_I32, QNT_DTYPE_NF4, QNT_DTYPE_I4}) {
+    for (qnt_dtype d : {QNT_DTYPE_I8, QNT_DTYPE_U16, QNT_DTYPE_I32, QNT_DTYPE_NF4, QNT_DTYPE_I4,
+                        QNT_DTYPE_LOG4, QNT_DTYPE_LOG8}) {
       const Case c = cases_for(1023)[2];  // per axis, on the last axis
       QP qp;
       make_qparams(qp, d, c, rng);

@@ -111,7 +111,7 @@ Family in_build(const Family &f) {
 
 const int kQuantizedDTypes[] = {QNT_DTYPE_I32, QNT_DTYPE_I8, QNT_DTYPE_U8, QNT_DTYPE_I16,
                                 QNT_DTYPE_U16, QNT_DTYPE_I4, QNT_DTYPE_U4, QNT_DTYPE_NF4,
-                                QNT_DTYPE_BINARY, QNT_DTYPE_TERNARY};
+                                QNT_DTYPE_BINARY, QNT_DTYPE_TERNARY, QNT_DTYPE_LOG4, QNT_DTYPE_LOG8};
 
 void check_set(const KernelSet &s, qnt_isa isa, const std::string &where) {
   const Family elementwise = in_build(kElementwise), gemm = in_build(kGemm),
