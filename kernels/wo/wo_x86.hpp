@@ -722,57 +722,88 @@ inline void f32_256(const WoPanelArgs &w, const float *x, size_t ldx, size_t row
   }
 }
 
-// out[r][f] for MR rows x PP features (two ymm per sum): w and x each loaded once per 16.
+// One half of the 16 lanes (q: lanes 8q..8q + 7) of MR rows x PP features over the elements
+// [k0, k1) of K (k0 a multiple of 16; k1 < K only at a multiple of 16), continuing the sums
+// in st (st[(m * PP + f) * 16 + l]). The halves' sums are independent, so a tile of 12 sums
+// takes one ymm each: x and w each loaded once per 8 elements, 7 loads for 12 FMAs.
 template <int MR, int PP>
-void dots256(const float *x, size_t ldx, const float *w, size_t ldw, size_t K, float *out,
-             size_t ldo) noexcept {
-  __m256 acc[MR][PP][2];
+void dot_half256(const float *x, size_t ldx, const float *w, size_t ldw, size_t k0, size_t k1, int q,
+                 float *st) noexcept {
+  __m256 acc[MR][PP];
+#pragma GCC unroll 4
   for (int m = 0; m < MR; ++m)
-    for (int f = 0; f < PP; ++f) acc[m][f][0] = acc[m][f][1] = _mm256_setzero_ps();
-  const size_t whole = K / 16;
+#pragma GCC unroll 4
+    for (int f = 0; f < PP; ++f) acc[m][f] = _mm256_loadu_ps(st + (m * PP + f) * 16 + 8 * q);
+  const size_t whole = (k1 - k0) / 16;
+  const float *xq = x + k0 + 8 * static_cast<size_t>(q);
+  const float *wq = w + k0 + 8 * static_cast<size_t>(q);
   for (size_t t = 0; t < whole; ++t) {
-    for (int q = 0; q < 2; ++q) {
-      __m256 wv[PP];
-      for (int f = 0; f < PP; ++f) wv[f] = _mm256_loadu_ps(w + f * ldw + 16 * t + 8 * q);
-      for (int m = 0; m < MR; ++m) {
-        const __m256 xv = _mm256_loadu_ps(x + m * ldx + 16 * t + 8 * q);
-        for (int f = 0; f < PP; ++f) acc[m][f][q] = _mm256_fmadd_ps(xv, wv[f], acc[m][f][q]);
+    __m256 wv[PP];
+#pragma GCC unroll 4
+    for (int f = 0; f < PP; ++f) wv[f] = _mm256_loadu_ps(wq + f * ldw + 16 * t);
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) {
+      const __m256 xv = _mm256_loadu_ps(xq + m * ldx + 16 * t);
+#pragma GCC unroll 4
+      for (int f = 0; f < PP; ++f) acc[m][f] = _mm256_fmadd_ps(xv, wv[f], acc[m][f]);
+    }
+  }
+  const size_t rest = k1 - k0 - 16 * whole, qs = 8 * static_cast<size_t>(q);
+  if (rest > qs) {
+    const __m256i mk = lanes8(rest - qs);
+    for (int m = 0; m < MR; ++m) {
+      const __m256 xv = _mm256_maskload_ps(xq + m * ldx + 16 * whole, mk);
+      for (int f = 0; f < PP; ++f) {
+        const __m256 g = _mm256_fmadd_ps(xv, _mm256_maskload_ps(wq + f * ldw + 16 * whole, mk), acc[m][f]);
+        acc[m][f] = _mm256_blendv_ps(acc[m][f], g, _mm256_castsi256_ps(mk));
       }
     }
   }
-  if (K % 16 != 0) {
-    const size_t rest = K - 16 * whole;
-    for (int q = 0; q < 2; ++q) {
-      const __m256i mk = lanes8(rest > 8 * static_cast<size_t>(q) ? rest - 8 * static_cast<size_t>(q) : 0);
-      for (int m = 0; m < MR; ++m) {
-        const __m256 xv = _mm256_maskload_ps(x + m * ldx + 16 * whole + 8 * q, mk);
-        for (int f = 0; f < PP; ++f) {
-          const __m256 g = _mm256_fmadd_ps(xv, _mm256_maskload_ps(w + f * ldw + 16 * whole + 8 * q, mk),
-                                           acc[m][f][q]);
-          acc[m][f][q] = _mm256_blendv_ps(acc[m][f][q], g, _mm256_castsi256_ps(mk));
-        }
-      }
-    }
-  }
+#pragma GCC unroll 4
   for (int m = 0; m < MR; ++m)
-    for (int f = 0; f < PP; ++f) out[m * ldo + f] = reduce16(acc[m][f][0], acc[m][f][1]);
+#pragma GCC unroll 4
+    for (int f = 0; f < PP; ++f) _mm256_storeu_ps(st + (m * PP + f) * 16 + 8 * q, acc[m][f]);
 }
 
-template <int MR>
-void dots256_rows(const float *x, size_t ldx, const float *w, size_t ldw, size_t feats, size_t K,
-                  float *out, size_t ldo) noexcept {
-  size_t f = 0;
-  for (; f + 2 <= feats; f += 2) dots256<MR, 2>(x, ldx, w + f * ldw, ldw, K, out + f, ldo);
-  if (f < feats) dots256<MR, 1>(x, ldx, w + f * ldw, ldw, K, out + f, ldo);
+template <int PP>
+void dot_rows256(const float *x, size_t ldx, size_t rows, const float *w, size_t ldw, size_t K,
+                 float *out, size_t ldo) noexcept {
+  // K in slices of kSlice elements, so that a slice of the features' weights (16 KiB at most)
+  // stays in L1 while every row meets it, and rows in groups whose sums wait in st between
+  // slices. Each lane still takes its elements in increasing order of K.
+  constexpr size_t kSlice = 512, kGroup = 24;
+  alignas(32) float st[kGroup * PP * 16];
+  for (size_t r0 = 0; r0 < rows; r0 += kGroup) {
+    const size_t nr = std::min(kGroup, rows - r0);
+    std::memset(st, 0, sizeof(float) * nr * PP * 16);
+    for (size_t k0 = 0; k0 < K || k0 == 0; k0 += kSlice) {
+      const size_t k1 = std::min(K, k0 + kSlice);
+      size_t r = 0;
+      for (; r + 3 <= nr; r += 3)
+        for (int q = 0; q < 2; ++q) dot_half256<3, PP>(x + (r0 + r) * ldx, ldx, w, ldw, k0, k1, q, st + r * PP * 16);
+      for (; r < nr; ++r)
+        for (int q = 0; q < 2; ++q) dot_half256<1, PP>(x + (r0 + r) * ldx, ldx, w, ldw, k0, k1, q, st + r * PP * 16);
+      if (k1 == K) break;
+    }
+    for (size_t r = 0; r < nr; ++r)
+      for (int f = 0; f < PP; ++f) {
+        const float *l = st + (r * PP + static_cast<size_t>(f)) * 16;
+        out[(r0 + r) * ldo + static_cast<size_t>(f)] = reduce16(_mm256_load_ps(l), _mm256_load_ps(l + 8));
+      }
+  }
 }
 
 inline void dot256(const float *x, size_t ldx, size_t rows, const float *w, size_t ldw,
                    size_t feats, int64_t K, float *out, size_t ldo) noexcept {
   const auto k = static_cast<size_t>(K);
-  size_t r = 0;
-  for (; r + 3 <= rows; r += 3) dots256_rows<3>(x + r * ldx, ldx, w, ldw, feats, k, out + r * ldo, ldo);
-  if (rows - r == 2) dots256_rows<2>(x + r * ldx, ldx, w, ldw, feats, k, out + r * ldo, ldo);
-  if (rows - r == 1) dots256_rows<1>(x + r * ldx, ldx, w, ldw, feats, k, out + r * ldo, ldo);
+  for (size_t f = 0; f < feats; f += 4) {
+    switch (std::min<size_t>(4, feats - f)) {
+      case 1: dot_rows256<1>(x, ldx, rows, w + f * ldw, ldw, k, out + f, ldo); break;
+      case 2: dot_rows256<2>(x, ldx, rows, w + f * ldw, ldw, k, out + f, ldo); break;
+      case 3: dot_rows256<3>(x, ldx, rows, w + f * ldw, ldw, k, out + f, ldo); break;
+      default: dot_rows256<4>(x, ldx, rows, w + f * ldw, ldw, k, out + f, ldo); break;
+    }
+  }
 }
 
 template <bool NF4>
@@ -798,13 +829,41 @@ void dequant_feat256(const WoPanelArgs &w, int p, float *out) noexcept {
   }
 }
 
+// Integer codes: 16 bytes of a group give two chunks (low nibbles: chunk t, high: t + 4), each
+// less its block's zero point in bytes (|c - zc| <= 15), sign-extended, converted and multiplied
+// by the block's scale: lookup<false>'s (float)(c - zc) * scale, with one load, one widening and
+// no shift per 8 elements.
+inline void dequant_int256(const WoPanelArgs &w, int p, float *out) noexcept {
+  const auto K = static_cast<size_t>(w.K);
+  const size_t cpb = static_cast<size_t>(w.block) / 16;
+  const size_t chunks = (K + 15) / 16;
+  const __m128i nib = _mm_set1_epi8(0x0F);
+  for (size_t g = 0; 8 * g < chunks; ++g) {
+    const uint8_t *gp = w.codes + (g * P + static_cast<size_t>(p)) * 64;
+    for (size_t j = 0; j < 4; ++j) {
+      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i *>(gp + 16 * j));
+      for (size_t h = 0; h < 2; ++h) {
+        const size_t t = 8 * g + 4 * h + j;
+        if (t >= chunks) continue;
+        const size_t blk = t / cpb;
+        const __m128i c = h == 0 ? _mm_and_si128(raw, nib) : _mm_and_si128(_mm_srli_epi16(raw, 4), nib);
+        const __m128i v = _mm_sub_epi8(c, _mm_set1_epi8(static_cast<char>(zc_of(w, blk, p))));
+        const __m256 sc = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
+        _mm256_storeu_ps(out + 16 * t, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), sc));
+        _mm256_storeu_ps(out + 16 * t + 8,
+                         _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(v, v))), sc));
+      }
+    }
+  }
+}
+
 inline void dequant256(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
   wo_prefetch_all(w);
   for (int p = 0; p < P; ++p) {
-    if (w.code == WoCode::NF4)
-      dequant_feat256<true>(w, p, out + p * ldo);
+    if (w.code != WoCode::NF4)
+      dequant_int256(w, p, out + p * ldo);
     else
-      dequant_feat256<false>(w, p, out + p * ldo);
+      dequant_feat256<true>(w, p, out + p * ldo);
   }
 }
 

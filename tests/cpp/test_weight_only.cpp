@@ -279,6 +279,15 @@ TEST(WeightOnly, LargeKAndN) {
     check_case(rng, nf4, 16, 4096, 33, mode, false);
     check_case(rng, u4, 1, 4096, 128, mode, false);
   }
+  // Batches in the f32 mode: the AVX2 dot kernel takes K in slices of 512 and rows in groups
+  // of 24 (in tiles of 3, then single rows), so these cross slice, group and tile ends, with a
+  // K whose last slice ends inside a 16-element chunk.
+  const Case i4b32{QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 32}, true};
+  for (int64_t M : {int64_t{26}, int64_t{50}}) {
+    check_case(rng, i4b32, M, 7, 1000, QNT_WEIGHT_ONLY_F32, true);
+    check_case(rng, u4, M, 6, 1537, QNT_WEIGHT_ONLY_F32, false);
+    check_case(rng, nf4, M, 5, 1024, QNT_WEIGHT_ONLY_F32, false);
+  }
 }
 
 TEST(WeightOnly, Int8ModeRefusesWhatItDoesNotTake) {
