@@ -83,6 +83,12 @@ using WoDotFn = void (*)(const float *x, size_t ldx, size_t rows, const float *w
 // f32 mode, 4-bit codes: the panel's kWoPanel features dequantized by the dequantize rule into
 // out[p * ldo + k] for k < round_up(K, 16) (values past K are finite and never used).
 using WoDequantFn = void (*)(const WoPanelArgs &w, float *out, size_t ldo) noexcept;
+// f32 mode, 4-bit codes, a batch: out[r * ldo + p] for `rows` rows of x (stride ldx) and the
+// panel's kWoPanel features, the bits of dequant followed by dot, with the features dequantized
+// kWoSlice elements of K at a time into scratch (kWoPanel * kWoSlice floats, 32-byte aligned).
+using WoBatchFn = void (*)(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out,
+                           size_t ldo, float *scratch) noexcept;
+constexpr size_t kWoSlice = 512;
 
 // The per-token mode (QNT_WEIGHT_ONLY_INT8_TOKEN: ternary and binary weights). Packed weights:
 // per output feature a row of `groups` = ceil(K / 128) groups of 32 bytes; byte j of group g
@@ -107,6 +113,7 @@ struct WoKernels {
   bool lane_codes = false;  // the f32 mode's 4-bit codes in the lane layout (above)
   bool f32_bytes = false;   // f32 and dequant take byte weights (i8, u8: W8A16) too
   WoTokenFn token = nullptr;  // the per-token mode; null: the generic kernel's
+  WoBatchFn f32_batch = nullptr;  // the f32 mode's batches; null: dequant, then dot
 };
 
 // The per-token mode's kernel in plain C++ (kernels/wo/generic.cpp).

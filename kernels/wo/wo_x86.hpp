@@ -722,21 +722,19 @@ inline void f32_256(const WoPanelArgs &w, const float *x, size_t ldx, size_t row
   }
 }
 
-// One half of the 16 lanes (q: lanes 8q..8q + 7) of MR rows x PP features over the elements
-// [k0, k1) of K (k0 a multiple of 16; k1 < K only at a multiple of 16), continuing the sums
+// One half of the 16 lanes (q: lanes 8q..8q + 7) of MR rows x PP features over n elements of
+// x (stride ldx) and w (stride ldw), which start at a multiple of 16 of K, continuing the sums
 // in st (st[(m * PP + f) * 16 + l]). The halves' sums are independent, so a tile of 12 sums
 // takes one ymm each: x and w each loaded once per 8 elements, 7 loads for 12 FMAs.
 template <int MR, int PP>
-void dot_half256(const float *x, size_t ldx, const float *w, size_t ldw, size_t k0, size_t k1, int q,
-                 float *st) noexcept {
+void dot_half256(const float *x, size_t ldx, const float *w, size_t ldw, size_t n, int q, float *st) noexcept {
   __m256 acc[MR][PP];
 #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 4
     for (int f = 0; f < PP; ++f) acc[m][f] = _mm256_loadu_ps(st + (m * PP + f) * 16 + 8 * q);
-  const size_t whole = (k1 - k0) / 16;
-  const float *xq = x + k0 + 8 * static_cast<size_t>(q);
-  const float *wq = w + k0 + 8 * static_cast<size_t>(q);
+  const size_t whole = n / 16, qs = 8 * static_cast<size_t>(q);
+  const float *xq = x + qs, *wq = w + qs;
   for (size_t t = 0; t < whole; ++t) {
     __m256 wv[PP];
 #pragma GCC unroll 4
@@ -748,7 +746,7 @@ void dot_half256(const float *x, size_t ldx, const float *w, size_t ldw, size_t 
       for (int f = 0; f < PP; ++f) acc[m][f] = _mm256_fmadd_ps(xv, wv[f], acc[m][f]);
     }
   }
-  const size_t rest = k1 - k0 - 16 * whole, qs = 8 * static_cast<size_t>(q);
+  const size_t rest = n - 16 * whole;
   if (rest > qs) {
     const __m256i mk = lanes8(rest - qs);
     for (int m = 0; m < MR; ++m) {
@@ -765,31 +763,45 @@ void dot_half256(const float *x, size_t ldx, const float *w, size_t ldw, size_t 
     for (int f = 0; f < PP; ++f) _mm256_storeu_ps(st + (m * PP + f) * 16 + 8 * q, acc[m][f]);
 }
 
+// nr rows (at x, stride ldx) against PP features' n elements (w, stride ldw), both halves, in
+// tiles of 3 rows (4 left: 2 + 2; 2; 1), sums continued in st ([row][PP][16]).
+template <int PP>
+void dot_tiles256(const float *x, size_t ldx, size_t nr, const float *w, size_t ldw, size_t n,
+                  float *st) noexcept {
+  size_t r = 0;
+  for (; nr - r >= 3 && nr - r != 4; r += 3)
+    for (int q = 0; q < 2; ++q) dot_half256<3, PP>(x + r * ldx, ldx, w, ldw, n, q, st + r * PP * 16);
+  for (; nr - r >= 2; r += 2)
+    for (int q = 0; q < 2; ++q) dot_half256<2, PP>(x + r * ldx, ldx, w, ldw, n, q, st + r * PP * 16);
+  if (r < nr)
+    for (int q = 0; q < 2; ++q) dot_half256<1, PP>(x + r * ldx, ldx, w, ldw, n, q, st + r * PP * 16);
+}
+
+// The 16 lane sums of each row and feature into out (ref::dot's pairwise order).
+template <int PP>
+void dot_reduce256(const float *st, size_t nr, size_t feats, float *out, size_t ldo) noexcept {
+  for (size_t r = 0; r < nr; ++r)
+    for (size_t f = 0; f < feats; ++f) {
+      const float *l = st + (r * PP + f) * 16;
+      out[r * ldo + f] = reduce16(_mm256_load_ps(l), _mm256_load_ps(l + 8));
+    }
+}
+
+// K in slices of kWoSlice elements, so that a slice of the features' weights stays in L1 while
+// every row meets it, and rows in groups of kGroup whose sums wait in st between slices. Each
+// lane still takes its elements in increasing order of K.
+constexpr size_t kDotGroup = 48;
+
 template <int PP>
 void dot_rows256(const float *x, size_t ldx, size_t rows, const float *w, size_t ldw, size_t K,
                  float *out, size_t ldo) noexcept {
-  // K in slices of kSlice elements, so that a slice of the features' weights (16 KiB at most)
-  // stays in L1 while every row meets it, and rows in groups whose sums wait in st between
-  // slices. Each lane still takes its elements in increasing order of K.
-  constexpr size_t kSlice = 512, kGroup = 24;
-  alignas(32) float st[kGroup * PP * 16];
-  for (size_t r0 = 0; r0 < rows; r0 += kGroup) {
-    const size_t nr = std::min(kGroup, rows - r0);
+  alignas(32) float st[kDotGroup * PP * 16];
+  for (size_t r0 = 0; r0 < rows; r0 += kDotGroup) {
+    const size_t nr = std::min(kDotGroup, rows - r0);
     std::memset(st, 0, sizeof(float) * nr * PP * 16);
-    for (size_t k0 = 0; k0 < K || k0 == 0; k0 += kSlice) {
-      const size_t k1 = std::min(K, k0 + kSlice);
-      size_t r = 0;
-      for (; r + 3 <= nr; r += 3)
-        for (int q = 0; q < 2; ++q) dot_half256<3, PP>(x + (r0 + r) * ldx, ldx, w, ldw, k0, k1, q, st + r * PP * 16);
-      for (; r < nr; ++r)
-        for (int q = 0; q < 2; ++q) dot_half256<1, PP>(x + (r0 + r) * ldx, ldx, w, ldw, k0, k1, q, st + r * PP * 16);
-      if (k1 == K) break;
-    }
-    for (size_t r = 0; r < nr; ++r)
-      for (int f = 0; f < PP; ++f) {
-        const float *l = st + (r * PP + static_cast<size_t>(f)) * 16;
-        out[(r0 + r) * ldo + static_cast<size_t>(f)] = reduce16(_mm256_load_ps(l), _mm256_load_ps(l + 8));
-      }
+    for (size_t k0 = 0; k0 < K; k0 += kWoSlice)
+      dot_tiles256<PP>(x + r0 * ldx + k0, ldx, nr, w + k0, ldw, std::min(kWoSlice, K - k0), st);
+    dot_reduce256<PP>(st, nr, PP, out + r0 * ldo, ldo);
   }
 }
 
@@ -806,64 +818,89 @@ inline void dot256(const float *x, size_t ldx, size_t rows, const float *w, size
   }
 }
 
-template <bool NF4>
-void dequant_feat256(const WoPanelArgs &w, int p, float *out) noexcept {
-  const auto K = static_cast<size_t>(w.K);
+// Feature p's chunks [t0, t1) dequantized into out[16 * (t - t0) ...], NF4 by its table
+// (lookup<true>: two vpermps and a blend per 8 elements).
+inline void dequant_nf4_256(const WoPanelArgs &w, int p, size_t t0, size_t t1, float *out) noexcept {
   const size_t cpb = static_cast<size_t>(w.block) / 16;
-  const size_t chunks = (K + 15) / 16;
   const __m256i nib = _mm256_set1_epi32(15);
-  for (size_t t0 = 0, blk = 0; t0 < chunks; t0 += cpb, ++blk) {
-    const Lut256 lut = lut256(w, blk, p);
-    const size_t t1 = std::min(chunks, t0 + cpb);
-    for (size_t t = t0; t < t1; ++t) {
-      const uint8_t *cp = chunk_at(w, t) + p * 64;
-      const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
-      for (int q = 0; q < 2; ++q) {
-        const __m256i idx = _mm256_and_si256(
-            _mm256_srl_epi32(
-                _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(cp + 8 * q))), sh),
-            nib);
-        _mm256_storeu_ps(out + 16 * t + 8 * q, lookup<NF4>(lut, idx));
+  size_t blk = t0 / cpb, r = t0 % cpb;
+  Lut256 lut = lut256(w, blk, p);
+  for (size_t t = t0; t < t1; ++t) {
+    const uint8_t *cp = chunk_at(w, t) + p * 64;
+    const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
+    for (int q = 0; q < 2; ++q) {
+      const __m256i idx = _mm256_and_si256(
+          _mm256_srl_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(cp + 8 * q))), sh),
+          nib);
+      _mm256_storeu_ps(out + 16 * (t - t0) + 8 * static_cast<size_t>(q), lookup<true>(lut, idx));
+    }
+    if (++r == cpb && t + 1 < t1) r = 0, lut = lut256(w, ++blk, p);
+  }
+}
+
+// Integer codes, chunks [t0, t1) (t0 a multiple of 8): 16 bytes of a group give two chunks
+// (low nibbles: chunk t, high: t + 4), each less its block's zero point in bytes (|c - zc| <=
+// 15), sign-extended, converted and multiplied by the block's scale: lookup<false>'s
+// (float)(c - zc) * scale, with one load, one widening and no shift per 8 elements.
+inline void dequant_int256(const WoPanelArgs &w, int p, size_t t0, size_t t1, float *out) noexcept {
+  const size_t cpb = static_cast<size_t>(w.block) / 16;
+  const __m128i nib = _mm_set1_epi8(0x0F);
+  size_t b = t0 / cpb, r = t0 % cpb;  // chunk 8g's block, and its place in it
+  for (size_t g = t0 / 8; 8 * g < t1; ++g) {
+    const uint8_t *gp = w.codes + (g * P + static_cast<size_t>(p)) * 64;
+    size_t blks[8];
+    for (size_t &bi : blks) {
+      bi = b;
+      if (++r == cpb) r = 0, ++b;
+    }
+    for (size_t j = 0; j < 4; ++j) {
+      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i *>(gp + 16 * j));
+      for (size_t h = 0; h < 2; ++h) {
+        const size_t t = 8 * g + 4 * h + j;
+        if (t >= t1) continue;
+        const size_t blk = blks[4 * h + j];
+        const __m128i c = h == 0 ? _mm_and_si128(raw, nib) : _mm_and_si128(_mm_srli_epi16(raw, 4), nib);
+        const __m128i v = _mm_sub_epi8(c, _mm_set1_epi8(static_cast<char>(zc_of(w, blk, p))));
+        const __m256 sc = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
+        float *o = out + 16 * (t - t0);
+        _mm256_storeu_ps(o, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), sc));
+        _mm256_storeu_ps(o + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(v, v))), sc));
       }
     }
   }
 }
 
-// Integer codes: 16 bytes of a group give two chunks (low nibbles: chunk t, high: t + 4), each
-// less its block's zero point in bytes (|c - zc| <= 15), sign-extended, converted and multiplied
-// by the block's scale: lookup<false>'s (float)(c - zc) * scale, with one load, one widening and
-// no shift per 8 elements.
-inline void dequant_int256(const WoPanelArgs &w, int p, float *out) noexcept {
-  const auto K = static_cast<size_t>(w.K);
-  const size_t cpb = static_cast<size_t>(w.block) / 16;
-  const size_t chunks = (K + 15) / 16;
-  const __m128i nib = _mm_set1_epi8(0x0F);
-  for (size_t g = 0; 8 * g < chunks; ++g) {
-    const uint8_t *gp = w.codes + (g * P + static_cast<size_t>(p)) * 64;
-    for (size_t j = 0; j < 4; ++j) {
-      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i *>(gp + 16 * j));
-      for (size_t h = 0; h < 2; ++h) {
-        const size_t t = 8 * g + 4 * h + j;
-        if (t >= chunks) continue;
-        const size_t blk = t / cpb;
-        const __m128i c = h == 0 ? _mm_and_si128(raw, nib) : _mm_and_si128(_mm_srli_epi16(raw, 4), nib);
-        const __m128i v = _mm_sub_epi8(c, _mm_set1_epi8(static_cast<char>(zc_of(w, blk, p))));
-        const __m256 sc = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
-        _mm256_storeu_ps(out + 16 * t, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), sc));
-        _mm256_storeu_ps(out + 16 * t + 8,
-                         _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(v, v))), sc));
-      }
-    }
+inline void dequant_chunks256(const WoPanelArgs &w, size_t t0, size_t t1, float *out, size_t ldo) noexcept {
+  for (int p = 0; p < P; ++p) {
+    if (w.code == WoCode::NF4)
+      dequant_nf4_256(w, p, t0, t1, out + p * ldo);
+    else
+      dequant_int256(w, p, t0, t1, out + p * ldo);
   }
 }
 
 inline void dequant256(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
   wo_prefetch_all(w);
-  for (int p = 0; p < P; ++p) {
-    if (w.code != WoCode::NF4)
-      dequant_int256(w, p, out + p * ldo);
-    else
-      dequant_feat256<true>(w, p, out + p * ldo);
+  dequant_chunks256(w, 0, (static_cast<size_t>(w.K) + 15) / 16, out, ldo);
+}
+
+// wo.hpp's WoBatchFn: per slice of kWoSlice elements of K, the panel's features dequantized
+// into scratch (in L1), then every row against them (dot_rows256's order, so the bits of
+// dequant256 + dot256).
+inline void f32_batch256(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out,
+                         size_t ldo, float *scratch) noexcept {
+  wo_prefetch_all(w);
+  const auto K = static_cast<size_t>(w.K);
+  alignas(32) float st[kDotGroup * P * 16];
+  for (size_t r0 = 0; r0 < rows; r0 += kDotGroup) {
+    const size_t nr = std::min(kDotGroup, rows - r0);
+    std::memset(st, 0, sizeof(float) * nr * P * 16);
+    for (size_t k0 = 0; k0 < K; k0 += kWoSlice) {
+      const size_t n = std::min(kWoSlice, K - k0);
+      dequant_chunks256(w, k0 / 16, (k0 + n + 15) / 16, scratch, kWoSlice);
+      dot_tiles256<P>(x + r0 * ldx + k0, ldx, nr, scratch, kWoSlice, n, st);
+    }
+    dot_reduce256<P>(st, nr, P, out + r0 * ldo, ldo);
   }
 }
 

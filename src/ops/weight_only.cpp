@@ -508,14 +508,21 @@ class PreparedWeightOnly final : public Prepared {
     const auto k = static_cast<size_t>(K_), n_count = static_cast<size_t>(N_);
     const size_t ldw = round_up(k, 16);
     const size_t workers = parallel_workers(ctx.threads(), pw_.panels, 1);
-    std::vector<std::vector<float>> buf(workers, std::vector<float>(P * ldw + rows * P));
+    // The kernel's own slices (WoBatchFn) need P * kWoSlice floats, 32-byte aligned.
+    const size_t wn = wo_->f32_batch != nullptr ? P * kern::kWoSlice + 8 : P * ldw;
+    std::vector<std::vector<float>> buf(workers, std::vector<float>(wn + rows * P));
     parallel_for_workers(ctx.threads(), pw_.panels, 1, [&](size_t p0, size_t p1, size_t t) {
       float *wb = buf[t].data();
-      float *d = wb + P * ldw;
+      float *d = wb + wn;
       for (size_t pn = p0; pn < p1; ++pn) {
-        wo_->dequant(pw_.panel(pn), wb, ldw);
         const size_t feats = std::min(P, n_count - pn * P);
-        wo_->dot(xs, k, rows, wb, ldw, feats, K_, d, P);
+        if (wo_->f32_batch != nullptr) {
+          auto *aligned = reinterpret_cast<float *>(round_up(reinterpret_cast<uintptr_t>(wb), 32));
+          wo_->f32_batch(pw_.panel(pn), xs, k, rows, d, P, aligned);
+        } else {
+          wo_->dequant(pw_.panel(pn), wb, ldw);
+          wo_->dot(xs, k, rows, wb, ldw, feats, K_, d, P);
+        }
         for (size_t r = 0; r < rows; ++r)
           for (size_t p = 0; p < feats; ++p) put(out, r, pn * P + p, d[r * P + p]);
       }
