@@ -288,6 +288,10 @@ TEST(WeightOnly, LargeKAndN) {
     check_case(rng, u4, M, 6, 1537, QNT_WEIGHT_ONLY_F32, false);
     check_case(rng, nf4, M, 5, 1024, QNT_WEIGHT_ONLY_F32, false);
   }
+  // Blocks that straddle the slices (48 elements; NF4 80), and one scale per row.
+  check_case(rng, Case{QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 48}, true}, 9, 5, 1100, QNT_WEIGHT_ONLY_F32, true);
+  check_case(rng, Case{QNT_DTYPE_NF4, {QNT_GRANULARITY_PER_BLOCK, 1, 80}, false}, 9, 5, 1100, QNT_WEIGHT_ONLY_F32, true);
+  check_case(rng, Case{QNT_DTYPE_U4, {QNT_GRANULARITY_PER_AXIS, 0, 0}, true}, 10, 6, 1300, QNT_WEIGHT_ONLY_F32, false);
 }
 
 TEST(WeightOnly, Int8ModeRefusesWhatItDoesNotTake) {
