@@ -75,8 +75,9 @@ struct GemmB {
   bool ternary = false;      // every b' is -1, 0 or +1 (GemmKernel::ternary may multiply it)
 
   size_t panel_stride() const noexcept { return groups * 64; }
-  // Sets `ternary` from the packed bytes (the packers call it last).
-  void classify() noexcept;
+  // Sets `ternary` from the packed bytes (the packers call it last), on `threads` threads
+  // when the first block is ternary.
+  void classify(int threads = 1) noexcept;
   size_t bytes() const noexcept { return data.size() + 4 * (zb.size() + col.size()); }
 
   // B stored [K, N] row-major (ld bytes between rows; qnt_qmatmul's b), or [N, K] (ld bytes

@@ -409,6 +409,32 @@ TEST(Gemm, LinearTernaryWeights) {
   }
 }
 
+// GemmB::classify reads the packed bytes in blocks and leaves at the first block with a value
+// other than -1, 0, +1: a 2 in the very last block must still keep B off the ternary tile,
+// whose 16-bit sums it would overflow here (x = 255 everywhere: 64 groups of pairs of 255 and
+// 2 * 255 pass 32767).
+TEST(Gemm, TernaryClassificationReadsEveryBlock) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  const int64_t R = 6, K = 4096, N = 32;
+  std::vector<uint8_t> bv(static_cast<size_t>(K * N), 1);
+  bv.back() = 2;  // b[K - 1][N - 1]: the last group of the last panel
+  const std::vector<uint8_t> xv(static_cast<size_t>(R * K), 255);
+  QP bq, xq;
+  per_tensor(bq, QNT_DTYPE_I8, 1.0f, 0);
+  per_tensor(xq, QNT_DTYPE_U8, 1.0f, 0);
+  T x, b, y;
+  make_raw(x, QNT_DTYPE_U8, {R, K}, xq.p, xv.data(), xv.size());
+  make_raw(b, QNT_DTYPE_I8, {K, N}, bq.p, bv.data(), bv.size());
+  make_q(y, QNT_DTYPE_I32, {R, N}, nullptr);
+  compare_all("one 2 in the last block", y.t, [&](qnt_context *c) { return qnt_qmatmul(c, x.t, b.t, nullptr, y.t); });
+  void *yd = nullptr;
+  ASSERT_EQ(qnt_tensor_data(y.t, &yd), QNT_OK);
+  const auto *acc = static_cast<const int32_t *>(yd);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t n = 0; n < N; ++n)
+      ASSERT_EQ(acc[r * N + n], 255 * (K + (n == N - 1 ? 1 : 0))) << r << " " << n;
+}
+
 TEST(Gemm, TernaryWeightsRejectTheCodeWithNoValue) {
   // Ternary's 0b10 is no value: the ops that widen ternary weights say so.
   QP wq, xq;
