@@ -236,7 +236,7 @@ class PreparedWeightOnly final : public Prepared {
   void compute(const Context &ctx, const float *xs, size_t rows, float *out) const {
     switch (path_) {
       case Path::PackedF32:
-        if (rows >= (wo_->f32_batch != nullptr ? kFusedBatchRows : kDequantRows))
+        if (rows >= (fused_batch() ? kFusedBatchRows : kDequantRows))
           return run_f32_batch(ctx, xs, rows, out);
         return tuned_packed(ctx, rows, [&](const TuneValue &tv) {
           run_packed(ctx, rows, [&](const kern::WoPanelArgs &a, size_t m0, size_t n, float *o) {
@@ -507,6 +507,9 @@ class PreparedWeightOnly final : public Prepared {
       }
   }
 
+  // Whether the table's fused batch kernel takes these weights (WoBatchFn: 4-bit codes only).
+  bool fused_batch() const noexcept { return wo_->f32_batch != nullptr && pw_.base.code != WoCode::Byte; }
+
   // f32 mode, a batch: per panel, its features dequantized once into the worker's buffer, then
   // every row against them.
   void run_f32_batch(const Context &ctx, const float *xs, size_t rows, float *out) const {
@@ -514,14 +517,15 @@ class PreparedWeightOnly final : public Prepared {
     const size_t ldw = round_up(k, 16);
     const size_t workers = parallel_workers(ctx.threads(), pw_.panels, 1);
     // The kernel's own slices (WoBatchFn) need P * kWoSlice floats, 32-byte aligned.
-    const size_t wn = wo_->f32_batch != nullptr ? P * kern::kWoSlice + 8 : P * ldw;
+    const bool fused = fused_batch();
+    const size_t wn = fused ? P * kern::kWoSlice + 8 : P * ldw;
     std::vector<std::vector<float>> buf(workers, std::vector<float>(wn + rows * P));
     parallel_for_workers(ctx.threads(), pw_.panels, 1, [&](size_t p0, size_t p1, size_t t) {
       float *wb = buf[t].data();
       float *d = wb + wn;
       for (size_t pn = p0; pn < p1; ++pn) {
         const size_t feats = std::min(P, n_count - pn * P);
-        if (wo_->f32_batch != nullptr) {
+        if (fused) {
           auto *aligned = reinterpret_cast<float *>(round_up(reinterpret_cast<uintptr_t>(wb), 32));
           wo_->f32_batch(pw_.panel(pn), xs, k, rows, d, P, aligned);
         } else {
