@@ -777,32 +777,36 @@ void dot_tiles256(const float *x, size_t ldx, size_t nr, const float *w, size_t 
     for (int q = 0; q < 2; ++q) dot_half256<1, PP>(x + r * ldx, ldx, w, ldw, n, q, st + r * PP * 16);
 }
 
-// The 16 lane sums of each row and feature into out (ref::dot's pairwise order).
-template <int PP>
-void dot_reduce256(const float *st, size_t nr, size_t feats, float *out, size_t ldo) noexcept {
-  for (size_t r = 0; r < nr; ++r)
-    for (size_t f = 0; f < feats; ++f) {
-      const float *l = st + (r * PP + f) * 16;
-      out[r * ldo + f] = reduce16(_mm256_load_ps(l), _mm256_load_ps(l + 8));
-    }
-}
-
 // K in slices of kWoSlice elements, so that a slice of the features' weights stays in L1 while
-// every row meets it, and rows in groups of kGroup whose sums wait in st between slices. Each
-// lane still takes its elements in increasing order of K.
+// every row meets it, and rows in groups of kDotGroup whose sums wait in st between slices.
+// slice(k0, n) gives the PP features' weights for elements [k0, k0 + n) (stride ldw). Each
+// lane still takes its elements in increasing order of K; the 16 lane sums of each row and
+// feature are then added in ref::dot's pairwise order into out.
 constexpr size_t kDotGroup = 48;
 
-template <int PP>
-void dot_rows256(const float *x, size_t ldx, size_t rows, const float *w, size_t ldw, size_t K,
-                 float *out, size_t ldo) noexcept {
+template <int PP, class Slice>
+void dot_slices256(const float *x, size_t ldx, size_t rows, size_t K, size_t ldw, float *out,
+                   size_t ldo, Slice &&slice) noexcept {
   alignas(32) float st[kDotGroup * PP * 16];
   for (size_t r0 = 0; r0 < rows; r0 += kDotGroup) {
     const size_t nr = std::min(kDotGroup, rows - r0);
     std::memset(st, 0, sizeof(float) * nr * PP * 16);
-    for (size_t k0 = 0; k0 < K; k0 += kWoSlice)
-      dot_tiles256<PP>(x + r0 * ldx + k0, ldx, nr, w + k0, ldw, std::min(kWoSlice, K - k0), st);
-    dot_reduce256<PP>(st, nr, PP, out + r0 * ldo, ldo);
+    for (size_t k0 = 0; k0 < K; k0 += kWoSlice) {
+      const size_t n = std::min(kWoSlice, K - k0);
+      dot_tiles256<PP>(x + r0 * ldx + k0, ldx, nr, slice(k0, n), ldw, n, st);
+    }
+    for (size_t r = 0; r < nr; ++r)
+      for (size_t f = 0; f < static_cast<size_t>(PP); ++f) {
+        const float *l = st + (r * PP + f) * 16;
+        out[(r0 + r) * ldo + f] = reduce16(_mm256_load_ps(l), _mm256_load_ps(l + 8));
+      }
   }
+}
+
+template <int PP>
+void dot_rows256(const float *x, size_t ldx, size_t rows, const float *w, size_t ldw, size_t K,
+                 float *out, size_t ldo) noexcept {
+  dot_slices256<PP>(x, ldx, rows, K, ldw, out, ldo, [&](size_t k0, size_t) { return w + k0; });
 }
 
 inline void dot256(const float *x, size_t ldx, size_t rows, const float *w, size_t ldw,
@@ -890,18 +894,10 @@ inline void dequant256(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
 inline void f32_batch256(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out,
                          size_t ldo, float *scratch) noexcept {
   wo_prefetch_all(w);
-  const auto K = static_cast<size_t>(w.K);
-  alignas(32) float st[kDotGroup * P * 16];
-  for (size_t r0 = 0; r0 < rows; r0 += kDotGroup) {
-    const size_t nr = std::min(kDotGroup, rows - r0);
-    std::memset(st, 0, sizeof(float) * nr * P * 16);
-    for (size_t k0 = 0; k0 < K; k0 += kWoSlice) {
-      const size_t n = std::min(kWoSlice, K - k0);
-      dequant_chunks256(w, k0 / 16, (k0 + n + 15) / 16, scratch, kWoSlice);
-      dot_tiles256<P>(x + r0 * ldx + k0, ldx, nr, scratch, kWoSlice, n, st);
-    }
-    dot_reduce256<P>(st, nr, P, out + r0 * ldo, ldo);
-  }
+  dot_slices256<P>(x, ldx, rows, static_cast<size_t>(w.K), kWoSlice, out, ldo, [&](size_t k0, size_t n) {
+    dequant_chunks256(w, k0 / 16, (k0 + n + 15) / 16, scratch, kWoSlice);
+    return static_cast<const float *>(scratch);
+  });
 }
 
 template <int MR, int PP>
@@ -1182,9 +1178,8 @@ void int8_unit_half256(const WoPanelArgs &w, const WoActs &a, int q, float *lane
     return _mm256_sub_epi8(cu, z);
   };
   auto pairs = [&](__m256i v, __m256i x) { return _mm256_maddubs_epi16(_mm256_abs_epi8(v), _mm256_sign_epi8(x, v)); };
-  // Unit u's integer sums p of row m and feature f into the float sums.
-  auto finish = [&](int m, size_t u, size_t blk, __m256 sx, int f, __m256i p) {
-    (void)u;
+  // A unit's integer sums p of row m and feature f (block blk) into the float sums.
+  auto finish = [&](int m, size_t blk, __m256 sx, int f, __m256i p) {
     const __m256 d = _mm256_mul_ps(sx, _mm256_broadcast_ss(w.scales + blk * P + static_cast<size_t>(f)));
     facc[m][f] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, facc[m][f]);
   };
@@ -1211,7 +1206,7 @@ void int8_unit_half256(const WoPanelArgs &w, const WoActs &a, int q, float *lane
           const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xq + ms * a.qx_stride + 64 * u));
           const __m256 sx = _mm256_broadcast_ss(a.sxv + ms * a.unit_stride + u * 16 + 8 * qs);
 #pragma GCC unroll 4
-          for (int f = 0; f < P; ++f) finish(m, u, blk, sx, f, _mm256_madd_epi16(pairs(v[f], x), ones));
+          for (int f = 0; f < P; ++f) finish(m, blk, sx, f, _mm256_madd_epi16(pairs(v[f], x), ones));
         }
       }
     } else {
@@ -1235,7 +1230,7 @@ void int8_unit_half256(const WoPanelArgs &w, const WoActs &a, int q, float *lane
                                 ? _mm256_add_epi32(_mm256_madd_epi16(pairs(lo[f], xl), ones),
                                                    _mm256_madd_epi16(pairs(hi[f], xh), ones))
                                 : _mm256_madd_epi16(_mm256_add_epi16(pairs(lo[f], xl), pairs(hi[f], xh)), ones);
-          finish(m, u, blk, sx, f, p);
+          finish(m, blk, sx, f, p);
         }
       }
     }
