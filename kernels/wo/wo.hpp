@@ -8,11 +8,12 @@
 //    i4 codes are stored offset by 8 (q + 8), so that every 4-bit code c is in [0, 15] and its
 //    integer value is c - zc, zc = z + 8 (i4) or z (u4). A 16-byte load gives two 16-element
 //    chunks (low and high nibbles); a 64-byte load gives 64 elements in order per nibble.
-//    Or, in the f32 mode with a kernel table whose `lane_codes` is set (the AVX-512 tables),
-//    the lane layout: in a group's 64 bytes per feature, byte 4j + r (dword j, its byte r) holds
-//    element 16r + j in its low nibble and element 64 + 16r + j in its high one. Read as 16
-//    dwords, the group shifted right by 8r (or 8r + 4) has chunk r's (or 4 + r's) codes in the
-//    low 4 bits of lanes 0-15, in order: the index operand of vpermps, with no byte widening.
+//    Or, in the f32 mode with a kernel table whose `lane_codes` is set (the AVX-512 and AVX2
+//    tables), the lane layout: in a group's 64 bytes per feature, byte 4j + r (dword j, its byte
+//    r) holds element 16r + j in its low nibble and element 64 + 16r + j in its high one. Read
+//    as 16 dwords (or as two ymm of 8: lanes 0-7 and 8-15), the group shifted right by 8r (or
+//    8r + 4) has chunk r's (or 4 + r's) codes in the low 4 bits of lanes 0-15, in order: the
+//    index operand of vpermps, with no byte widening.
 //  - bytes (i8, u8; the int8-activation mode, and the f32 mode with a table whose `f32_bytes` is
 //    set): per panel, chunks of 64 elements, 64 bytes
 //    per feature, stored as s8: w8 = q (i8) or q - 128 (u8), value w8 - z8 with z8 = z (i8) or

@@ -4,7 +4,8 @@
 // Exact instructions only (kernels/README.md):
 //  - f32 mode: the 16 values a block's codes can take are computed once per block and feature
 //    with the dequantize rule ((float)(c - zc) * scale, or codebook[c] * scale), then a lane
-//    permute maps codes to them (AVX-512 vpermps on 16 entries; AVX2 two vpermps and a blend).
+//    permute maps codes to them (AVX-512 vpermps on 16 entries; AVX2 NF4 two vpermps and a
+//    blend); AVX2 integer codes take the rule per element instead (lane_value).
 //    Each of the 16 partial sums gets its elements in order with a fused multiply-add; the
 //    partial sums are added pairwise at the end, as ref::dot does.
 //  - int8 mode, VNNI: vpdpbusd with the weights as the u8 operand (4-bit codes, NF4's integers
@@ -25,6 +26,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 namespace qnt::kern {
 namespace {
@@ -50,10 +52,6 @@ inline __m512i lane_codes512(const WoPanelArgs &w, size_t t, int p) noexcept {
 }
 #endif
 
-inline const uint8_t *chunk_at(const WoPanelArgs &w, size_t t) noexcept {
-  return w.codes + (t >> 3) * P * 64 + 16 * (t & 3);
-}
-inline int chunk_shift(size_t t) noexcept { return ((t >> 2) & 1) ? 4 : 0; }
 
 // Whether the batch-1 kernels (int8_one_vnni, int8_one256) take the panel's shape (else the
 // general kernel): a full last unit, and for 4-bit codes whole groups in pairs of units or
@@ -615,105 +613,233 @@ inline __m256i lanes8(size_t n) noexcept {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(n > 8 ? 8 : n)), iota);
 }
 
-// A block's 16 values: NF4 as a table (entries 0-7 and 8-15); the integer codes as their zero
-// point and scale, (float)(c - zc) * scale computed per element (the same two roundings as the
-// table would hold, without the two vpermps and the blend, which are the shuffle unit's
-// bottleneck on AVX2 machines).
-struct Lut256 {
+// The f32 mode's 4-bit codes on AVX2 are in the lane layout (wo.hpp), read as ymm: a group's
+// 64 bytes of a feature are two ymm of dwords, lanes 0-7 (dwords 0-7) and lanes 8-15, and
+// chunk 8g + q's codes are the 4 bits at lane_shift(q) of every dword. So one load serves 64
+// elements, and a code needs a shift and an and (neither for some q) instead of a widening
+// load, a shift and an and: on Zen 3, 1.7-2.0 cycles per 8 weights in a loop that takes 3.1-3.2
+// on the packed layout (a microbenchmark of the two inner loops, weights in L1).
+constexpr int lane_shift(int q) { return 8 * (q & 3) + 4 * (q >> 2); }
+
+// A block's values: NF4 as a table of its 16 values (entries 0-7 and 8-15); the integer codes
+// as their zero point (a float) and scale, (float)c - (float)zc (exact: both are small
+// integers) times the scale, the dequantize rule's (float)(c - zc) * scale without a table
+// (two vpermps and a blend per 8 elements are slower on Zen 3 than the conversion).
+template <bool NF4>
+struct LaneVals {
   __m256 a, b;
 };
 
-inline Lut256 lut256(const WoPanelArgs &w, size_t blk, int p) noexcept {
+template <bool NF4>
+inline LaneVals<NF4> lane_vals(const WoPanelArgs &w, size_t blk, int p) noexcept {
   const __m256 s = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
-  if (w.code == WoCode::NF4)
+  if constexpr (NF4)
     return {_mm256_mul_ps(_mm256_loadu_ps(ref::kNF4Codebook), s),
             _mm256_mul_ps(_mm256_loadu_ps(ref::kNF4Codebook + 8), s)};
-  return {_mm256_castsi256_ps(_mm256_set1_epi32(zc_of(w, blk, p))), s};
+  else
+    return {_mm256_set1_ps(static_cast<float>(zc_of(w, blk, p))), s};
 }
 
-// idx: codes in the low 4 bits of each lane (NF4), or the codes alone (integers).
+// The dequantized values of chunk q's codes in the dwords d. NF4: vpermps reads the low 3 bits
+// of each lane, and bit 3, moved to the sign, picks the table's half.
+template <bool NF4, int Q>
+[[gnu::always_inline]] inline __m256 lane_value(const LaneVals<NF4> &t, __m256i d) noexcept {
+  constexpr int s = lane_shift(Q);
+  if constexpr (NF4) {
+    const __m256i idx = s == 0 ? d : _mm256_srli_epi32(d, s);
+    const __m256i top = s == 28 ? d : _mm256_slli_epi32(d, 28 - s);
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(t.a, idx), _mm256_permutevar8x32_ps(t.b, idx),
+                            _mm256_castsi256_ps(top));
+  } else {
+    const __m256i nib = _mm256_set1_epi32(15);
+    const __m256i c = s == 28 ? _mm256_srli_epi32(d, 28)
+                              : _mm256_and_si256(s == 0 ? d : _mm256_srli_epi32(d, s), nib);
+    return _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(c), t.a), t.b);
+  }
+}
+
+// The two ymm of feature p's codes in group g.
+inline void lane_load(const WoPanelArgs &w, size_t g, int p, __m256i *d) noexcept {
+  const uint8_t *src = w.codes + (g * P + static_cast<size_t>(p)) * 64;
+  d[0] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src));
+  d[1] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + 32));
+}
+
+// A feature's block as the chunks go by: the values of chunk t's block, t in increasing order.
 template <bool NF4>
-inline __m256 lookup(const Lut256 &t, __m256i idx) noexcept {
-  if (!NF4)
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(idx, _mm256_castps_si256(t.a))), t.b);
-  const __m256 lo = _mm256_permutevar8x32_ps(t.a, idx);
-  const __m256 hi = _mm256_permutevar8x32_ps(t.b, idx);
-  return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+struct LaneBlocks {
+  const WoPanelArgs *w = nullptr;
+  int p = 0;
+  size_t cpb = 1, blk = 0, left = 0;
+  LaneVals<NF4> v{};
+  // From chunk t0 of feature p on.
+  void start(const WoPanelArgs &wa, int pa, size_t t0) noexcept {
+    w = &wa;
+    p = pa;
+    cpb = static_cast<size_t>(wa.block) / 16;
+    blk = t0 / cpb;
+    left = cpb - t0 % cpb;
+    v = lane_vals<NF4>(wa, blk, pa);
+  }
+  // Called once per chunk, before its values are used.
+  void next() noexcept {
+    if (left == 0) {
+      left = cpb;
+      v = lane_vals<NF4>(*w, ++blk, p);
+    }
+    --left;
+  }
+};
+
+// Chunk t = 8g + Q (whole) of MR rows x PP features: the group's codes d, the values v of the
+// chunk's block. Lane l of the 16 takes element 16t + l of every chunk t in order, as
+// f32_rows512 and ref::dot do.
+template <int MR, int PP, bool NF4, int Q>
+[[gnu::always_inline]] inline void lane_chunk(const float *x, size_t ldx, size_t t, const __m256i (&d)[PP][2],
+                       const LaneVals<NF4> (&v)[PP], __m256 (&acc)[MR][PP][2]) noexcept {
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    __m256 xv[MR];
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) xv[m] = _mm256_loadu_ps(x + m * ldx + 16 * t + 8 * h);
+#pragma GCC unroll 2
+    for (int pp = 0; pp < PP; ++pp) {
+      const __m256 wv = lane_value<NF4, Q>(v[pp], d[pp][h]);
+#pragma GCC unroll 4
+      for (int m = 0; m < MR; ++m) acc[m][pp][h] = _mm256_fmadd_ps(xv[m], wv, acc[m][pp][h]);
+    }
+  }
 }
 
-// PP features at a time (16 ymm cannot hold four features' sums and tables at once), x from
-// L1; two features for a single row, so that four FMA chains hide the latency. Chunk order and
-// blocks as in f32_rows512.
+// The same for the last, partial chunk (rest = K - 16t elements), with masks: lanes past K
+// keep their sums' bits.
+template <int MR, int PP, bool NF4, int Q>
+inline void lane_chunk_masked(const float *x, size_t ldx, size_t t, size_t rest, const __m256i (&d)[PP][2],
+                              const LaneVals<NF4> (&v)[PP], __m256 (&acc)[MR][PP][2]) noexcept {
+  for (int h = 0; h < 2; ++h) {
+    const __m256i mk = lanes8(rest > 8 * static_cast<size_t>(h) ? rest - 8 * static_cast<size_t>(h) : 0);
+    for (int pp = 0; pp < PP; ++pp) {
+      const __m256 wv = lane_value<NF4, Q>(v[pp], d[pp][h]);
+      for (int m = 0; m < MR; ++m) {
+        const __m256 f = _mm256_fmadd_ps(_mm256_maskload_ps(x + m * ldx + 16 * t + 8 * h, mk), wv, acc[m][pp][h]);
+        acc[m][pp][h] = _mm256_blendv_ps(acc[m][pp][h], f, _mm256_castsi256_ps(mk));
+      }
+    }
+  }
+}
+
+// The lane layout's walk: chunk(q, t, d, v) for chunks t of [t0, t1) (t0 a multiple of 8) in
+// order, with q = t % 8 known when compiling (std::integral_constant), d the group's codes
+// ([PP][2]) and v the values of the chunk's block for features p0 .. p0 + PP - 1.
+// - Blocks of 1, 2 or 4 chunks, or of whole groups (B a multiple of 128), over whole groups:
+//   a block's values are made where it starts, at a place of the unrolled group known when
+//   compiling, with no other branch in the loop.
+// - Other blocks (48, 80, ...) and the last group if t1 ends inside one: LaneBlocks, a counter
+//   per chunk.
+// pf->step() once per group.
+template <int PP, bool NF4, int CPB, class Chunk, int... Q>
+[[gnu::always_inline]] inline void lane_groups(const WoPanelArgs &w, int p0, size_t g0, size_t g1, WoPrefetcher &pf, Chunk &chunk,
+                 std::integer_sequence<int, Q...>) noexcept {
+  const size_t gpb = CPB == 8 ? static_cast<size_t>(w.block) / 128 : 1;  // groups per block
+  LaneVals<NF4> v[PP] = {};
+  size_t blk = g0 / gpb, left = CPB == 8 && g0 % gpb != 0 ? gpb - g0 % gpb : 0;
+  if (left != 0)
+    for (int pp = 0; pp < PP; ++pp) v[pp] = lane_vals<NF4>(w, blk++, p0 + pp);
+  for (size_t g = g0; g < g1; ++g) {
+    pf.step();
+    __m256i d[PP][2];
+    for (int pp = 0; pp < PP; ++pp) lane_load(w, g, p0 + pp, d[pp]);
+    if constexpr (CPB == 8) {
+      if (left == 0) {
+        for (int pp = 0; pp < PP; ++pp) v[pp] = lane_vals<NF4>(w, blk, p0 + pp);
+        left = gpb;
+        ++blk;
+      }
+      --left;
+    }
+    auto one = [&](auto qc) __attribute__((always_inline)) {
+      constexpr int q = decltype(qc)::value;
+      if constexpr (CPB < 8 && q % CPB == 0)
+        for (int pp = 0; pp < PP; ++pp) v[pp] = lane_vals<NF4>(w, (8 * g + q) / CPB, p0 + pp);
+      chunk(qc, 8 * g + q, d, v);
+    };
+    (one(std::integral_constant<int, Q>{}), ...);
+  }
+}
+
+template <int PP, bool NF4, class Chunk, int... Q>
+[[gnu::always_inline]] inline void lane_walk(const WoPanelArgs &w, int p0, size_t t0, size_t t1, WoPrefetcher &pf, Chunk &&chunk,
+               std::integer_sequence<int, Q...> qs) noexcept {
+  size_t g = t0 / 8;
+  const size_t gw = t1 / 8;  // groups whose chunks are all below t1
+  switch (w.block % 128 == 0 ? 128 : w.block) {
+    case 16: lane_groups<PP, NF4, 1>(w, p0, g, gw, pf, chunk, qs); g = gw; break;
+    case 32: lane_groups<PP, NF4, 2>(w, p0, g, gw, pf, chunk, qs); g = gw; break;
+    case 64: lane_groups<PP, NF4, 4>(w, p0, g, gw, pf, chunk, qs); g = gw; break;
+    case 128: lane_groups<PP, NF4, 8>(w, p0, g, gw, pf, chunk, qs); g = gw; break;
+    default: break;
+  }
+  if (8 * g >= t1) return;
+  LaneBlocks<NF4> blk[PP];
+  for (int pp = 0; pp < PP; ++pp) blk[pp].start(w, p0 + pp, 8 * g);
+  for (; 8 * g < t1; ++g) {
+    pf.step();
+    __m256i d[PP][2];
+    for (int pp = 0; pp < PP; ++pp) lane_load(w, g, p0 + pp, d[pp]);
+    auto one = [&](auto qc) __attribute__((always_inline)) {
+      const size_t t = 8 * g + decltype(qc)::value;
+      if (t >= t1) return;
+      LaneVals<NF4> v[PP];
+      for (int pp = 0; pp < PP; ++pp) {
+        blk[pp].next();
+        v[pp] = blk[pp].v;
+      }
+      chunk(qc, t, d, v);
+    };
+    (one(std::integral_constant<int, Q>{}), ...);
+  }
+}
+
+using LaneQs = std::integer_sequence<int, 0, 1, 2, 3, 4, 5, 6, 7>;
+
+// MR rows x PP features of the f32 mode (PP features at a time: 16 ymm cannot hold four
+// features' sums, codes and values at once; two for a single row, so that four FMA chains hide
+// the latency).
 template <int MR, int PP, bool NF4>
-void f32_feat256(const WoPanelArgs &w, const float *x, size_t ldx, int p0, float *out) noexcept {
+void f32_lane256(const WoPanelArgs &w, const float *x, size_t ldx, int p0, float *out, WoPrefetcher &pf) noexcept {
   __m256 acc[MR][PP][2];
   for (int m = 0; m < MR; ++m)
     for (int pp = 0; pp < PP; ++pp) acc[m][pp][0] = acc[m][pp][1] = _mm256_setzero_ps();
   const auto K = static_cast<size_t>(w.K);
-  const size_t cpb = static_cast<size_t>(w.block) / 16;
   const size_t whole = K / 16;
-  const __m256i nib = _mm256_set1_epi32(15);
-  for (size_t t0 = 0, blk = 0; t0 < whole; t0 += cpb, ++blk) {
-    Lut256 lut[PP];
-    for (int pp = 0; pp < PP; ++pp) lut[pp] = lut256(w, blk, p0 + pp);
-    const size_t t1 = std::min(whole, t0 + cpb);
-    for (size_t t = t0; t < t1; ++t) {
-      const uint8_t *cp = chunk_at(w, t);
-      const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
-      for (int pp = 0; pp < PP; ++pp)
-        for (int q = 0; q < 2; ++q) {
-          const __m256i idx = _mm256_and_si256(
-              _mm256_srl_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(
-                                   cp + (p0 + pp) * 64 + 8 * q))),
-                               sh),
-              nib);
-          const __m256 wv = lookup<NF4>(lut[pp], idx);
-          for (int m = 0; m < MR; ++m)
-            acc[m][pp][q] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * ldx + 16 * t + 8 * q), wv,
-                                            acc[m][pp][q]);
-        }
-    }
-  }
-  if (K % 16 != 0) {  // the last chunk, with masks
-    const size_t t = whole, blk = t / cpb, rest = K - 16 * t;
-    const uint8_t *cp = chunk_at(w, t);
-    const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
-    for (int pp = 0; pp < PP; ++pp) {
-      const Lut256 lut = lut256(w, blk, p0 + pp);
-      for (int q = 0; q < 2; ++q) {
-        const __m256i mk = lanes8(rest > 8 * static_cast<size_t>(q) ? rest - 8 * static_cast<size_t>(q) : 0);
-        const __m256i idx = _mm256_and_si256(
-            _mm256_srl_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(
-                                 reinterpret_cast<const __m128i *>(cp + (p0 + pp) * 64 + 8 * q))),
-                             sh),
-            nib);
-        const __m256 wv = lookup<NF4>(lut, idx);
-        for (int m = 0; m < MR; ++m) {
-          const __m256 f = _mm256_fmadd_ps(_mm256_maskload_ps(x + m * ldx + 16 * t + 8 * q, mk),
-                                           wv, acc[m][pp][q]);
-          acc[m][pp][q] = _mm256_blendv_ps(acc[m][pp][q], f, _mm256_castsi256_ps(mk));
-        }
-      }
-    }
+  lane_walk<PP, NF4>(w, p0, 0, whole, pf, [&](auto qc, size_t t, const __m256i (&d)[PP][2], const LaneVals<NF4> (&v)[PP]) __attribute__((always_inline)) {
+    lane_chunk<MR, PP, NF4, decltype(qc)::value>(x, ldx, t, d, v, acc);
+  }, LaneQs{});
+  if (K % 16 != 0) {  // the last, partial chunk (its group's step comes again: harmless)
+    const size_t g = whole / 8;
+    WoPrefetcher none(WoPanelArgs{}, 0);
+    lane_walk<PP, NF4>(w, p0, 8 * g, whole + 1, none, [&](auto qc, size_t t, const __m256i (&d)[PP][2], const LaneVals<NF4> (&v)[PP]) {
+      if (t == whole) lane_chunk_masked<MR, PP, NF4, decltype(qc)::value>(x, ldx, t, K - 16 * t, d, v, acc);
+    }, LaneQs{});
   }
   for (int m = 0; m < MR; ++m)
-    for (int pp = 0; pp < PP; ++pp)
-      out[m * P + p0 + pp] = reduce16(acc[m][pp][0], acc[m][pp][1]);
+    for (int pp = 0; pp < PP; ++pp) out[m * P + p0 + pp] = reduce16(acc[m][pp][0], acc[m][pp][1]);
 }
 
 template <int MR>
 void f32_rows256(const WoPanelArgs &w, const float *x, size_t ldx, float *out) noexcept {
   constexpr int PP = MR == 1 ? 2 : 1;
+  // The next panel's bytes requested a few lines per group (WoPrefetcher), over every pass.
+  WoPrefetcher pf(w, (P / PP) * ((static_cast<size_t>(w.K) + 127) / 128));
   for (int p0 = 0; p0 < P; p0 += PP) {
     if (w.code == WoCode::NF4)
-      f32_feat256<MR, PP, true>(w, x, ldx, p0, out);
+      f32_lane256<MR, PP, true>(w, x, ldx, p0, out, pf);
     else
-      f32_feat256<MR, PP, false>(w, x, ldx, p0, out);
+      f32_lane256<MR, PP, false>(w, x, ldx, p0, out, pf);
   }
 }
 
 inline void f32_256(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out) noexcept {
-  wo_prefetch_all(w);
   switch (rows) {
     case 1: return f32_rows256<1>(w, x, ldx, out);
     case 2: return f32_rows256<2>(w, x, ldx, out);
@@ -822,64 +948,24 @@ inline void dot256(const float *x, size_t ldx, size_t rows, const float *w, size
   }
 }
 
-// Feature p's chunks [t0, t1) dequantized into out[16 * (t - t0) ...], NF4 by its table
-// (lookup<true>: two vpermps and a blend per 8 elements).
-inline void dequant_nf4_256(const WoPanelArgs &w, int p, size_t t0, size_t t1, float *out) noexcept {
-  const size_t cpb = static_cast<size_t>(w.block) / 16;
-  const __m256i nib = _mm256_set1_epi32(15);
-  size_t blk = t0 / cpb, r = t0 % cpb;
-  Lut256 lut = lut256(w, blk, p);
-  for (size_t t = t0; t < t1; ++t) {
-    const uint8_t *cp = chunk_at(w, t) + p * 64;
-    const __m128i sh = _mm_cvtsi32_si128(chunk_shift(t));
-    for (int q = 0; q < 2; ++q) {
-      const __m256i idx = _mm256_and_si256(
-          _mm256_srl_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(cp + 8 * q))), sh),
-          nib);
-      _mm256_storeu_ps(out + 16 * (t - t0) + 8 * static_cast<size_t>(q), lookup<true>(lut, idx));
-    }
-    if (++r == cpb && t + 1 < t1) r = 0, lut = lut256(w, ++blk, p);
-  }
-}
-
-// Integer codes, chunks [t0, t1) (t0 a multiple of 8): 16 bytes of a group give two chunks
-// (low nibbles: chunk t, high: t + 4), each less its block's zero point in bytes (|c - zc| <=
-// 15), sign-extended, converted and multiplied by the block's scale: lookup<false>'s
-// (float)(c - zc) * scale, with one load, one widening and no shift per 8 elements.
-inline void dequant_int256(const WoPanelArgs &w, int p, size_t t0, size_t t1, float *out) noexcept {
-  const size_t cpb = static_cast<size_t>(w.block) / 16;
-  const __m128i nib = _mm_set1_epi8(0x0F);
-  size_t b = t0 / cpb, r = t0 % cpb;  // chunk 8g's block, and its place in it
-  for (size_t g = t0 / 8; 8 * g < t1; ++g) {
-    const uint8_t *gp = w.codes + (g * P + static_cast<size_t>(p)) * 64;
-    size_t blks[8];
-    for (size_t &bi : blks) {
-      bi = b;
-      if (++r == cpb) r = 0, ++b;
-    }
-    for (size_t j = 0; j < 4; ++j) {
-      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i *>(gp + 16 * j));
-      for (size_t h = 0; h < 2; ++h) {
-        const size_t t = 8 * g + 4 * h + j;
-        if (t >= t1) continue;
-        const size_t blk = blks[4 * h + j];
-        const __m128i c = h == 0 ? _mm_and_si128(raw, nib) : _mm_and_si128(_mm_srli_epi16(raw, 4), nib);
-        const __m128i v = _mm_sub_epi8(c, _mm_set1_epi8(static_cast<char>(zc_of(w, blk, p))));
-        const __m256 sc = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
-        float *o = out + 16 * (t - t0);
-        _mm256_storeu_ps(o, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), sc));
-        _mm256_storeu_ps(o + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(v, v))), sc));
-      }
-    }
-  }
+// Feature p's chunks [t0, t1) (t0 a multiple of 8) dequantized into out[16 * (t - t0) ...]
+// from the lane layout: one pair of loads per group, lane_value per 8 elements.
+template <bool NF4>
+inline void dequant_lane256(const WoPanelArgs &w, int p, size_t t0, size_t t1, float *out) noexcept {
+  WoPrefetcher none(WoPanelArgs{}, 0);
+  lane_walk<1, NF4>(w, p, t0, t1, none, [&](auto qc, size_t t, const __m256i (&d)[1][2], const LaneVals<NF4> (&v)[1]) __attribute__((always_inline)) {
+    float *o = out + 16 * (t - t0);
+    _mm256_storeu_ps(o, lane_value<NF4, decltype(qc)::value>(v[0], d[0][0]));
+    _mm256_storeu_ps(o + 8, lane_value<NF4, decltype(qc)::value>(v[0], d[0][1]));
+  }, LaneQs{});
 }
 
 inline void dequant_chunks256(const WoPanelArgs &w, size_t t0, size_t t1, float *out, size_t ldo) noexcept {
   for (int p = 0; p < P; ++p) {
     if (w.code == WoCode::NF4)
-      dequant_nf4_256(w, p, t0, t1, out + p * ldo);
+      dequant_lane256<true>(w, p, t0, t1, out + p * ldo);
     else
-      dequant_int256(w, p, t0, t1, out + p * ldo);
+      dequant_lane256<false>(w, p, t0, t1, out + p * ldo);
   }
 }
 

@@ -292,6 +292,14 @@ TEST(WeightOnly, LargeKAndN) {
   check_case(rng, Case{QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 48}, true}, 9, 5, 1100, QNT_WEIGHT_ONLY_F32, true);
   check_case(rng, Case{QNT_DTYPE_NF4, {QNT_GRANULARITY_PER_BLOCK, 1, 80}, false}, 9, 5, 1100, QNT_WEIGHT_ONLY_F32, true);
   check_case(rng, Case{QNT_DTYPE_U4, {QNT_GRANULARITY_PER_AXIS, 0, 0}, true}, 10, 6, 1300, QNT_WEIGHT_ONLY_F32, false);
+  // Blocks of three 128-element groups, which the 512-element slices cut inside (the AVX2
+  // lane walk then starts in a block's second group), and blocks of one 16-element chunk; a
+  // single row and a batch each.
+  for (int64_t M : {int64_t{1}, int64_t{9}}) {
+    check_case(rng, Case{QNT_DTYPE_U4, {QNT_GRANULARITY_PER_BLOCK, 1, 384}, true}, M, 5, 1700, QNT_WEIGHT_ONLY_F32, true);
+    check_case(rng, Case{QNT_DTYPE_NF4, {QNT_GRANULARITY_PER_BLOCK, 1, 384}, false}, M, 5, 1700, QNT_WEIGHT_ONLY_F32, false);
+    check_case(rng, Case{QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 16}, false}, M, 5, 600, QNT_WEIGHT_ONLY_F32, true);
+  }
 }
 
 TEST(WeightOnly, Int8ModeRefusesWhatItDoesNotTake) {
