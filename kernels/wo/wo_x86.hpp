@@ -52,7 +52,6 @@ inline __m512i lane_codes512(const WoPanelArgs &w, size_t t, int p) noexcept {
 }
 #endif
 
-
 // Whether the batch-1 kernels (int8_one_vnni, int8_one256) take the panel's shape (else the
 // general kernel): a full last unit, and for 4-bit codes whole groups in pairs of units or
 // inside one.
@@ -736,15 +735,17 @@ inline void lane_chunk_masked(const float *x, size_t ldx, size_t t, size_t rest,
 //   compiling, with no other branch in the loop.
 // - Other blocks (48, 80, ...) and the last group if t1 ends inside one: LaneBlocks, a counter
 //   per chunk.
-// pf->step() once per group.
+// pf.step() once per group.
 template <int PP, bool NF4, int CPB, class Chunk, int... Q>
 [[gnu::always_inline]] inline void lane_groups(const WoPanelArgs &w, int p0, size_t g0, size_t g1, WoPrefetcher &pf, Chunk &chunk,
                  std::integer_sequence<int, Q...>) noexcept {
   const size_t gpb = CPB == 8 ? static_cast<size_t>(w.block) / 128 : 1;  // groups per block
   LaneVals<NF4> v[PP] = {};
   size_t blk = g0 / gpb, left = CPB == 8 && g0 % gpb != 0 ? gpb - g0 % gpb : 0;
-  if (left != 0)
-    for (int pp = 0; pp < PP; ++pp) v[pp] = lane_vals<NF4>(w, blk++, p0 + pp);
+  if (left != 0) {  // g0 inside a block (a walk from a later slice or the last chunk)
+    for (int pp = 0; pp < PP; ++pp) v[pp] = lane_vals<NF4>(w, blk, p0 + pp);
+    ++blk;
+  }
   for (size_t g = g0; g < g1; ++g) {
     pf.step();
     __m256i d[PP][2];

@@ -300,6 +300,12 @@ TEST(WeightOnly, LargeKAndN) {
     check_case(rng, Case{QNT_DTYPE_NF4, {QNT_GRANULARITY_PER_BLOCK, 1, 384}, false}, M, 5, 1700, QNT_WEIGHT_ONLY_F32, false);
     check_case(rng, Case{QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 16}, false}, M, 5, 600, QNT_WEIGHT_ONLY_F32, true);
   }
+  // K = 501: the last, partial chunk (31) ends a group that starts inside the second block of
+  // 256, for a single row (two features at a time) and a few.
+  for (int64_t M : {int64_t{1}, int64_t{3}}) {
+    check_case(rng, Case{QNT_DTYPE_U4, {QNT_GRANULARITY_PER_BLOCK, 1, 256}, true}, M, 6, 501, QNT_WEIGHT_ONLY_F32, false);
+    check_case(rng, Case{QNT_DTYPE_NF4, {QNT_GRANULARITY_PER_BLOCK, 1, 256}, false}, M, 6, 501, QNT_WEIGHT_ONLY_F32, true);
+  }
 }
 
 TEST(WeightOnly, Int8ModeRefusesWhatItDoesNotTake) {
