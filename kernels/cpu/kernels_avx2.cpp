@@ -22,7 +22,7 @@ constexpr kern::GemmKernel kGemm{"avx2", kern::Split256::kMR, kern::Split256::kN
                                  &kern::gemm_pack_nk_avx2, &kern::depthwise_avx2,
                                  nullptr, nullptr, &kTernary, &kern::xnor_avx2};
 constexpr kern::WoKernels kWo{"avx2", &kern::wo::f32_256, &kern::wo::int8_256,
-                              &kern::wo::dot256, &kern::wo::dequant256, true, false,
+                              &kern::wo::dot256, &kern::wo::dequant256, true, true,
                               &kern::wo::token256, &kern::wo::f32_batch256};
 constexpr kern::KernelTable kTable =
     make_table<xsimd::avx2>("avx2", QNT_ISA_AVX2, &kGemm, &kWo);

@@ -81,10 +81,11 @@ using WoInt8Fn = void (*)(const WoPanelArgs &w, const WoActs &x, size_t rows,
 // path for batches (on a dequantized panel), and for the formats the f32 kernel does not take.
 using WoDotFn = void (*)(const float *x, size_t ldx, size_t rows, const float *w, size_t ldw,
                          size_t feats, int64_t K, float *out, size_t ldo) noexcept;
-// f32 mode, 4-bit codes: the panel's kWoPanel features dequantized by the dequantize rule into
-// out[p * ldo + k] for k < round_up(K, 16) (values past K are finite and never used).
+// f32 mode, 4-bit codes (and bytes with a table whose f32_bytes is set): the panel's kWoPanel
+// features dequantized by the dequantize rule into out[p * ldo + k] for k < round_up(K, 16)
+// (values past K are finite and never used).
 using WoDequantFn = void (*)(const WoPanelArgs &w, float *out, size_t ldo) noexcept;
-// f32 mode, 4-bit codes, a batch: out[r * ldo + p] for `rows` rows of x (stride ldx) and the
+// f32 mode, 4-bit codes (and bytes with a table whose f32_bytes is set), a batch: out[r * ldo + p] for `rows` rows of x (stride ldx) and the
 // panel's kWoPanel features, the bits of dequant followed by dot, with the features dequantized
 // kWoSlice elements of K at a time into scratch (kWoPanel * kWoSlice floats, 32-byte aligned).
 using WoBatchFn = void (*)(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out,

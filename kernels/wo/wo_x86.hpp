@@ -827,9 +827,84 @@ void f32_lane256(const WoPanelArgs &w, const float *x, size_t ldx, int p0, float
     for (int pp = 0; pp < PP; ++pp) out[m * P + p0 + pp] = reduce16(acc[m][pp][0], acc[m][pp][1]);
 }
 
+// Byte weights in the f32 mode on AVX2 (W8A16; `WoKernels::f32_bytes`), f32_bytes512's rule on
+// ymm: half h of chunk t's stored bytes w8 (8 of them) sign-extended by one widening load, less
+// the block's z8 (Z), converted and multiplied by the block's scale: (float)(q - z) * s exactly
+// (w8 - z8 = q - z), then each lane's fma in order.
+template <bool Z>
+[[gnu::always_inline]] inline __m256 byte_values256(const WoPanelArgs &w, size_t t, int h, int p, __m256i z8,
+                                                    __m256 s) noexcept {
+  const uint8_t *src = w.codes + ((t >> 2) * P + static_cast<size_t>(p)) * 64 + 16 * (t & 3) + 8 * static_cast<size_t>(h);
+  __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(src)));
+  if constexpr (Z) q = _mm256_sub_epi32(q, z8);
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(q), s);
+}
+
+// MR rows x PP features (as f32_lane256), block by block; the last, partial chunk with masks.
+template <int MR, int PP, bool Z>
+void f32_bytes256(const WoPanelArgs &w, const float *x, size_t ldx, int p0, float *out, WoPrefetcher &pf) noexcept {
+  __m256 acc[MR][PP][2];
+  for (int m = 0; m < MR; ++m)
+    for (int pp = 0; pp < PP; ++pp) acc[m][pp][0] = acc[m][pp][1] = _mm256_setzero_ps();
+  const auto K = static_cast<size_t>(w.K);
+  const size_t cpb = static_cast<size_t>(w.block) / 16;
+  const size_t chunks = (K + 15) / 16, whole = K / 16;
+  for (size_t t0 = 0, blk = 0; t0 < chunks; t0 += cpb, ++blk) {
+    __m256i z8[PP];
+    __m256 sc[PP];
+    for (int pp = 0; pp < PP; ++pp) {
+      z8[pp] = Z ? _mm256_set1_epi32(zc_of(w, blk, p0 + pp) - 128) : _mm256_setzero_si256();  // stored as z8 + 128
+      sc[pp] = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p0 + pp)]);
+    }
+    const size_t t1 = std::min(chunks, t0 + cpb), t1w = std::min(whole, t1);
+    size_t t = t0;
+    for (; t < t1w; ++t) {  // whole chunks
+      if ((t & 3) == 0) pf.step();
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        __m256 xv[MR];
+#pragma GCC unroll 4
+        for (int m = 0; m < MR; ++m) xv[m] = _mm256_loadu_ps(x + m * ldx + 16 * t + 8 * h);
+#pragma GCC unroll 2
+        for (int pp = 0; pp < PP; ++pp) {
+          const __m256 wv = byte_values256<Z>(w, t, h, p0 + pp, z8[pp], sc[pp]);
+#pragma GCC unroll 4
+          for (int m = 0; m < MR; ++m) acc[m][pp][h] = _mm256_fmadd_ps(xv[m], wv, acc[m][pp][h]);
+        }
+      }
+    }
+    for (; t < t1; ++t) {  // the last, partial chunk: lanes past K keep their sums' bits
+      const size_t rest = K - 16 * t;
+      for (int h = 0; h < 2; ++h) {
+        const __m256i mk = lanes8(rest > 8 * static_cast<size_t>(h) ? rest - 8 * static_cast<size_t>(h) : 0);
+        for (int pp = 0; pp < PP; ++pp) {
+          const __m256 wv = byte_values256<Z>(w, t, h, p0 + pp, z8[pp], sc[pp]);
+          for (int m = 0; m < MR; ++m) {
+            const __m256 f = _mm256_fmadd_ps(_mm256_maskload_ps(x + m * ldx + 16 * t + 8 * h, mk), wv, acc[m][pp][h]);
+            acc[m][pp][h] = _mm256_blendv_ps(acc[m][pp][h], f, _mm256_castsi256_ps(mk));
+          }
+        }
+      }
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int pp = 0; pp < PP; ++pp) out[m * P + p0 + pp] = reduce16(acc[m][pp][0], acc[m][pp][1]);
+}
+
 template <int MR>
 void f32_rows256(const WoPanelArgs &w, const float *x, size_t ldx, float *out) noexcept {
   constexpr int PP = MR == 1 ? 2 : 1;
+  if (w.code == WoCode::Byte) {  // a step per 64 elements, over every pass
+    WoPrefetcher pf(w, (P / PP) * ((static_cast<size_t>(w.K) + 63) / 64));
+    const bool z = w.zps != nullptr || w.zp_const != 128;
+    for (int p0 = 0; p0 < P; p0 += PP) {
+      if (z)
+        f32_bytes256<MR, PP, true>(w, x, ldx, p0, out, pf);
+      else
+        f32_bytes256<MR, PP, false>(w, x, ldx, p0, out, pf);
+    }
+    return;
+  }
   // The next panel's bytes requested a few lines per group (WoPrefetcher), over every pass.
   WoPrefetcher pf(w, (P / PP) * ((static_cast<size_t>(w.K) + 127) / 128));
   for (int p0 = 0; p0 < P; p0 += PP) {
@@ -961,9 +1036,23 @@ inline void dequant_lane256(const WoPanelArgs &w, int p, size_t t0, size_t t1, f
   }, LaneQs{});
 }
 
+// Byte weights: feature p's chunks [t0, t1) by byte_values256, block by block.
+inline void dequant_bytes256(const WoPanelArgs &w, int p, size_t t0, size_t t1, float *out) noexcept {
+  const size_t cpb = static_cast<size_t>(w.block) / 16;
+  for (size_t t = t0, blk = t0 / cpb; t < t1; ++blk) {
+    const __m256i z8 = _mm256_set1_epi32(zc_of(w, blk, p) - 128);  // stored as z8 + 128
+    const __m256 sc = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
+    for (const size_t end = std::min(t1, (blk + 1) * cpb); t < end; ++t)
+      for (int h = 0; h < 2; ++h)
+        _mm256_storeu_ps(out + 16 * (t - t0) + 8 * static_cast<size_t>(h), byte_values256<true>(w, t, h, p, z8, sc));
+  }
+}
+
 inline void dequant_chunks256(const WoPanelArgs &w, size_t t0, size_t t1, float *out, size_t ldo) noexcept {
   for (int p = 0; p < P; ++p) {
-    if (w.code == WoCode::NF4)
+    if (w.code == WoCode::Byte)
+      dequant_bytes256(w, p, t0, t1, out + p * ldo);
+    else if (w.code == WoCode::NF4)
       dequant_lane256<true>(w, p, t0, t1, out + p * ldo);
     else
       dequant_lane256<false>(w, p, t0, t1, out + p * ldo);

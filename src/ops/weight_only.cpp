@@ -507,8 +507,11 @@ class PreparedWeightOnly final : public Prepared {
       }
   }
 
-  // Whether the table's fused batch kernel takes these weights (WoBatchFn: 4-bit codes only).
-  bool fused_batch() const noexcept { return wo_->f32_batch != nullptr && pw_.base.code != WoCode::Byte; }
+  // Whether the table's fused batch kernel takes these weights (WoBatchFn: 4-bit codes, and
+  // bytes with a table whose f32_bytes is set).
+  bool fused_batch() const noexcept {
+    return wo_->f32_batch != nullptr && (pw_.base.code != WoCode::Byte || wo_->f32_bytes);
+  }
 
   // f32 mode, a batch: per panel, its features dequantized once into the worker's buffer, then
   // every row against them.

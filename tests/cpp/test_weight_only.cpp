@@ -300,6 +300,9 @@ TEST(WeightOnly, LargeKAndN) {
     check_case(rng, Case{QNT_DTYPE_NF4, {QNT_GRANULARITY_PER_BLOCK, 1, 384}, false}, M, 5, 1700, QNT_WEIGHT_ONLY_F32, false);
     check_case(rng, Case{QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 16}, false}, M, 5, 600, QNT_WEIGHT_ONLY_F32, true);
   }
+  // Byte weights (W8A16) across slices: blocks of 48 and of 384 that the slices cut.
+  check_case(rng, Case{QNT_DTYPE_I8, {QNT_GRANULARITY_PER_BLOCK, 1, 48}, false}, 9, 5, 1100, QNT_WEIGHT_ONLY_F32, true);
+  check_case(rng, Case{QNT_DTYPE_U8, {QNT_GRANULARITY_PER_BLOCK, 1, 384}, true}, 6, 5, 1300, QNT_WEIGHT_ONLY_F32, false);
   // K = 501: the last, partial chunk (31) ends a group that starts inside the second block of
   // 256, for a single row (two features at a time) and a few.
   for (int64_t M : {int64_t{1}, int64_t{3}}) {
