@@ -85,9 +85,11 @@ using WoDotFn = void (*)(const float *x, size_t ldx, size_t rows, const float *w
 // features dequantized by the dequantize rule into out[p * ldo + k] for k < round_up(K, 16)
 // (values past K are finite and never used).
 using WoDequantFn = void (*)(const WoPanelArgs &w, float *out, size_t ldo) noexcept;
-// f32 mode, 4-bit codes (and bytes with a table whose f32_bytes is set), a batch: out[r * ldo + p] for `rows` rows of x (stride ldx) and the
-// panel's kWoPanel features, the bits of dequant followed by dot, with the features dequantized
-// kWoSlice elements of K at a time into scratch (kWoPanel * kWoSlice floats, 32-byte aligned).
+// f32 mode, 4-bit codes (and bytes with a table whose f32_bytes is set), a batch:
+// out[r * ldo + p] for `rows` rows of x (stride ldx) and the panel's kWoPanel features, the
+// bits of dequant followed by dot, with the features dequantized kWoSlice elements of K at a
+// time into scratch (kWoPanel * kWoSlice floats, 32-byte aligned); w.prefetch, if set, is
+// requested into L2 over the call.
 using WoBatchFn = void (*)(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out,
                            size_t ldo, float *scratch) noexcept;
 constexpr size_t kWoSlice = 512;

@@ -1069,8 +1069,11 @@ inline void dequant256(const WoPanelArgs &w, float *out, size_t ldo) noexcept {
 // dequant256 + dot256).
 inline void f32_batch256(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out,
                          size_t ldo, float *scratch) noexcept {
-  wo_prefetch_all(w);
-  dot_slices256<P>(x, ldx, rows, static_cast<size_t>(w.K), kWoSlice, out, ldo, [&](size_t k0, size_t n) {
+  const auto K = static_cast<size_t>(w.K);
+  // The next panel's bytes requested a share per slice (WoPrefetcher), over every row group.
+  WoPrefetcher pf(w, ((K + kWoSlice - 1) / kWoSlice) * ((rows + kDotGroup - 1) / kDotGroup));
+  dot_slices256<P>(x, ldx, rows, K, kWoSlice, out, ldo, [&](size_t k0, size_t n) {
+    pf.step();
     dequant_chunks256(w, k0 / 16, (k0 + n + 15) / 16, scratch, kWoSlice);
     return static_cast<const float *>(scratch);
   });

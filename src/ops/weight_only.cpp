@@ -530,7 +530,12 @@ class PreparedWeightOnly final : public Prepared {
         const size_t feats = std::min(P, n_count - pn * P);
         if (fused) {
           auto *aligned = reinterpret_cast<float *>(round_up(reinterpret_cast<uintptr_t>(wb), 32));
-          wo_->f32_batch(pw_.panel(pn), xs, k, rows, d, P, aligned);
+          kern::WoPanelArgs a = pw_.panel(pn);
+          if (pn + kAhead < p1) {  // the panel kAhead ahead, requested into L2 by the kernel
+            a.prefetch = pw_.data.get() + (pn + kAhead) * pw_.panel_stride;
+            a.prefetch_bytes = pw_.panel_stride;
+          }
+          wo_->f32_batch(a, xs, k, rows, d, P, aligned);
         } else {
           wo_->dequant(pw_.panel(pn), wb, ldw);
           wo_->dot(xs, k, rows, wb, ldw, feats, K_, d, P);
