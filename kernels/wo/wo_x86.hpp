@@ -690,12 +690,12 @@ struct LaneBlocks {
   }
 };
 
-// Chunk t = 8g + Q (whole) of MR rows x PP features: the group's codes d, the values v of the
-// chunk's block. Lane l of the 16 takes element 16t + l of every chunk t in order, as
+// Chunk t (whole) of MR rows x PP features, values(pp, h) giving feature pp's 8 weights of half
+// h (lanes 8h .. 8h + 7). Lane l of the 16 takes element 16t + l of every chunk t in order, as
 // f32_rows512 and ref::dot do.
-template <int MR, int PP, bool NF4, int Q>
-[[gnu::always_inline]] inline void lane_chunk(const float *x, size_t ldx, size_t t, const __m256i (&d)[PP][2],
-                       const LaneVals<NF4> (&v)[PP], __m256 (&acc)[MR][PP][2]) noexcept {
+template <int MR, int PP, class Values>
+[[gnu::always_inline]] inline void rows_chunk(const float *x, size_t ldx, size_t t, Values &&values,
+                                              __m256 (&acc)[MR][PP][2]) noexcept {
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
     __m256 xv[MR];
@@ -703,7 +703,7 @@ template <int MR, int PP, bool NF4, int Q>
     for (int m = 0; m < MR; ++m) xv[m] = _mm256_loadu_ps(x + m * ldx + 16 * t + 8 * h);
 #pragma GCC unroll 2
     for (int pp = 0; pp < PP; ++pp) {
-      const __m256 wv = lane_value<NF4, Q>(v[pp], d[pp][h]);
+      const __m256 wv = values(pp, h);
 #pragma GCC unroll 4
       for (int m = 0; m < MR; ++m) acc[m][pp][h] = _mm256_fmadd_ps(xv[m], wv, acc[m][pp][h]);
     }
@@ -712,13 +712,13 @@ template <int MR, int PP, bool NF4, int Q>
 
 // The same for the last, partial chunk (rest = K - 16t elements), with masks: lanes past K
 // keep their sums' bits.
-template <int MR, int PP, bool NF4, int Q>
-inline void lane_chunk_masked(const float *x, size_t ldx, size_t t, size_t rest, const __m256i (&d)[PP][2],
-                              const LaneVals<NF4> (&v)[PP], __m256 (&acc)[MR][PP][2]) noexcept {
+template <int MR, int PP, class Values>
+inline void rows_chunk_masked(const float *x, size_t ldx, size_t t, size_t rest, Values &&values,
+                              __m256 (&acc)[MR][PP][2]) noexcept {
   for (int h = 0; h < 2; ++h) {
     const __m256i mk = lanes8(rest > 8 * static_cast<size_t>(h) ? rest - 8 * static_cast<size_t>(h) : 0);
     for (int pp = 0; pp < PP; ++pp) {
-      const __m256 wv = lane_value<NF4, Q>(v[pp], d[pp][h]);
+      const __m256 wv = values(pp, h);
       for (int m = 0; m < MR; ++m) {
         const __m256 f = _mm256_fmadd_ps(_mm256_maskload_ps(x + m * ldx + 16 * t + 8 * h, mk), wv, acc[m][pp][h]);
         acc[m][pp][h] = _mm256_blendv_ps(acc[m][pp][h], f, _mm256_castsi256_ps(mk));
@@ -814,13 +814,18 @@ void f32_lane256(const WoPanelArgs &w, const float *x, size_t ldx, int p0, float
   const auto K = static_cast<size_t>(w.K);
   const size_t whole = K / 16;
   lane_walk<PP, NF4>(w, p0, 0, whole, pf, [&](auto qc, size_t t, const __m256i (&d)[PP][2], const LaneVals<NF4> (&v)[PP]) __attribute__((always_inline)) {
-    lane_chunk<MR, PP, NF4, decltype(qc)::value>(x, ldx, t, d, v, acc);
+    rows_chunk<MR, PP>(x, ldx, t, [&](int pp, int h) __attribute__((always_inline)) {
+      return lane_value<NF4, decltype(qc)::value>(v[pp], d[pp][h]);
+    }, acc);
   }, LaneQs{});
   if (K % 16 != 0) {  // the last, partial chunk (its group's step comes again: harmless)
     const size_t g = whole / 8;
     WoPrefetcher none(WoPanelArgs{}, 0);
     lane_walk<PP, NF4>(w, p0, 8 * g, whole + 1, none, [&](auto qc, size_t t, const __m256i (&d)[PP][2], const LaneVals<NF4> (&v)[PP]) {
-      if (t == whole) lane_chunk_masked<MR, PP, NF4, decltype(qc)::value>(x, ldx, t, K - 16 * t, d, v, acc);
+      if (t == whole)
+        rows_chunk_masked<MR, PP>(x, ldx, t, K - 16 * t, [&](int pp, int h) {
+          return lane_value<NF4, decltype(qc)::value>(v[pp], d[pp][h]);
+        }, acc);
     }, LaneQs{});
   }
   for (int m = 0; m < MR; ++m)
@@ -858,34 +863,16 @@ void f32_bytes256(const WoPanelArgs &w, const float *x, size_t ldx, int p0, floa
     }
     const size_t t1 = std::min(chunks, t0 + cpb), t1w = std::min(whole, t1);
     size_t t = t0;
+    auto values = [&](size_t tc) __attribute__((always_inline)) {
+      return [&, tc](int pp, int h) __attribute__((always_inline)) {
+        return byte_values256<Z>(w, tc, h, p0 + pp, z8[pp], sc[pp]);
+      };
+    };
     for (; t < t1w; ++t) {  // whole chunks
       if ((t & 3) == 0) pf.step();
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
-        __m256 xv[MR];
-#pragma GCC unroll 4
-        for (int m = 0; m < MR; ++m) xv[m] = _mm256_loadu_ps(x + m * ldx + 16 * t + 8 * h);
-#pragma GCC unroll 2
-        for (int pp = 0; pp < PP; ++pp) {
-          const __m256 wv = byte_values256<Z>(w, t, h, p0 + pp, z8[pp], sc[pp]);
-#pragma GCC unroll 4
-          for (int m = 0; m < MR; ++m) acc[m][pp][h] = _mm256_fmadd_ps(xv[m], wv, acc[m][pp][h]);
-        }
-      }
+      rows_chunk<MR, PP>(x, ldx, t, values(t), acc);
     }
-    for (; t < t1; ++t) {  // the last, partial chunk: lanes past K keep their sums' bits
-      const size_t rest = K - 16 * t;
-      for (int h = 0; h < 2; ++h) {
-        const __m256i mk = lanes8(rest > 8 * static_cast<size_t>(h) ? rest - 8 * static_cast<size_t>(h) : 0);
-        for (int pp = 0; pp < PP; ++pp) {
-          const __m256 wv = byte_values256<Z>(w, t, h, p0 + pp, z8[pp], sc[pp]);
-          for (int m = 0; m < MR; ++m) {
-            const __m256 f = _mm256_fmadd_ps(_mm256_maskload_ps(x + m * ldx + 16 * t + 8 * h, mk), wv, acc[m][pp][h]);
-            acc[m][pp][h] = _mm256_blendv_ps(acc[m][pp][h], f, _mm256_castsi256_ps(mk));
-          }
-        }
-      }
-    }
+    if (t < t1) rows_chunk_masked<MR, PP>(x, ldx, t, K - 16 * t, values(t), acc);  // the last, partial chunk
   }
   for (int m = 0; m < MR; ++m)
     for (int pp = 0; pp < PP; ++pp) out[m * P + p0 + pp] = reduce16(acc[m][pp][0], acc[m][pp][1]);
