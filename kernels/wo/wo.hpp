@@ -54,8 +54,8 @@ struct WoPanelArgs {
   bool half_units = false;
   uint32_t last_unit_lanes = 0xFFFF;
   // Bytes that the kernel requests into L2 while it reads this panel (a later panel of the same
-  // stream), or null: spread over its loop where it can (wo_x86.hpp's batch-1 kernels), else
-  // all at once on entry (wo_prefetch_all).
+  // stream), or null: spread over its loop where it can (wo_x86.hpp's batch-1 kernels and the
+  // AVX2 f32-mode kernels), else all at once on entry (wo_prefetch_all).
   const uint8_t *prefetch = nullptr;
   size_t prefetch_bytes = 0;
 };

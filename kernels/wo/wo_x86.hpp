@@ -863,16 +863,14 @@ void f32_bytes256(const WoPanelArgs &w, const float *x, size_t ldx, int p0, floa
     }
     const size_t t1 = std::min(chunks, t0 + cpb), t1w = std::min(whole, t1);
     size_t t = t0;
-    auto values = [&](size_t tc) __attribute__((always_inline)) {
-      return [&, tc](int pp, int h) __attribute__((always_inline)) {
-        return byte_values256<Z>(w, tc, h, p0 + pp, z8[pp], sc[pp]);
-      };
+    auto values = [&](int pp, int h) __attribute__((always_inline)) {  // of chunk t
+      return byte_values256<Z>(w, t, h, p0 + pp, z8[pp], sc[pp]);
     };
     for (; t < t1w; ++t) {  // whole chunks
       if ((t & 3) == 0) pf.step();
-      rows_chunk<MR, PP>(x, ldx, t, values(t), acc);
+      rows_chunk<MR, PP>(x, ldx, t, values, acc);
     }
-    if (t < t1) rows_chunk_masked<MR, PP>(x, ldx, t, K - 16 * t, values(t), acc);  // the last, partial chunk
+    if (t < t1) rows_chunk_masked<MR, PP>(x, ldx, t, K - 16 * t, values, acc);  // the last, partial chunk
   }
   for (int m = 0; m < MR; ++m)
     for (int pp = 0; pp < PP; ++pp) out[m * P + p0 + pp] = reduce16(acc[m][pp][0], acc[m][pp][1]);
