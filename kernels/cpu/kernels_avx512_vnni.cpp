@@ -16,7 +16,7 @@ constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni51
                                   &kern::Vnni512::conv, nullptr, &kern::xnor_avx2};
 constexpr kern::WoKernels kWo{"avx512_vnni", &kern::wo::f32_512, &kern::wo::int8_vnni,
                               &kern::wo::dot512, &kern::wo::dequant512, true, true,
-                              &kern::wo::token256};
+                              &kern::wo::token256, nullptr, /*dequant_batches=*/false};
 constexpr kern::KernelTable make() {
   kern::KernelTable t{};
   t.name = "avx512_vnni";

@@ -180,6 +180,8 @@ inline V mask_set1_epi32(V src, Mask k, int32_t x) {
 #define _mm512_loadu_si512 emu::loadu
 #undef _mm512_storeu_ps
 #define _mm512_storeu_ps emu::storeu
+#undef _mm512_storeu_si512
+#define _mm512_storeu_si512 emu::storeu
 #undef _mm512_maskz_loadu_ps
 #define _mm512_maskz_loadu_ps emu::maskz_loadu_ps
 #undef _mm512_set1_ps
@@ -267,7 +269,12 @@ namespace {
 // The f32 kernel with 16-entry vpermps, and the int8 kernel with vpdpbusd.
 const qnt::kern::WoKernels kEmulated{"emulated_avx512_vnni", &qnt::kern::wo::f32_512,
                                      &qnt::kern::wo::int8_vnni, &qnt::kern::wo::dot512,
-                                     &qnt::kern::wo::dequant512, true, true};
+                                     &qnt::kern::wo::dequant512, true, true, nullptr,
+                                     nullptr, false};
+// The same with batches of 8 rows or more dequantized first (the tables' other choice).
+const qnt::kern::WoKernels kEmulatedDequant{"emulated_avx512_vnni_dequant", &qnt::kern::wo::f32_512,
+                                            &qnt::kern::wo::int8_vnni, &qnt::kern::wo::dot512,
+                                            &qnt::kern::wo::dequant512, true, true};
 
 struct H {
   qnt_tensor *t = nullptr;
@@ -287,11 +294,11 @@ bool same(float a, float b) {
 }
 
 void check(std::mt19937 &rng, qnt_dtype d, qnt_granularity g, int64_t block, bool affine,
-           int64_t M, int64_t N, int64_t K, int64_t mode) {
+           int64_t M, int64_t N, int64_t K, int64_t mode, bool positive = false) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> w(static_cast<size_t>(N * K)), x(static_cast<size_t>(M * K));
   for (auto &v : w) v = 0.05f * normal(rng);
-  for (auto &v : x) v = normal(rng);
+  for (auto &v : x) v = positive ? 3.0f + std::fabs(normal(rng)) : normal(rng);
   if (M > 1) x[static_cast<size_t>(K + K / 2)] = std::numeric_limits<float>::quiet_NaN();
   if (M > 2)
     for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(2 * K + k)] = 0.0f;
@@ -315,16 +322,19 @@ void check(std::mt19937 &rng, qnt_dtype d, qnt_granularity g, int64_t block, boo
   const qnt::Tensor &tw8 = qnt::capi::tensor_of(wq.t, "w");
   const qnt::Tensor &txx = qnt::capi::tensor_of(tx.t, "x");
   auto ref = qnt::ops::prepare_linear_weight_only_with(ctx, tw8, nullptr, mode, nullptr);
-  auto emu = qnt::ops::prepare_linear_weight_only_with(ctx, tw8, nullptr, mode, &kEmulated);
   ref->run(ctx, txx, qnt::capi::tensor_of(y1.t, "y"));
-  emu->run(ctx, txx, qnt::capi::tensor_of(y2.t, "y"));
   std::vector<float> a(static_cast<size_t>(M * N)), b(a.size());
   ASSERT_EQ(qnt_tensor_copy_to(y1.t, a.data(), 4 * a.size()), QNT_OK);
-  ASSERT_EQ(qnt_tensor_copy_to(y2.t, b.data(), 4 * b.size()), QNT_OK);
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_TRUE(same(a[i], b[i])) << qnt_dtype_name(d) << " gran " << g << " block " << block
-                                  << " M " << M << " N " << N << " K " << K << " mode " << mode
-                                  << " at " << i << ": " << b[i] << " vs " << a[i];
+  for (const qnt::kern::WoKernels *table : {&kEmulated, &kEmulatedDequant}) {
+    if (table == &kEmulatedDequant && (mode != QNT_WEIGHT_ONLY_F32 || M < 8)) continue;
+    auto emu = qnt::ops::prepare_linear_weight_only_with(ctx, tw8, nullptr, mode, table);
+    emu->run(ctx, txx, qnt::capi::tensor_of(y2.t, "y"));
+    ASSERT_EQ(qnt_tensor_copy_to(y2.t, b.data(), 4 * b.size()), QNT_OK);
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_TRUE(same(a[i], b[i])) << table->name << " " << qnt_dtype_name(d) << " gran " << g
+                                    << " block " << block << " M " << M << " N " << N << " K " << K
+                                    << " mode " << mode << " at " << i << ": " << b[i] << " vs " << a[i];
+    }
   }
 }
 
@@ -352,12 +362,22 @@ TEST(WoEmulatedAvx512, KernelsMatchTheReference) {
   for (int64_t K : {int64_t{1}, int64_t{31}, int64_t{32}, int64_t{33}, int64_t{127}, int64_t{128},
                     int64_t{129}, int64_t{256}, int64_t{300}, int64_t{384}, int64_t{640}}) {
     for (const F &f : f32_formats)
-      for (int64_t M : {int64_t{1}, int64_t{3}, int64_t{6}})
+      for (int64_t M : {int64_t{1}, int64_t{3}, int64_t{6}, int64_t{9}})
         check(rng, f.d, f.g, f.block, f.affine, M, 1 + K % 9, K, QNT_WEIGHT_ONLY_F32);
     for (const F &f : int8_formats)
       for (int64_t M : {int64_t{1}, int64_t{3}, int64_t{6}})
         check(rng, f.d, f.g, f.block, f.affine, M, 1 + K % 9, K, QNT_WEIGHT_ONLY_INT8_ACT);
   }
+  // The batch kernel's slices of 16 units: 33 units (B = 32: one chunk a unit), 18 (B = 64),
+  // and per-row i8 (one unit of 17 chunks), at 2 to 4 rows.
+  for (int64_t K : {int64_t{1100}, int64_t{2100}})
+    for (const F &f : int8_formats)
+      for (int64_t M : {int64_t{2}, int64_t{4}, int64_t{7}})
+        check(rng, f.d, f.g, f.block, f.affine, M, 5, K, QNT_WEIGHT_ONLY_INT8_ACT);
+  // One unit of 131 chunks (per-row i8, K = 8370) with positive activations: a lane's sum of
+  // qx passes 32767, so the zero-point term must be a 32-bit product.
+  check(rng, QNT_DTYPE_I8, QNT_GRANULARITY_PER_AXIS, 0, false, 2, 3, 8370, QNT_WEIGHT_ONLY_INT8_ACT, true);
+  check(rng, QNT_DTYPE_U8, QNT_GRANULARITY_PER_TENSOR, 0, true, 3, 3, 8370, QNT_WEIGHT_ONLY_INT8_ACT, true);
 }
 
 }  // namespace
