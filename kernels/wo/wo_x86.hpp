@@ -448,6 +448,14 @@ void int8_rows_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept 
 //    feature, as before).
 // The float sums of the features not in the registers wait in memory between slices. Every
 // value is the general kernel's: the same products, in the same order per lane.
+// Whether int8_batch_vnni takes the panel: one zero point, and for 4-bit codes whole groups
+// (an even number of chunks) in units of one chunk (B = 32, 64) or of whole groups.
+inline bool int8_batch_fits(const WoPanelArgs &w) noexcept {
+  if (w.zps != nullptr) return false;
+  if (w.code == WoCode::Byte) return true;
+  return w.chunks % 2 == 0 && (w.half_units || w.unit_chunks == 1 || w.unit_chunks % 2 == 0);
+}
+
 template <WoCode Code, int MR>
 void int8_batch_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
   constexpr int PP = MR <= 2 ? P : 2;
@@ -487,39 +495,24 @@ void int8_batch_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept
       __m512 facc[MR][PP];
       for (int m = 0; m < MR; ++m)
         for (int p = 0; p < PP; ++p) facc[m][p] = _mm512_loadu_ps(fsum[m][p0 + p]);
-      for (size_t u = u0; u < u1; ++u) {
-        __m512i acc[MR][PP];
-        for (int m = 0; m < MR; ++m)
-          for (int p = 0; p < PP; ++p) acc[m][p] = _mm512_loadu_si512(start[u - u0][m]);
-        const size_t c1 = w.half_units ? u + 1 : std::min(nc, (u + 1) * uc);
-        for (size_t c = w.half_units ? u : u * uc; c < c1;) {
-          if (four_bit && (c & 1) == 0 && c + 1 < c1) {  // both nibbles of a group
-            const uint8_t *src = w.codes + (c / 2) * P * 64;
-            for (int p = 0; p < PP; ++p) {
-              const __m512i raw = _mm512_loadu_si512(src + (p0 + p) * 64);
-              const __m512i lo = operand(_mm512_and_si512(raw, nib));
-              const __m512i hi = operand(_mm512_and_si512(_mm512_srli_epi16(raw, 4), nib));
-              for (int m = 0; m < MR; ++m) {
-                acc[m][p] = _mm512_dpbusd_epi32(acc[m][p], lo, _mm512_loadu_si512(a.qx + m * a.qx_stride + 64 * c));
-                acc[m][p] = _mm512_dpbusd_epi32(acc[m][p], hi, _mm512_loadu_si512(a.qx + m * a.qx_stride + 64 * (c + 1)));
-              }
-            }
-            c += 2;
-            continue;
-          }
-          const uint8_t *src = four_bit ? w.codes + (c / 2) * P * 64 : w.codes + c * P * 64;
-          for (int p = 0; p < PP; ++p) {
-            const __m512i raw = _mm512_loadu_si512(src + (p0 + p) * 64);
-            __m512i v;
-            if constexpr (four_bit)
-              v = operand((c & 1) ? _mm512_and_si512(_mm512_srli_epi16(raw, 4), nib) : _mm512_and_si512(raw, nib));
-            else
-              v = _mm512_xor_si512(raw, flip);
-            for (int m = 0; m < MR; ++m)
-              acc[m][p] = _mm512_dpbusd_epi32(acc[m][p], v, _mm512_loadu_si512(a.qx + m * a.qx_stride + 64 * c));
-          }
-          ++c;
+      __m512i acc[MR][PP];
+      // Each loop below has one path through its body, so that the sums stay in registers (a
+      // loop whose chunks took either of two paths had its sums copied between registers and
+      // the stack at every chunk).
+      auto begin = [&](size_t u) __attribute__((always_inline)) {
+        for (int m = 0; m < MR; ++m) {
+          const __m512i st = _mm512_loadu_si512(start[u - u0][m]);
+          for (int p = 0; p < PP; ++p) acc[m][p] = st;
         }
+      };
+      // Chunk c's u8 operands v[p] into the sums.
+      auto madds = [&](size_t c, const __m512i (&v)[PP]) __attribute__((always_inline)) {
+        for (int m = 0; m < MR; ++m) {
+          const __m512i x = _mm512_loadu_si512(a.qx + m * a.qx_stride + 64 * c);
+          for (int p = 0; p < PP; ++p) acc[m][p] = _mm512_dpbusd_epi32(acc[m][p], v[p], x);
+        }
+      };
+      auto finish = [&](size_t u) __attribute__((always_inline)) {
         const auto mk = static_cast<__mmask16>(u + 1 == units ? w.last_unit_lanes : 0xFFFFu);
         for (int p = 0; p < PP; ++p) {
           if (w.half_units) {
@@ -533,6 +526,69 @@ void int8_batch_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept
               facc[m][p] = _mm512_mask3_fmadd_ps(_mm512_cvtepi32_ps(acc[m][p]),
                                                  _mm512_set1_ps(dd[u - u0][m][p0 + p]), facc[m][p], mk);
           }
+        }
+      };
+      if constexpr (four_bit) {
+        if (uc == 1) {
+          // A unit per chunk (B = 32 or 64): group g's low nibbles are unit 2g, its high 2g + 1
+          // (u0 is even: kSlice is).
+          for (size_t u = u0; u < u1; u += 2) {
+            const uint8_t *src = w.codes + (u / 2) * P * 64 + p0 * 64;
+            __m512i v[PP];
+            begin(u);
+            for (int p = 0; p < PP; ++p) v[p] = operand(_mm512_and_si512(_mm512_loadu_si512(src + p * 64), nib));
+            madds(u, v);
+            finish(u);
+            begin(u + 1);
+            for (int p = 0; p < PP; ++p)
+              v[p] = operand(_mm512_and_si512(_mm512_srli_epi16(_mm512_loadu_si512(src + p * 64), 4), nib));
+            madds(u + 1, v);
+            finish(u + 1);
+          }
+        } else if (uc == 2) {  // B = 128: a group a unit
+          for (size_t u = u0; u < u1; ++u) {
+            const uint8_t *src = w.codes + u * P * 64 + p0 * 64;
+            __m512i lo[PP], hi[PP];
+            begin(u);
+            for (int p = 0; p < PP; ++p) {
+              const __m512i raw = _mm512_loadu_si512(src + p * 64);
+              lo[p] = operand(_mm512_and_si512(raw, nib));
+              hi[p] = operand(_mm512_and_si512(_mm512_srli_epi16(raw, 4), nib));
+            }
+            madds(2 * u, lo);
+            madds(2 * u + 1, hi);
+            finish(u);
+          }
+        } else {
+          // Whole groups a unit (uc even).
+          for (size_t u = u0; u < u1; ++u) {
+            begin(u);
+            const size_t g1 = std::min(nc, (u + 1) * uc) / 2;
+            for (size_t g = u * uc / 2; g < g1; ++g) {
+              const uint8_t *src = w.codes + g * P * 64 + p0 * 64;
+              __m512i lo[PP], hi[PP];
+              for (int p = 0; p < PP; ++p) {
+                const __m512i raw = _mm512_loadu_si512(src + p * 64);
+                lo[p] = operand(_mm512_and_si512(raw, nib));
+                hi[p] = operand(_mm512_and_si512(_mm512_srli_epi16(raw, 4), nib));
+              }
+              madds(2 * g, lo);
+              madds(2 * g + 1, hi);
+            }
+            finish(u);
+          }
+        }
+      } else {
+        for (size_t u = u0; u < u1; ++u) {
+          begin(u);
+          const size_t c1 = std::min(nc, (u + 1) * uc);
+          for (size_t c = u * uc; c < c1; ++c) {
+            const uint8_t *src = w.codes + c * P * 64 + p0 * 64;
+            __m512i v[PP];
+            for (int p = 0; p < PP; ++p) v[p] = _mm512_xor_si512(_mm512_loadu_si512(src + p * 64), flip);
+            madds(c, v);
+          }
+          finish(u);
         }
       }
       for (int m = 0; m < MR; ++m)
@@ -686,9 +742,9 @@ void int8_code_vnni(const WoPanelArgs &w, const WoActs &a, size_t rows, float *o
       if (int8_one_fits(w)) return int8_one_vnni<Code>(w, a, out);
       wo_prefetch_all(w);
       return int8_rows_vnni<Code, 1>(w, a, out);
-    case 2: return w.zps == nullptr ? int8_batch_vnni<Code, 2>(w, a, out) : int8_rows_vnni<Code, 2>(w, a, out);
-    case 3: return w.zps == nullptr ? int8_batch_vnni<Code, 3>(w, a, out) : int8_rows_vnni<Code, 3>(w, a, out);
-    default: return w.zps == nullptr ? int8_batch_vnni<Code, 4>(w, a, out) : int8_rows_vnni<Code, 4>(w, a, out);
+    case 2: return int8_batch_fits(w) ? int8_batch_vnni<Code, 2>(w, a, out) : int8_rows_vnni<Code, 2>(w, a, out);
+    case 3: return int8_batch_fits(w) ? int8_batch_vnni<Code, 3>(w, a, out) : int8_rows_vnni<Code, 3>(w, a, out);
+    default: return int8_batch_fits(w) ? int8_batch_vnni<Code, 4>(w, a, out) : int8_rows_vnni<Code, 4>(w, a, out);
   }
 }
 

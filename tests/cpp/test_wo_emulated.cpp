@@ -358,7 +358,9 @@ TEST(WoEmulatedAvx512, KernelsMatchTheReference) {
                             {QNT_DTYPE_NF4, QNT_GRANULARITY_PER_BLOCK, 64, false},
                             {QNT_DTYPE_I8, QNT_GRANULARITY_PER_AXIS, 0, false},
                             {QNT_DTYPE_U8, QNT_GRANULARITY_PER_BLOCK, 64, true},
-                            {QNT_DTYPE_I8, QNT_GRANULARITY_PER_BLOCK, 256, true}};
+                            {QNT_DTYPE_I8, QNT_GRANULARITY_PER_BLOCK, 256, true},
+                            {QNT_DTYPE_I4, QNT_GRANULARITY_PER_BLOCK, 256, false},
+                            {QNT_DTYPE_I4, QNT_GRANULARITY_PER_AXIS, 0, false}};
   for (int64_t K : {int64_t{1}, int64_t{31}, int64_t{32}, int64_t{33}, int64_t{127}, int64_t{128},
                     int64_t{129}, int64_t{256}, int64_t{300}, int64_t{384}, int64_t{640}}) {
     for (const F &f : f32_formats)
