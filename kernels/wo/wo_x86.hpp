@@ -436,18 +436,23 @@ void int8_rows_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept 
   for (int p0 = 0; p0 < P; p0 += PP) int8_feat_vnni<Code, MR, PP>(w, a, p0, out);
 }
 
-// Batches (2 to 4 rows) with one zero point for every block (symmetric i4, NF4, i8): the
-// general kernel above spent about 3.5 instructions besides each vpdpbusd (a Xeon 8592+ ran it
-// at 0.14 of the vpdpbusd peak at batch 16) on work that depends on the row or the feature
-// alone. Here, per slice of kSlice units, once per call:
+// Batches (2 to 4 rows) with one zero point for every block (symmetric i4, NF4, i8; see
+// int8_batch_fits): the general kernel above spends about 3.5 instructions besides each
+// vpdpbusd on work that depends on the row or the feature alone, and its loop over chunks,
+// with two paths (a whole group, or one chunk), had its sums copied between registers and the
+// stack at every chunk. Here, per slice of kSlice units, once per call:
 //  - each row's integer start, -zk * (the lane's sum of qx), stored: a unit's integer sums
 //    are loaded from it (a load, not an ALU instruction) and vpdpbusd adds to them;
 //  - each row and feature's sx * sw (one unit's four features from one 4-float product),
-//    stored, so that the unit's end is a vcvtdq2ps and an fma with a broadcast memory operand
-//    per row and feature (B = 32, whose lanes hold two blocks: the product per row and
-//    feature, as before).
-// The float sums of the features not in the registers wait in memory between slices. Every
-// value is the general kernel's: the same products, in the same order per lane.
+//    stored, so that the unit's end is a vcvtdq2ps and an fma with a broadcast operand per
+//    row and feature (B = 32, whose lanes hold two blocks: the product per row and feature,
+//    as before);
+// and each layout of units (one chunk, one group, whole groups, bytes) has its own loop with
+// one path through its body. The float sums of the features not in the registers wait in
+// memory between slices. Every value is the general kernel's: the same products, in the same
+// order per lane. On an Emerald Rapids Xeon (family 6, model 207; one thread, 4096^2, batch
+// 16) the int8 mode took 1.1-1.3x less time than with the general kernel; at block 128 it
+// still runs at 0.18 of the vpdpbusd peak measured in the same run (kernels/README.md).
 // Whether int8_batch_vnni takes the panel: one zero point, and for 4-bit codes whole groups
 // (an even number of chunks) in units of one chunk (B = 32, 64) or of whole groups.
 inline bool int8_batch_fits(const WoPanelArgs &w) noexcept {
