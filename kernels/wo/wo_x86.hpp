@@ -550,37 +550,32 @@ void int8_batch_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept
             madds(u + 1, v);
             finish(u + 1);
           }
-        } else if (uc == 2) {  // B = 128: a group a unit
-          for (size_t u = u0; u < u1; ++u) {
-            const uint8_t *src = w.codes + u * P * 64 + p0 * 64;
+        } else {
+          // Group g (chunks 2g and 2g + 1) into the sums.
+          auto group = [&](size_t g) __attribute__((always_inline)) {
+            const uint8_t *src = w.codes + g * P * 64 + p0 * 64;
             __m512i lo[PP], hi[PP];
-            begin(u);
             for (int p = 0; p < PP; ++p) {
               const __m512i raw = _mm512_loadu_si512(src + p * 64);
               lo[p] = operand(_mm512_and_si512(raw, nib));
               hi[p] = operand(_mm512_and_si512(_mm512_srli_epi16(raw, 4), nib));
             }
-            madds(2 * u, lo);
-            madds(2 * u + 1, hi);
-            finish(u);
-          }
-        } else {
-          // Whole groups a unit (uc even).
-          for (size_t u = u0; u < u1; ++u) {
-            begin(u);
-            const size_t g1 = std::min(nc, (u + 1) * uc) / 2;
-            for (size_t g = u * uc / 2; g < g1; ++g) {
-              const uint8_t *src = w.codes + g * P * 64 + p0 * 64;
-              __m512i lo[PP], hi[PP];
-              for (int p = 0; p < PP; ++p) {
-                const __m512i raw = _mm512_loadu_si512(src + p * 64);
-                lo[p] = operand(_mm512_and_si512(raw, nib));
-                hi[p] = operand(_mm512_and_si512(_mm512_srli_epi16(raw, 4), nib));
-              }
-              madds(2 * g, lo);
-              madds(2 * g + 1, hi);
+            madds(2 * g, lo);
+            madds(2 * g + 1, hi);
+          };
+          if (uc == 2) {  // B = 128: a group a unit, no loop inside the unit
+            for (size_t u = u0; u < u1; ++u) {
+              begin(u);
+              group(u);
+              finish(u);
             }
-            finish(u);
+          } else {  // whole groups a unit (uc even)
+            for (size_t u = u0; u < u1; ++u) {
+              begin(u);
+              const size_t g1 = std::min(nc, (u + 1) * uc) / 2;
+              for (size_t g = u * uc / 2; g < g1; ++g) group(g);
+              finish(u);
+            }
           }
         }
       } else {
