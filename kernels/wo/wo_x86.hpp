@@ -334,6 +334,17 @@ inline __m512i halves_epi32(int32_t a, int32_t b) noexcept {
   return _mm512_mask_set1_epi32(_mm512_set1_epi32(a), 0xFF00, b);
 }
 
+// The u8 operand of vpdpbusd for 4-bit codes (one in the low nibble of each byte): the codes,
+// or NF4's integers + 128 (a vpshufb into kNF4U8).
+template <WoCode Code>
+struct VnniOperand {
+  __m512i nf4 = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(kNF4U8)));
+  __m512i operator()(__m512i v) const noexcept {
+    if constexpr (Code == WoCode::NF4) return _mm512_shuffle_epi8(nf4, v);
+    else return v;
+  }
+};
+
 // PP features from p0 (all four for one or two rows; two for more, so that the 2 * MR * PP
 // sums stay in the 32 zmm registers). The code kind is a template parameter and a unit's chunks
 // are counted, not divided: the loop had a branch on the kind and an integer division per
@@ -349,13 +360,9 @@ void int8_feat_vnni(const WoPanelArgs &w, const WoActs &a, int p0, float *out) n
     }
   const __m512i nib = _mm512_set1_epi8(0x0F);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  const __m512i nf4 = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(kNF4U8)));
+  const VnniOperand<Code> operand;
   constexpr bool four_bit = Code != WoCode::Byte;
   // The u8 operand of a code byte or nibble.
-  auto operand = [&](__m512i v) {
-    if constexpr (Code == WoCode::NF4) return _mm512_shuffle_epi8(nf4, v);
-    else return v;
-  };
   // The zero point in the u8 operand's terms, when every block shares it.
   const int32_t zk = Code == WoCode::NF4 ? 128 : w.zp_const;
   const size_t nc = w.chunks;
@@ -436,6 +443,14 @@ void int8_rows_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept 
   for (int p0 = 0; p0 < P; p0 += PP) int8_feat_vnni<Code, MR, PP>(w, a, p0, out);
 }
 
+// Whether int8_batch_vnni takes the panel: one zero point, and for 4-bit codes whole groups
+// (an even number of chunks) in units of one chunk (B = 32, 64) or of whole groups.
+inline bool int8_batch_fits(const WoPanelArgs &w) noexcept {
+  if (w.zps != nullptr) return false;
+  if (w.code == WoCode::Byte) return true;
+  return w.chunks % 2 == 0 && (w.half_units || w.unit_chunks == 1 || w.unit_chunks % 2 == 0);
+}
+
 // Batches (2 to 4 rows) with one zero point for every block (symmetric i4, NF4, i8; see
 // int8_batch_fits): the general kernel above spends about 3.5 instructions besides each
 // vpdpbusd on work that depends on the row or the feature alone, and its loop over chunks,
@@ -453,14 +468,6 @@ void int8_rows_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept 
 // order per lane. On an Emerald Rapids Xeon (family 6, model 207; one thread, 4096^2, batch
 // 16) the int8 mode took 1.1-1.3x less time than with the general kernel; at block 128 it
 // still runs at 0.18 of the vpdpbusd peak measured in the same run (kernels/README.md).
-// Whether int8_batch_vnni takes the panel: one zero point, and for 4-bit codes whole groups
-// (an even number of chunks) in units of one chunk (B = 32, 64) or of whole groups.
-inline bool int8_batch_fits(const WoPanelArgs &w) noexcept {
-  if (w.zps != nullptr) return false;
-  if (w.code == WoCode::Byte) return true;
-  return w.chunks % 2 == 0 && (w.half_units || w.unit_chunks == 1 || w.unit_chunks % 2 == 0);
-}
-
 template <WoCode Code, int MR>
 void int8_batch_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
   constexpr int PP = MR <= 2 ? P : 2;
@@ -468,11 +475,7 @@ void int8_batch_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept
   constexpr bool four_bit = Code != WoCode::Byte;
   const __m512i nib = _mm512_set1_epi8(0x0F);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  const __m512i nf4 = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(kNF4U8)));
-  auto operand = [&](__m512i v) {
-    if constexpr (Code == WoCode::NF4) return _mm512_shuffle_epi8(nf4, v);
-    else return v;
-  };
+  const VnniOperand<Code> operand;
   const int32_t zk = Code == WoCode::NF4 ? 128 : w.zp_const;
   const __m512i zv = _mm512_set1_epi32(zk);
   const size_t nc = w.chunks, uc = w.unit_chunks;
@@ -614,16 +617,12 @@ void int8_one_vnni(const WoPanelArgs &w, const WoActs &a, float *out) noexcept {
   for (auto &f : facc) f = _mm512_setzero_ps();
   const __m512i nib = _mm512_set1_epi8(0x0F);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  const __m512i nf4 = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(kNF4U8)));
+  const VnniOperand<Code> operand;
   const int32_t zk = Code == WoCode::NF4 ? 128 : w.zp_const;
   const __m512i negz = _mm512_set1_epi32(-zk);
   __m512i half_idx[P];
   for (int p = 0; p < P; ++p)
     half_idx[p] = _mm512_mask_set1_epi32(_mm512_set1_epi32(p), 0xFF00, 4 + p);
-  auto operand = [&](__m512i v) {
-    if constexpr (Code == WoCode::NF4) return _mm512_shuffle_epi8(nf4, v);
-    else return v;
-  };
   // The integer sums' start for unit u and feature p: -zc * sums.
   auto start = [&](size_t u, const __m512i &sums, const __m512i &common, int p) {
     if (w.zps == nullptr) return common;
