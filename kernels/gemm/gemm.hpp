@@ -117,6 +117,31 @@ constexpr size_t gemm_depthwise8_index(size_t c, size_t t, size_t taps) {
          (c % 4) * 4 + t % 4;
 }
 
+// Depthwise convolution by rows, for stride 1 and dilation 1 along W (src/ops/conv.cpp): the
+// channels go in blocks of dw_block, and each input row is expanded once, per block, into
+// entries that the row kernel reads in place for every output row that uses it (no shuffle
+// per tap and pixel). An entry holds, for each channel c < dw_block of the block, dw_group
+// values (of consecutive columns) of dw_bytes bytes at byte (c * dw_group + q) * dw_bytes:
+//  - dw_bytes 1 (VNNI): bytes x' = x (u8) or x XOR 0x80 (i8), the u8 operand of vpdpbusd, and
+//    zx' = (zx + 128 for i8) & 0xFF where the column is outside the image; weights w - zw as
+//    int8 (the op checks that every one fits);
+//  - dw_bytes 2: int16 values x - zx, and 0 outside the image; weights w - zw as int16.
+// dw_expand writes entries e < n of one input row (pixel iw at line + iw * C, channel c0 + c
+// at + c; line null: a row outside the image): entry e holds columns iw0 + e + q, q <
+// dw_group (a column outside [0, W) counts as outside the image); channels c0 + c >= c0 + cn
+// hold any value.
+using GemmDwExpandFn = void (*)(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
+                                std::ptrdiff_t iw0, size_t n, bool is_signed, int32_t zx,
+                                uint8_t *out) noexcept;
+// dw_row: one output row of one block: for o < ow and c < dw_block,
+//   acc[o * acc_ld + c] = start[c] + sum over i < kh, j < jg, q < dw_group of
+//     value(rows[i], entry o + j * dw_group, c, q) * w[((i * jg + j) * dw_block + c) * dw_group + q]
+// wrapping modulo 2^32 (w: int8 or int16 by dw_bytes). With start = -zx' * (the channel's sum
+// of w) for dw_bytes 1, and 0 for dw_bytes 2, and zero weights past the kernel's width, the sums
+// are GemmDepthwiseFn's: sum over the taps of (x - zx) * (w - zw).
+using GemmDwRowFn = void (*)(const uint8_t *const *rows, size_t kh, size_t jg, const void *w,
+                             const int32_t *start, size_t ow, int32_t *acc, size_t acc_ld) noexcept;
+
 // Direct convolution, one full tile (mr rows x np panels, src/ops/conv.cpp): c[r * ldc + j] =
 // c[j] (the first row's values on entry: the zero-point term, the same for every row) + the sum
 // over taps t < taps and groups g < tap_groups of a'(r, t, g) * b'(t * tap_groups + g, j),
@@ -170,6 +195,10 @@ struct GemmKernel {
   // this kernel multiplies every B.
   const GemmKernel *ternary = nullptr;
   GemmXnorFn xnor = nullptr;  // null: xnor_generic
+  // Optional: depthwise convolution by rows (see GemmDwRowFn); null: `depthwise` per pixel.
+  GemmDwExpandFn dw_expand = nullptr;
+  GemmDwRowFn dw_row = nullptr;
+  int dw_block = 0, dw_group = 0, dw_bytes = 0;
 };
 
 // The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.

@@ -262,6 +262,88 @@ struct Split512 {
 };
 #endif
 
+// 16 bytes of channels c .. c + 16 of a pixel, of which the first `n` are read (n < 16: the
+// rest are 0, so that a block's last chunk never reads past the image).
+inline __m128i dw_chunk16(const uint8_t *p, size_t n) noexcept {
+  if (n >= 16) return _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+  alignas(16) uint8_t t[16] = {};
+  std::memcpy(t, p, n);
+  return _mm_load_si128(reinterpret_cast<const __m128i *>(t));
+}
+
+#if defined(__AVX512VNNI__)
+// Depthwise by rows on VNNI (GemmDwExpandFn / GemmDwRowFn: dw_block 64, dw_group 4, dw_bytes 1).
+// Expansion: an entry's dword per channel holds the bytes of four consecutive columns, built
+// from the right: d(e) = d(e + 1) << 8 | x'(e) (vpmovzxbd, vpslld, vpord per 16 channels and
+// column, channel order kept, no lane shuffle). The row kernel then needs one vpdpbusd per 16
+// channels, output pixel and group of four taps of a kernel row (three for a 3 x 3 kernel),
+// its x' operand a load of an entry: 6 pixels x 64 channels in 24 accumulators, the group's 4
+// weight vectors in registers.
+struct DwVnni {
+  static constexpr size_t kBlock = 64, kGroup = 4, kEntry = kBlock * kGroup;
+  static void expand(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
+                     std::ptrdiff_t iw0, size_t n, bool is_signed, int32_t zx, uint8_t *out) noexcept {
+    const int32_t pad = (zx + (is_signed ? 128 : 0)) & 0xFF;
+    const __m512i padv = _mm512_set1_epi32(pad);
+    const __m128i flip = _mm_set1_epi8(static_cast<char>(is_signed ? 0x80 : 0));
+    const auto width = static_cast<std::ptrdiff_t>(W);
+    for (size_t v = 0; v < kBlock / 16; ++v) {
+      uint8_t *o = out + 64 * v;
+      if (16 * v >= cn) {  // channels past the block's last: any value (zeros)
+        for (size_t e = 0; e < n; ++e) _mm512_storeu_si512(o + e * kEntry, _mm512_setzero_si512());
+        continue;
+      }
+      const size_t m = cn - 16 * v;
+      __m512i d = _mm512_setzero_si512();
+      for (std::ptrdiff_t e = static_cast<std::ptrdiff_t>(n + kGroup - 2); e >= 0; --e) {
+        const std::ptrdiff_t iw = iw0 + e;
+        __m512i z = padv;
+        if (line != nullptr && iw >= 0 && iw < width)
+          z = _mm512_cvtepu8_epi32(_mm_xor_si128(
+              dw_chunk16(line + static_cast<size_t>(iw) * C + c0 + 16 * v, m), flip));
+        d = _mm512_or_si512(_mm512_slli_epi32(d, 8), z);
+        if (static_cast<size_t>(e) < n) _mm512_storeu_si512(o + static_cast<size_t>(e) * kEntry, d);
+      }
+    }
+  }
+  template <int UR>
+  static void pixels(const uint8_t *const *rows, size_t kh, size_t jg, const int8_t *w,
+                     const int32_t *start, size_t o0, int32_t *acc, size_t ld) noexcept {
+    __m512i a[UR][4];
+    for (int v = 0; v < 4; ++v) {
+      const __m512i s = _mm512_loadu_si512(start + 16 * v);
+      for (int u = 0; u < UR; ++u) a[u][v] = s;
+    }
+    for (size_t i = 0; i < kh; ++i)
+      for (size_t j = 0; j < jg; ++j) {
+        const int8_t *wt = w + (i * jg + j) * kEntry;
+        __m512i wv[4];
+        for (int v = 0; v < 4; ++v) wv[v] = _mm512_loadu_si512(wt + 64 * v);
+        const uint8_t *x = rows[i] + (o0 + j * kGroup) * kEntry;
+        for (int u = 0; u < UR; ++u)
+          for (int v = 0; v < 4; ++v)
+            a[u][v] = _mm512_dpbusd_epi32(a[u][v], _mm512_loadu_si512(x + u * kEntry + 64 * v), wv[v]);
+      }
+    for (int u = 0; u < UR; ++u)
+      for (int v = 0; v < 4; ++v) _mm512_storeu_si512(acc + (o0 + static_cast<size_t>(u)) * ld + 16 * v, a[u][v]);
+  }
+  static void row(const uint8_t *const *rows, size_t kh, size_t jg, const void *wp,
+                  const int32_t *start, size_t ow, int32_t *acc, size_t ld) noexcept {
+    const auto *w = static_cast<const int8_t *>(wp);
+    size_t o = 0;
+    for (; o + 6 <= ow; o += 6) pixels<6>(rows, kh, jg, w, start, o, acc, ld);
+    switch (ow - o) {
+      case 5: return pixels<5>(rows, kh, jg, w, start, o, acc, ld);
+      case 4: return pixels<4>(rows, kh, jg, w, start, o, acc, ld);
+      case 3: return pixels<3>(rows, kh, jg, w, start, o, acc, ld);
+      case 2: return pixels<2>(rows, kh, jg, w, start, o, acc, ld);
+      case 1: return pixels<1>(rows, kh, jg, w, start, o, acc, ld);
+      default: return;
+    }
+  }
+};
+#endif
+
 
 #if defined(__AVX2__)
 // One row of the AVX2 assembly tile: the row's A pair at byte `off` of its 8 bytes, broadcast,
@@ -684,6 +766,116 @@ inline void depthwise_avx2(const uint8_t *const *x, size_t taps, bool is_signed,
     acc[c] = static_cast<int32_t>(sum);
   }
 }
+
+// Depthwise by rows on AVX2 (GemmDwExpandFn / GemmDwRowFn: dw_block 16, dw_group 2,
+// dw_bytes 2). Expansion: an entry's dword per channel holds the int16 x - zx of two
+// consecutive columns, built from the right: d(e) = x(e) | x(e + 1) << 16 (vpmovzxbd or
+// vpmovsxbd, vpsubd, vpslld, vpblendw per 8 channels and column). The row kernel then needs
+// one vpmaddwd + vpaddd per 8 channels, output pixel and pair of taps of a kernel row (a pair
+// sum is at most 2 * 255^2: exact), its x operand a load of an entry: 4 pixels x 16 channels
+// in 8 accumulators, the pair's 2 weight vectors in registers.
+struct DwPairs256 {
+  static constexpr size_t kBlock = 16, kGroup = 2, kEntry = kBlock * kGroup * 2;
+  template <bool Signed>
+  static void expand_t(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
+                       std::ptrdiff_t iw0, size_t n, int32_t zx, uint8_t *out) noexcept {
+    const __m256i z = _mm256_set1_epi32(zx);
+    for (size_t v = 0; v < kBlock / 8; ++v) {
+      uint8_t *o = out + 32 * v;
+      if (8 * v >= cn) {
+        for (size_t e = 0; e < n; ++e)
+          _mm256_storeu_si256(reinterpret_cast<__m256i *>(o + e * kEntry), _mm256_setzero_si256());
+        continue;
+      }
+      const size_t m = cn - 8 * v;
+      // Column iw's values (0 outside the image).
+      auto col = [&](std::ptrdiff_t iw) __attribute__((always_inline)) {
+        if (line == nullptr || iw < 0 || iw >= static_cast<std::ptrdiff_t>(W)) return _mm256_setzero_si256();
+        const uint8_t *p = line + static_cast<size_t>(iw) * C + c0 + 8 * v;
+        __m128i b;
+        if (m >= 8) {
+          b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p));
+        } else {
+          alignas(16) uint8_t t[16] = {};
+          std::memcpy(t, p, m);
+          b = _mm_load_si128(reinterpret_cast<const __m128i *>(t));
+        }
+        return _mm256_sub_epi32(Signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b), z);
+      };
+      auto put = [&](size_t e, __m256i x, __m256i next) __attribute__((always_inline)) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(o + e * kEntry),
+                            _mm256_blend_epi16(x, _mm256_slli_epi32(next, 16), 0xAA));
+      };
+      // Entries from the right; the interior (every column in the image, m >= 8) without tests.
+      __m256i next = col(iw0 + static_cast<std::ptrdiff_t>(n));
+      std::ptrdiff_t e = static_cast<std::ptrdiff_t>(n) - 1;
+      const std::ptrdiff_t lo = iw0 < 0 ? -iw0 : 0;  // first entry inside
+      const std::ptrdiff_t hi = static_cast<std::ptrdiff_t>(W) - 1 - iw0;  // last entry inside
+      for (; e >= 0 && e > hi; --e) {
+        const __m256i x = col(iw0 + e);
+        put(static_cast<size_t>(e), x, next);
+        next = x;
+      }
+      if (line != nullptr && m >= 8) {
+        const uint8_t *p = line + c0 + 8 * v;
+        for (; e >= lo; --e) {
+          const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + static_cast<size_t>(iw0 + e) * C));
+          const __m256i x = _mm256_sub_epi32(Signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b), z);
+          put(static_cast<size_t>(e), x, next);
+          next = x;
+        }
+      }
+      for (; e >= 0; --e) {
+        const __m256i x = col(iw0 + e);
+        put(static_cast<size_t>(e), x, next);
+        next = x;
+      }
+    }
+  }
+  static void expand(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
+                     std::ptrdiff_t iw0, size_t n, bool is_signed, int32_t zx, uint8_t *out) noexcept {
+    if (is_signed)
+      expand_t<true>(line, W, C, c0, cn, iw0, n, zx, out);
+    else
+      expand_t<false>(line, W, C, c0, cn, iw0, n, zx, out);
+  }
+  template <int UR>
+  static void pixels(const uint8_t *const *rows, size_t kh, size_t jg, const int16_t *w,
+                     const int32_t *start, size_t o0, int32_t *acc, size_t ld) noexcept {
+    __m256i a[UR][2];
+    for (int v = 0; v < 2; ++v) {
+      const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(start + 8 * v));
+      for (int u = 0; u < UR; ++u) a[u][v] = s;
+    }
+    for (size_t i = 0; i < kh; ++i)
+      for (size_t j = 0; j < jg; ++j) {
+        const int16_t *wt = w + (i * jg + j) * kBlock * kGroup;
+        const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(wt));
+        const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(wt + 16));
+        const uint8_t *x = rows[i] + (o0 + j * kGroup) * kEntry;
+        for (int u = 0; u < UR; ++u) {
+          const auto *xu = reinterpret_cast<const __m256i *>(x + u * kEntry);
+          a[u][0] = _mm256_add_epi32(a[u][0], _mm256_madd_epi16(_mm256_loadu_si256(xu), w0));
+          a[u][1] = _mm256_add_epi32(a[u][1], _mm256_madd_epi16(_mm256_loadu_si256(xu + 1), w1));
+        }
+      }
+    for (int u = 0; u < UR; ++u)
+      for (int v = 0; v < 2; ++v)
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(acc + (o0 + static_cast<size_t>(u)) * ld + 8 * v), a[u][v]);
+  }
+  static void row(const uint8_t *const *rows, size_t kh, size_t jg, const void *wp,
+                  const int32_t *start, size_t ow, int32_t *acc, size_t ld) noexcept {
+    const auto *w = static_cast<const int16_t *>(wp);
+    size_t o = 0;
+    for (; o + 4 <= ow; o += 4) pixels<4>(rows, kh, jg, w, start, o, acc, ld);
+    switch (ow - o) {
+      case 3: return pixels<3>(rows, kh, jg, w, start, o, acc, ld);
+      case 2: return pixels<2>(rows, kh, jg, w, start, o, acc, ld);
+      case 1: return pixels<1>(rows, kh, jg, w, start, o, acc, ld);
+      default: return;
+    }
+  }
+};
 
 inline void gemm_correct_avx2(const int32_t *zb, const int32_t *col, int cols,
                               const int32_t *row_sum, const int32_t *za, int rows, int32_t *acc,

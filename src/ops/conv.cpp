@@ -249,6 +249,29 @@ class PreparedConv final : public Prepared {
             dw_sum_[c] += d;
           }
       }
+      if (kernel_->dw_row != nullptr && g_.stride_w == 1 && g_.dilation_w == 1 &&
+          (kernel_->dw_bytes == 2 || (kernel_->dw_bytes == 1 && fits8))) {
+        // By rows (kernels/gemm/gemm.hpp, GemmDwRowFn): per block of channels, [kernel row i]
+        // [tap group j][channel][tap in group], zero past the kernel's width and the channels;
+        // int8 (with each channel's sum for the zero-point term) or int16.
+        const auto C = static_cast<size_t>(M), Bk = static_cast<size_t>(kernel_->dw_block);
+        const auto Gw = static_cast<size_t>(kernel_->dw_group), eb = static_cast<size_t>(kernel_->dw_bytes);
+        const auto kh = static_cast<size_t>(KH), kw = static_cast<size_t>(KW);
+        const size_t jg = (kw + Gw - 1) / Gw, blocks = (C + Bk - 1) / Bk;
+        dwr_.assign(blocks * kh * jg * Bk * Gw * eb, 0);
+        dwr_sum_.assign(blocks * Bk, 0);
+        for (size_t c = 0; c < C; ++c)
+          for (size_t i = 0; i < kh; ++i)
+            for (size_t k = 0; k < kw; ++k) {
+              const int16_t d = dw_[(i * kw + k) * C + c];
+              const size_t at = (((c / Bk * kh + i) * jg + k / Gw) * Bk + c % Bk) * Gw + k % Gw;
+              if (eb == 1)
+                dwr_[at] = static_cast<uint8_t>(static_cast<int8_t>(d));
+              else
+                std::memcpy(dwr_.data() + 2 * at, &d, 2);
+              dwr_sum_[c] += d;
+            }
+      }
       return;
     }
     if (kernel_ != nullptr) {
@@ -310,7 +333,9 @@ class PreparedConv final : public Prepared {
         make_epilogue(mode, y.qparams().get(), bias_, sx, scales ? w_.scales : std::vector<float>(),
                       relu_, kernel_);
     const int32_t zx = x.qparams() ? x.qparams()->zero_points()[0] : 0;
-    if (!dw_.empty())
+    if (!dwr_.empty())
+      run_depthwise_rows(ctx, s, x, zx, epi, y);
+    else if (!dw_.empty())
       run_depthwise(ctx, s, x, zx, epi, y);
     else if (kernel_ != nullptr && direct_fits(s))
       run_direct(ctx, s, x, zx, epi, y);
@@ -596,6 +621,99 @@ class PreparedConv final : public Prepared {
     });
   }
 
+  // Depthwise by rows (stride 1 and dilation 1 along W; kernels/gemm/gemm.hpp, GemmDwRowFn):
+  // work items of (image, group of channel blocks, band of output rows). Per item and block,
+  // each input row that the band reads is expanded once into the block's ring of
+  // (KH - 1) * dilation_h + 1 slots (its index modulo the ring: the KH rows of one output row
+  // never share a slot), rows outside the image into one pad slot; per output row, the row
+  // kernel for each block of the group, then the epilogue once over the group's channels (a
+  // call per block and row of 16 channels had cost more than the convolution itself).
+  void run_depthwise_rows(const Context &ctx, const Shape &s, const Tensor &x, int32_t zx,
+                          const Epilogue &epi, Tensor &y) const {
+    const auto KH = static_cast<size_t>(wdims_[2]), KW = static_cast<size_t>(wdims_[3]);
+    const auto C = static_cast<size_t>(s.C), OW = static_cast<size_t>(s.OW);
+    const auto Bk = static_cast<size_t>(kernel_->dw_block), Gw = static_cast<size_t>(kernel_->dw_group);
+    const auto eb = static_cast<size_t>(kernel_->dw_bytes);
+    const size_t jg = (KW + Gw - 1) / Gw, blocks = (C + Bk - 1) / Bk;
+    const size_t entry = Bk * Gw * eb, entries = OW + (jg - 1) * Gw;
+    const size_t row_bytes = (entries * entry + 63) / 64 * 64;
+    const auto dh = static_cast<size_t>(g_.dilation_h);
+    const size_t ring = (KH - 1) * dh + 1;
+    const size_t block_bytes = (ring + 1) * row_bytes;  // a block's ring and pad slot
+    // Blocks per group: their rings within about 64 KiB (read from L1 or L2; on a Zen 3, 16 KiB
+    // to 1 MiB gave the same time within 3 %).
+    constexpr size_t kRingBudget = size_t{64} << 10;
+    const size_t per_group = std::max<size_t>(1, std::min(blocks, kRingBudget / block_bytes));
+    const size_t groups = (blocks + per_group - 1) / per_group;
+    const size_t acc_ld = per_group * Bk;
+    const size_t acc_bytes = (OW * acc_ld * 4 + 63) / 64 * 64;
+    const size_t worker_bytes = per_group * block_bytes + acc_bytes;
+    // Each block's start: -zx' * (the channel's weight sum) for int8 weights, else 0.
+    const bool is_signed = x.info().is_signed;
+    const auto zxp = static_cast<uint32_t>((zx + (is_signed ? 128 : 0)) & 0xFF);
+    std::vector<int32_t> start(blocks * Bk, 0);
+    if (eb == 1)
+      for (size_t c = 0; c < start.size(); ++c)
+        start[c] = static_cast<int32_t>(0u - zxp * static_cast<uint32_t>(dwr_sum_[c]));
+    // Bands of output rows: none for one thread; else enough items for two per thread.
+    const auto OH = static_cast<size_t>(s.OH), images = static_cast<size_t>(s.N);
+    const auto threads = static_cast<size_t>(ctx.threads());
+    size_t bands = 1;
+    if (threads > 1) bands = std::min(OH, (2 * threads + images * groups - 1) / (images * groups));
+    const size_t band_rows = (OH + bands - 1) / bands;
+    bands = (OH + band_rows - 1) / band_rows;
+    const size_t items = images * groups * bands;
+    const size_t workers = parallel_workers(ctx.threads(), items, 1);
+    const size_t wbytes = Bk * Gw * eb * KH * jg;
+    const auto M = static_cast<size_t>(s.M), H = static_cast<size_t>(s.H), W = static_cast<size_t>(s.W);
+    in_nhwc(ctx, s, x, y, workers * worker_bytes + 64, [&](const uint8_t *xin, uint8_t *yd, uint8_t *work) {
+      auto *base = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(work) + 63) / 64 * 64);
+      parallel_for_workers(ctx.threads(), items, 1, [&](size_t i0, size_t i1, size_t wk) {
+        uint8_t *mine = base + wk * worker_bytes;
+        auto *acc = reinterpret_cast<int32_t *>(mine + per_group * block_bytes);
+        std::vector<int64_t> tag(per_group * (ring + 1));  // each slot's row; the pad slot's: 0 or 1
+        std::vector<const uint8_t *> rows(KH);
+        for (size_t it = i0; it < i1; ++it) {
+          const size_t img = it / (groups * bands), grp = it / bands % groups, band = it % bands;
+          const size_t b0 = grp * per_group, b1 = std::min(blocks, b0 + per_group);
+          const size_t oh0 = band * band_rows, oh1 = std::min(OH, oh0 + band_rows);
+          std::fill(tag.begin(), tag.end(), int64_t{-1});
+          for (size_t oh = oh0; oh < oh1; ++oh) {
+            for (size_t b = b0; b < b1; ++b) {
+              const size_t c0 = b * Bk, cn = std::min(Bk, C - c0);
+              uint8_t *slots = mine + (b - b0) * block_bytes;
+              int64_t *tags = tag.data() + (b - b0) * (ring + 1);
+              for (size_t i = 0; i < KH; ++i) {
+                const int64_t h = static_cast<int64_t>(oh) * g_.stride_h - g_.pad_top +
+                                  static_cast<int64_t>(i * dh);
+                if (h < 0 || h >= s.H) {
+                  uint8_t *pad_row = slots + ring * row_bytes;
+                  if (tags[ring] != 1)
+                    kernel_->dw_expand(nullptr, W, C, c0, cn, -g_.pad_left, entries, is_signed, zx, pad_row);
+                  tags[ring] = 1;
+                  rows[i] = pad_row;
+                  continue;
+                }
+                const size_t slot = static_cast<size_t>(h) % ring;
+                uint8_t *r = slots + slot * row_bytes;
+                if (tags[slot] != h) {
+                  kernel_->dw_expand(xin + (img * H + static_cast<size_t>(h)) * W * C, W, C, c0, cn,
+                                     -g_.pad_left, entries, is_signed, zx, r);
+                  tags[slot] = h;
+                }
+                rows[i] = r;
+              }
+              kernel_->dw_row(rows.data(), KH, jg, dwr_.data() + b * wbytes, start.data() + c0, OW,
+                              acc + (b - b0) * Bk, acc_ld);
+            }
+            const size_t c0 = b0 * Bk, cn = std::min(C, b1 * Bk) - c0;
+            epi.block(acc, acc_ld, static_cast<int>(OW), c0, cn, yd, ((img * OH + oh) * OW) * M + c0, M);
+          }
+        }
+      });
+    });
+  }
+
   void run_reference(const Context &ctx, const Shape &s, const Tensor &x, int32_t zx,
                      const Epilogue &epi, Tensor &y) const {
     const int64_t N = s.N, M = s.M, OH = s.OH, OW = s.OW, C = s.C, H = s.H, W = s.W;
@@ -678,6 +796,8 @@ class PreparedConv final : public Prepared {
   std::vector<GemmB> fast_;  // the fast path's, one per group
   std::vector<int16_t> dw_;  // depthwise: w - zw as [tap][channel] (then fast_ is empty)
   std::vector<int8_t> dw8_;  // and as int8 for the set's depthwise8, when every one fits
+  std::vector<uint8_t> dwr_;    // and by rows (run_depthwise_rows), when the set has that kernel
+  std::vector<int32_t> dwr_sum_;  // each channel's sum of w - zw, per block of dw_block
   std::vector<int32_t> dw_sum_;  // sum over the taps of w - zw, per channel (with dw8_)
   Bias bias_;
 };

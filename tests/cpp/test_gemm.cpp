@@ -557,16 +557,20 @@ TEST(Gemm, DynamicReduceRangeIsSevenBits) {
 
 struct ConvCase {
   int64_t N, C, H, W, M, KH, KW, stride, pad, dil, groups;
+  // Along W, where set (else stride, dil and pad): the depthwise kernels by rows take
+  // stride 1 and dilation 1 along W whatever they are along H.
+  int64_t stride_w = 0, dil_w = 0, pad_w = -1;
 };
 
 // The case's strides, pads, dilations and groups, and the layout.
 void set_conv(Desc &d, const ConvCase &cc, int layout) {
   d.set(QNT_OP_STRIDE_H, cc.stride);
-  d.set(QNT_OP_STRIDE_W, cc.stride);
-  for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
-    d.set(k, cc.pad);
+  d.set(QNT_OP_STRIDE_W, cc.stride_w > 0 ? cc.stride_w : cc.stride);
+  for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_BOTTOM}) d.set(k, cc.pad);
+  d.set(QNT_OP_PAD_LEFT, cc.pad_w >= 0 ? cc.pad_w : cc.pad);
+  d.set(QNT_OP_PAD_RIGHT, cc.pad_w >= 0 ? cc.pad_w + 1 : cc.pad);
   d.set(QNT_OP_DILATION_H, cc.dil);
-  d.set(QNT_OP_DILATION_W, cc.dil);
+  d.set(QNT_OP_DILATION_W, cc.dil_w > 0 ? cc.dil_w : cc.dil);
   d.set(QNT_OP_GROUPS, cc.groups);
   d.set(QNT_OP_LAYOUT, layout);
 }
@@ -795,6 +799,26 @@ TEST(Gemm, DepthwiseEightBitWeights) {
       });
     }
   }
+}
+
+// Depthwise by rows (the sets with GemmDwRowFn kernels: AVX2, AVX-512 VNNI), taken at stride 1
+// and dilation 1 along W: strides and dilations along H, pads unequal (right = left + 1) and
+// wider than the kernel's reach, kernels 1 to 7 wide, one channel to 200 (block tails), widths
+// across the register blocks, batches; symmetric weights (the VNNI form: w - zw in int8) and
+// any zero points (the int16 form; VNNI sets fall back to the kernel per pixel).
+TEST(Gemm, DepthwiseRows) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  const ConvCase cases[] = {
+      {1, 48, 9, 20, 48, 3, 3, 2, 1, 1, 48, 1},        {2, 80, 8, 15, 80, 3, 3, 1, 2, 2, 80, 1, 1},
+      {1, 33, 5, 30, 33, 3, 4, 1, 1, 1, 33, 0, 0, 3},  {1, 200, 6, 14, 200, 3, 7, 1, 3, 1, 200},
+      {3, 1, 5, 9, 1, 3, 3, 1, 1, 1, 1},               {1, 64, 3, 40, 64, 1, 5, 1, 0, 1, 64, 0, 0, 2},
+      {1, 17, 10, 12, 17, 5, 5, 1, 0, 1, 17},          {1, 130, 4, 25, 130, 2, 2, 3, 0, 1, 130, 1},
+  };
+  std::mt19937 rng(41);
+  int iter = 0;
+  for (const ConvCase &cc : cases)
+    for (int layout : {QNT_LAYOUT_NHWC, QNT_LAYOUT_NCHW})
+      for (bool symmetric : {true, false}) check_conv_case(cc, layout, ++iter, rng, symmetric);
 }
 
 // NHWC is NCHW transposed: the same values on the reference kernels.

@@ -41,6 +41,22 @@ inline V add32(V a, V b) {
   for (int i = 0; i < 16; ++i) put32(r, i, u32(a, i) + u32(b, i));
   return r;
 }
+// VPMOVZXBD from 16 bytes; VPSLLD by an immediate (counts above 31 give 0); VPORD.
+inline V cvtepu8_32(__m128i x) {
+  uint8_t b[16];
+  std::memcpy(b, &x, 16);
+  V r;
+  for (int i = 0; i < 16; ++i) put32(r, i, b[i]);
+  return r;
+}
+inline V slli32(V v, unsigned n) {
+  for (int i = 0; i < 16; ++i) put32(v, i, n > 31 ? 0u : u32(v, i) << n);
+  return v;
+}
+inline V or512(V a, V b) {
+  for (int i = 0; i < 64; ++i) a.b[i] = static_cast<uint8_t>(a.b[i] | b.b[i]);
+  return a;
+}
 }  // namespace emu
 
 #undef __m512i  // some are macros when not optimizing
@@ -63,6 +79,12 @@ inline V add32(V a, V b) {
 #define _mm512_madd_epi16 emu::madd16
 #undef _mm512_add_epi32
 #define _mm512_add_epi32 emu::add32
+#undef _mm512_cvtepu8_epi32
+#define _mm512_cvtepu8_epi32 emu::cvtepu8_32
+#undef _mm512_slli_epi32
+#define _mm512_slli_epi32 emu::slli32
+#undef _mm512_or_si512
+#define _mm512_or_si512 emu::or512
 #if !defined(__AVX512BW__)
 #define __AVX512BW__ 1
 #define QNT_TEST_DEFINED_BW
@@ -184,6 +206,69 @@ TEST(GemmEmulatedAvx512, ConvTileMatchesItsDefinition) {
           ASSERT_EQ(got[r * ldc + j], want[r * ldc + j])
               << "taps " << taps << " groups " << tap_groups << " row " << r << " col " << j;
     }
+}
+
+// Depthwise by rows on VNNI (DwVnni, GemmDwExpandFn / GemmDwRowFn): input rows expanded, then
+// the row kernel, against the sums that gemm.hpp defines, computed from the image directly:
+// acc[o][c] = start[c] + sum over kernel rows i and columns k < KW of x'(row i, column o - pad
+// + k, channel c) * w[i][k][c], x' the u8 operand (x XOR 0x80 for i8; zx' outside the image).
+// Widths across the 6-pixel register block, kernels 1 to 7 wide (one or two groups of four
+// taps), channel tails, pad rows, i8 and u8 x, extreme bytes.
+TEST(GemmEmulatedAvx512, DepthwiseRowsMatchTheirDefinition) {
+  using qnt::kern::DwVnni;
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> byte(0, 255);
+  struct Case {
+    size_t W, C, c0, KH, KW, pad;
+    bool is_signed, pad_row;
+  };
+  const Case cases[] = {{7, 64, 0, 3, 3, 1, false, false},   {12, 100, 64, 3, 3, 1, true, false},
+                        {1, 5, 0, 1, 1, 0, false, false},    {20, 130, 128, 2, 5, 2, true, true},
+                        {9, 64, 0, 3, 7, 3, false, true},    {6, 70, 0, 3, 4, 0, true, false}};
+  for (const Case &cs : cases) {
+    const size_t OW = cs.W + 2 * cs.pad - cs.KW + 1, jg = (cs.KW + 3) / 4;
+    const size_t n = OW + (jg - 1) * 4, cn = std::min<size_t>(64, cs.C - cs.c0);
+    const int32_t zx = cs.is_signed ? byte(rng) - 128 : byte(rng);
+    const int32_t zxp = (zx + (cs.is_signed ? 128 : 0)) & 0xFF;
+    std::vector<std::vector<uint8_t>> img(cs.KH, std::vector<uint8_t>(cs.W * cs.C));
+    for (auto &r : img)
+      for (auto &v : r) v = byte(rng) < 32 ? (byte(rng) < 128 ? 0 : 255) : static_cast<uint8_t>(byte(rng));
+    std::vector<std::vector<uint8_t>> ex(cs.KH, std::vector<uint8_t>(n * DwVnni::kEntry, 0xA5));
+    std::vector<const uint8_t *> rows(cs.KH);
+    for (size_t i = 0; i < cs.KH; ++i) {
+      const bool pad_row = cs.pad_row && i == 0;
+      DwVnni::expand(pad_row ? nullptr : img[i].data(), cs.W, cs.C, cs.c0, cn,
+                     -static_cast<std::ptrdiff_t>(cs.pad), n, cs.is_signed, zx, ex[i].data());
+      rows[i] = ex[i].data();
+    }
+    std::vector<int8_t> w(cs.KH * jg * DwVnni::kEntry, 0);
+    std::vector<int32_t> start(64);
+    for (auto &v : start) v = static_cast<int32_t>(static_cast<uint32_t>(byte(rng)) * 0x01010101u);
+    for (size_t i = 0; i < cs.KH; ++i)
+      for (size_t k = 0; k < cs.KW; ++k)
+        for (size_t c = 0; c < 64; ++c)
+          w[((i * jg + k / 4) * 64 + c) * 4 + k % 4] = static_cast<int8_t>(byte(rng) - 128);
+    const size_t ld = 64 + 16;
+    std::vector<int32_t> got(OW * ld, 0x5A5A5A5A);
+    DwVnni::row(rows.data(), cs.KH, jg, w.data(), start.data(), OW, got.data(), ld);
+    for (size_t o = 0; o < OW; ++o)
+      for (size_t c = 0; c < cn; ++c) {
+        uint32_t sum = static_cast<uint32_t>(start[c]);
+        for (size_t i = 0; i < cs.KH; ++i)
+          for (size_t k = 0; k < cs.KW; ++k) {
+            const auto col = static_cast<std::ptrdiff_t>(o + k) - static_cast<std::ptrdiff_t>(cs.pad);
+            const bool inside = !(cs.pad_row && i == 0) && col >= 0 && col < static_cast<std::ptrdiff_t>(cs.W);
+            const uint32_t xp = inside ? (img[i][static_cast<size_t>(col) * cs.C + cs.c0 + c] ^ (cs.is_signed ? 0x80u : 0u))
+                                       : static_cast<uint32_t>(zxp);
+            sum += xp * static_cast<uint32_t>(static_cast<int32_t>(w[((i * jg + k / 4) * 64 + c) * 4 + k % 4]));
+          }
+        ASSERT_EQ(got[o * ld + c], static_cast<int32_t>(sum))
+            << "W " << cs.W << " C " << cs.C << " KH " << cs.KH << " KW " << cs.KW << " pixel " << o
+            << " channel " << c;
+      }
+    for (size_t o = 0; o < OW; ++o)  // the columns between rows are not written
+      for (size_t c = 64; c < ld; ++c) ASSERT_EQ(got[o * ld + c], 0x5A5A5A5A);
+  }
 }
 
 }  // namespace
