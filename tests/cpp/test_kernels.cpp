@@ -652,3 +652,65 @@ TEST(Kernels, NF4AtItsThresholds) {
     }
   }
 }
+
+// The vector epilogues' f32-bias quantization (mode 3: v = acc * m + bias, then v / sy rounded
+// and saturated) against the scalar rule, element by element: quotients a few ulps either side
+// of half-integers across the range (where a wrong last bit of the quotient changes the
+// rounding: a kernel that divided by multiplying with 1 / sy, or by fmas that are not exact,
+// fails here), quotients that overflow, infinite and NaN biases, large and tiny scales, u8 and
+// i8 outputs, relu.
+#include "ops/epilogue.hpp"
+namespace {
+TEST(KernelEpilogue, FloatQuantizeDividesAsTheScalarRule) {
+  std::mt19937 rng(97);
+  const float scales[] = {0.1f, 0.0469f, 1.0f / 3.0f, 0.0078125f, 2.5e-6f, 37.0f, 3.0e38f};
+  for (const auto *set : qnt_test::machine_kernel_sets()) {
+    if (set->gemm == nullptr || set->gemm->epilogue == nullptr) continue;
+    for (const float sy : scales)
+      for (int variant = 0; variant < 4; ++variant) {
+        const bool is_signed = variant % 2 == 1, finite = variant < 2;
+        const size_t C = 37, R = 400;
+        qnt::ops::Epilogue e;
+        e.mode = qnt::ops::Epilogue::Mode::FloatQuantize;
+        e.sy = sy;
+        e.zy = is_signed ? -3 : 7;
+        e.qmin = is_signed ? -128 : 0;
+        e.qmax = is_signed ? 127 : 255;
+        e.relu = variant == 3;
+        e.finite = finite;
+        std::vector<float> bias(C);
+        e.multiplier.resize(C);
+        std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+        for (size_t c = 0; c < C; ++c) {
+          e.multiplier[c] = std::ldexp(unit(rng) + 0.5f, -static_cast<int>(rng() % 20));
+          bias[c] = (unit(rng) - 0.5f) * sy * 40.0f;
+        }
+        if (!finite) {
+          bias[3] = std::numeric_limits<float>::infinity();
+          bias[4] = -std::numeric_limits<float>::infinity();
+          bias[5] = std::numeric_limits<float>::quiet_NaN();
+        }
+        bias[6] = 3.0e38f;  // v / sy overflows for small sy
+        e.bias_f32 = bias.data();
+        // Accumulators that put v = acc * m + bias near (k + 1/2) * sy, a few ulps either side.
+        std::vector<int32_t> acc(R * C);
+        for (size_t r = 0; r < R; ++r)
+          for (size_t c = 0; c < C; ++c) {
+            const float k = static_cast<float>(static_cast<int>(rng() % 600) - 300) + 0.5f;
+            const float target = std::nextafter(k * sy, (rng() & 1) ? INFINITY : -INFINITY);
+            const double a = (static_cast<double>(target) - bias[c]) / e.multiplier[c];
+            acc[r * C + c] = static_cast<int32_t>(std::max(-2.0e9, std::min(2.0e9, a)));
+            if (r % 7 == 0) acc[r * C + c] = static_cast<int32_t>(rng());
+          }
+        std::vector<uint8_t> want(R * C), got(R * C, 0xA5);
+        for (size_t r = 0; r < R; ++r)
+          for (size_t c = 0; c < C; ++c) e.put(acc[r * C + c], c, want.data(), r * C + c);
+        e.vector = set->gemm->epilogue;
+        e.block(acc.data(), C, static_cast<int>(R), 0, C, got.data(), 0, C);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << set->gemm_name << " sy " << sy << " variant " << variant
+                                     << " element " << i << " acc " << acc[i];
+      }
+  }
+}
+}  // namespace
