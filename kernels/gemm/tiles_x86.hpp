@@ -277,8 +277,8 @@ inline __m128i dw_chunk16(const uint8_t *p, size_t n) noexcept {
 // from the right: d(e) = d(e + 1) << 8 | x'(e) (vpmovzxbd, vpslld, vpord per 16 channels and
 // column, channel order kept, no lane shuffle). The row kernel then needs one vpdpbusd per 16
 // channels, output pixel and group of four taps of a kernel row (three for a 3 x 3 kernel),
-// its x' operand a load of an entry: 6 pixels x 64 channels in 24 accumulators, the group's 4
-// weight vectors in registers.
+// its x' operand a load of an entry: 5 pixels x 64 channels in 20 accumulators, the group's 4
+// weight vectors in registers (with 6 pixels, GCC kept 4 of the 24 sums on the stack).
 struct DwVnni {
   static constexpr size_t kBlock = 64, kGroup = 4, kEntry = kBlock * kGroup;
   static void expand(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
@@ -331,9 +331,8 @@ struct DwVnni {
                   const int32_t *start, size_t ow, int32_t *acc, size_t ld) noexcept {
     const auto *w = static_cast<const int8_t *>(wp);
     size_t o = 0;
-    for (; o + 6 <= ow; o += 6) pixels<6>(rows, kh, jg, w, start, o, acc, ld);
+    for (; o + 5 <= ow; o += 5) pixels<5>(rows, kh, jg, w, start, o, acc, ld);
     switch (ow - o) {
-      case 5: return pixels<5>(rows, kh, jg, w, start, o, acc, ld);
       case 4: return pixels<4>(rows, kh, jg, w, start, o, acc, ld);
       case 3: return pixels<3>(rows, kh, jg, w, start, o, acc, ld);
       case 2: return pixels<2>(rows, kh, jg, w, start, o, acc, ld);
