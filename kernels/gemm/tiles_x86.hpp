@@ -281,12 +281,12 @@ inline __m128i dw_chunk16(const uint8_t *p, size_t n) noexcept {
 // weight vectors in registers (with 6 pixels, GCC kept 4 of the 24 sums on the stack).
 struct DwVnni {
   static constexpr size_t kBlock = 64, kGroup = 4, kEntry = kBlock * kGroup;
-  static void expand(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
-                     std::ptrdiff_t iw0, size_t n, bool is_signed, int32_t zx, uint8_t *out) noexcept {
-    const int32_t pad = (zx + (is_signed ? 128 : 0)) & 0xFF;
+  template <bool Signed>
+  static void expand_t(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
+                       std::ptrdiff_t iw0, size_t n, int32_t zx, uint8_t *out) noexcept {
+    const int32_t pad = (zx + (Signed ? 128 : 0)) & 0xFF;
     const __m512i padv = _mm512_set1_epi32(pad);
-    const __m128i flip = _mm_set1_epi8(static_cast<char>(is_signed ? 0x80 : 0));
-    const auto width = static_cast<std::ptrdiff_t>(W);
+    const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
     for (size_t v = 0; v < kBlock / 16; ++v) {
       uint8_t *o = out + 64 * v;
       if (16 * v >= cn) {  // channels past the block's last: any value (zeros)
@@ -294,17 +294,45 @@ struct DwVnni {
         continue;
       }
       const size_t m = cn - 16 * v;
+      // Column iw's x' (zx' outside the image), one per dword.
+      auto col = [&](std::ptrdiff_t iw) __attribute__((always_inline)) {
+        if (line == nullptr || iw < 0 || iw >= static_cast<std::ptrdiff_t>(W)) return padv;
+        __m128i b = dw_chunk16(line + static_cast<size_t>(iw) * C + c0 + 16 * v, m);
+        if (Signed) b = _mm_xor_si128(b, flip);
+        return _mm512_cvtepu8_epi32(b);
+      };
+      // Entries from the right, d(e) = d(e + 1) << 8 | x'(e); the interior (every column in the
+      // image, a whole chunk of 16 channels) without tests.
       __m512i d = _mm512_setzero_si512();
-      for (std::ptrdiff_t e = static_cast<std::ptrdiff_t>(n + kGroup - 2); e >= 0; --e) {
-        const std::ptrdiff_t iw = iw0 + e;
-        __m512i z = padv;
-        if (line != nullptr && iw >= 0 && iw < width)
-          z = _mm512_cvtepu8_epi32(_mm_xor_si128(
-              dw_chunk16(line + static_cast<size_t>(iw) * C + c0 + 16 * v, m), flip));
-        d = _mm512_or_si512(_mm512_slli_epi32(d, 8), z);
-        if (static_cast<size_t>(e) < n) _mm512_storeu_si512(o + static_cast<size_t>(e) * kEntry, d);
+      std::ptrdiff_t e = static_cast<std::ptrdiff_t>(n + kGroup - 2);
+      for (; e >= static_cast<std::ptrdiff_t>(n); --e) d = _mm512_or_si512(_mm512_slli_epi32(d, 8), col(iw0 + e));
+      const std::ptrdiff_t lo = iw0 < 0 ? -iw0 : 0;                        // first entry inside
+      const std::ptrdiff_t hi = static_cast<std::ptrdiff_t>(W) - 1 - iw0;  // last entry inside
+      for (; e >= 0 && e > hi; --e) {
+        d = _mm512_or_si512(_mm512_slli_epi32(d, 8), col(iw0 + e));
+        _mm512_storeu_si512(o + static_cast<size_t>(e) * kEntry, d);
+      }
+      if (line != nullptr && m >= 16) {
+        const uint8_t *p = line + c0 + 16 * v;
+        for (; e >= lo; --e) {
+          __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + static_cast<size_t>(iw0 + e) * C));
+          if (Signed) b = _mm_xor_si128(b, flip);
+          d = _mm512_or_si512(_mm512_slli_epi32(d, 8), _mm512_cvtepu8_epi32(b));
+          _mm512_storeu_si512(o + static_cast<size_t>(e) * kEntry, d);
+        }
+      }
+      for (; e >= 0; --e) {
+        d = _mm512_or_si512(_mm512_slli_epi32(d, 8), col(iw0 + e));
+        _mm512_storeu_si512(o + static_cast<size_t>(e) * kEntry, d);
       }
     }
+  }
+  static void expand(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
+                     std::ptrdiff_t iw0, size_t n, bool is_signed, int32_t zx, uint8_t *out) noexcept {
+    if (is_signed)
+      expand_t<true>(line, W, C, c0, cn, iw0, n, zx, out);
+    else
+      expand_t<false>(line, W, C, c0, cn, iw0, n, zx, out);
   }
   template <int UR>
   static void pixels(const uint8_t *const *rows, size_t kh, size_t jg, const int8_t *w,
