@@ -14,7 +14,7 @@ constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni51
                                   &kern::gemm_pack_kn_avx2, &kern::gemm_pack_nk_avx2,
                                   &kern::depthwise_avx512, &kern::depthwise_vnni,
                                   &kern::Vnni512::conv, nullptr, &kern::xnor_avx2,
-                                  &kern::DwVnni::expand, &kern::DwVnni::row,
+                                  &kern::dw_expand<kern::DwVnni>, &kern::dw_row<kern::DwVnni>,
                                   kern::DwVnni::kBlock, kern::DwVnni::kGroup, 1};
 constexpr kern::WoKernels kWo{"avx512_vnni", &kern::wo::f32_512, &kern::wo::int8_vnni,
                               &kern::wo::dot512, &kern::wo::dequant512, true, true,

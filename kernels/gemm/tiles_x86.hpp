@@ -271,6 +271,34 @@ inline __m128i dw_chunk16(const uint8_t *p, size_t n) noexcept {
   return _mm_load_si128(reinterpret_cast<const __m128i *>(t));
 }
 
+// A depthwise-by-rows kernel K's GemmDwExpandFn (i8 or u8 x: K::expand_t's template
+// parameter) and GemmDwRowFn (register blocks of K::kPixels output pixels, then one of the
+// remaining count: K::pixels<N>).
+template <class K>
+void dw_expand(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn, std::ptrdiff_t iw0,
+               size_t n, bool is_signed, int32_t zx, uint8_t *out) noexcept {
+  if (is_signed)
+    K::template expand_t<true>(line, W, C, c0, cn, iw0, n, zx, out);
+  else
+    K::template expand_t<false>(line, W, C, c0, cn, iw0, n, zx, out);
+}
+template <class K, int N>
+void dw_pixels_tail(const uint8_t *const *rows, size_t kh, size_t jg, const typename K::Weight *w,
+                    const int32_t *start, size_t o, size_t left, int32_t *acc, size_t ld) noexcept {
+  if constexpr (N > 0) {
+    if (left == N) return K::template pixels<N>(rows, kh, jg, w, start, o, acc, ld);
+    dw_pixels_tail<K, N - 1>(rows, kh, jg, w, start, o, left, acc, ld);
+  }
+}
+template <class K>
+void dw_row(const uint8_t *const *rows, size_t kh, size_t jg, const void *wp, const int32_t *start,
+            size_t ow, int32_t *acc, size_t ld) noexcept {
+  const auto *w = static_cast<const typename K::Weight *>(wp);
+  size_t o = 0;
+  for (; o + K::kPixels <= ow; o += K::kPixels) K::template pixels<K::kPixels>(rows, kh, jg, w, start, o, acc, ld);
+  dw_pixels_tail<K, K::kPixels - 1>(rows, kh, jg, w, start, o, ow - o, acc, ld);
+}
+
 #if defined(__AVX512VNNI__)
 // Depthwise by rows on VNNI (GemmDwExpandFn / GemmDwRowFn: dw_block 64, dw_group 4, dw_bytes 1).
 // Expansion: an entry's dword per channel holds the bytes of four consecutive columns, built
@@ -281,6 +309,8 @@ inline __m128i dw_chunk16(const uint8_t *p, size_t n) noexcept {
 // weight vectors in registers (with 6 pixels, GCC kept 4 of the 24 sums on the stack).
 struct DwVnni {
   static constexpr size_t kBlock = 64, kGroup = 4, kEntry = kBlock * kGroup;
+  static constexpr int kPixels = 5;
+  using Weight = int8_t;
   template <bool Signed>
   static void expand_t(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
                        std::ptrdiff_t iw0, size_t n, int32_t zx, uint8_t *out) noexcept {
@@ -327,13 +357,6 @@ struct DwVnni {
       }
     }
   }
-  static void expand(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
-                     std::ptrdiff_t iw0, size_t n, bool is_signed, int32_t zx, uint8_t *out) noexcept {
-    if (is_signed)
-      expand_t<true>(line, W, C, c0, cn, iw0, n, zx, out);
-    else
-      expand_t<false>(line, W, C, c0, cn, iw0, n, zx, out);
-  }
   template <int UR>
   static void pixels(const uint8_t *const *rows, size_t kh, size_t jg, const int8_t *w,
                      const int32_t *start, size_t o0, int32_t *acc, size_t ld) noexcept {
@@ -354,19 +377,6 @@ struct DwVnni {
       }
     for (int u = 0; u < UR; ++u)
       for (int v = 0; v < 4; ++v) _mm512_storeu_si512(acc + (o0 + static_cast<size_t>(u)) * ld + 16 * v, a[u][v]);
-  }
-  static void row(const uint8_t *const *rows, size_t kh, size_t jg, const void *wp,
-                  const int32_t *start, size_t ow, int32_t *acc, size_t ld) noexcept {
-    const auto *w = static_cast<const int8_t *>(wp);
-    size_t o = 0;
-    for (; o + 5 <= ow; o += 5) pixels<5>(rows, kh, jg, w, start, o, acc, ld);
-    switch (ow - o) {
-      case 4: return pixels<4>(rows, kh, jg, w, start, o, acc, ld);
-      case 3: return pixels<3>(rows, kh, jg, w, start, o, acc, ld);
-      case 2: return pixels<2>(rows, kh, jg, w, start, o, acc, ld);
-      case 1: return pixels<1>(rows, kh, jg, w, start, o, acc, ld);
-      default: return;
-    }
   }
 };
 #endif
@@ -803,6 +813,8 @@ inline void depthwise_avx2(const uint8_t *const *x, size_t taps, bool is_signed,
 // in 8 accumulators, the pair's 2 weight vectors in registers.
 struct DwPairs256 {
   static constexpr size_t kBlock = 16, kGroup = 2, kEntry = kBlock * kGroup * 2;
+  static constexpr int kPixels = 4;
+  using Weight = int16_t;
   template <bool Signed>
   static void expand_t(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
                        std::ptrdiff_t iw0, size_t n, int32_t zx, uint8_t *out) noexcept {
@@ -859,13 +871,6 @@ struct DwPairs256 {
       }
     }
   }
-  static void expand(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
-                     std::ptrdiff_t iw0, size_t n, bool is_signed, int32_t zx, uint8_t *out) noexcept {
-    if (is_signed)
-      expand_t<true>(line, W, C, c0, cn, iw0, n, zx, out);
-    else
-      expand_t<false>(line, W, C, c0, cn, iw0, n, zx, out);
-  }
   template <int UR>
   static void pixels(const uint8_t *const *rows, size_t kh, size_t jg, const int16_t *w,
                      const int32_t *start, size_t o0, int32_t *acc, size_t ld) noexcept {
@@ -889,18 +894,6 @@ struct DwPairs256 {
     for (int u = 0; u < UR; ++u)
       for (int v = 0; v < 2; ++v)
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(acc + (o0 + static_cast<size_t>(u)) * ld + 8 * v), a[u][v]);
-  }
-  static void row(const uint8_t *const *rows, size_t kh, size_t jg, const void *wp,
-                  const int32_t *start, size_t ow, int32_t *acc, size_t ld) noexcept {
-    const auto *w = static_cast<const int16_t *>(wp);
-    size_t o = 0;
-    for (; o + 4 <= ow; o += 4) pixels<4>(rows, kh, jg, w, start, o, acc, ld);
-    switch (ow - o) {
-      case 3: return pixels<3>(rows, kh, jg, w, start, o, acc, ld);
-      case 2: return pixels<2>(rows, kh, jg, w, start, o, acc, ld);
-      case 1: return pixels<1>(rows, kh, jg, w, start, o, acc, ld);
-      default: return;
-    }
   }
 };
 

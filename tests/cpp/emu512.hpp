@@ -3,6 +3,8 @@
 // need. Every model follows Intel's pseudo-code of its instruction, with the int32 wrap-around.
 #pragma once
 
+#include <emmintrin.h>
+
 #include <cstdint>
 #include <cstring>
 
@@ -39,5 +41,13 @@ inline V dpbusd(V src, V a, V b) {
     put32(r, i, s);
   }
   return r;
+}
+// VPMOVZXBD: 16 bytes (an SSE register, native on every x86-64) to 16 dwords.
+inline V cvtepu8_epi32(__m128i x) {
+  uint8_t b[16];
+  std::memcpy(b, &x, 16);
+  V v;
+  for (int i = 0; i < 16; ++i) put32(v, i, b[i]);
+  return v;
 }
 }  // namespace emu

@@ -41,14 +41,7 @@ inline V add32(V a, V b) {
   for (int i = 0; i < 16; ++i) put32(r, i, u32(a, i) + u32(b, i));
   return r;
 }
-// VPMOVZXBD from 16 bytes; VPSLLD by an immediate (counts above 31 give 0); VPORD.
-inline V cvtepu8_32(__m128i x) {
-  uint8_t b[16];
-  std::memcpy(b, &x, 16);
-  V r;
-  for (int i = 0; i < 16; ++i) put32(r, i, b[i]);
-  return r;
-}
+// VPSLLD by an immediate (counts above 31 give 0); VPORD.
 inline V slli32(V v, unsigned n) {
   for (int i = 0; i < 16; ++i) put32(v, i, n > 31 ? 0u : u32(v, i) << n);
   return v;
@@ -80,7 +73,7 @@ inline V or512(V a, V b) {
 #undef _mm512_add_epi32
 #define _mm512_add_epi32 emu::add32
 #undef _mm512_cvtepu8_epi32
-#define _mm512_cvtepu8_epi32 emu::cvtepu8_32
+#define _mm512_cvtepu8_epi32 emu::cvtepu8_epi32
 #undef _mm512_slli_epi32
 #define _mm512_slli_epi32 emu::slli32
 #undef _mm512_or_si512
@@ -237,7 +230,7 @@ TEST(GemmEmulatedAvx512, DepthwiseRowsMatchTheirDefinition) {
     std::vector<const uint8_t *> rows(cs.KH);
     for (size_t i = 0; i < cs.KH; ++i) {
       const bool pad_row = cs.pad_row && i == 0;
-      DwVnni::expand(pad_row ? nullptr : img[i].data(), cs.W, cs.C, cs.c0, cn,
+      qnt::kern::dw_expand<DwVnni>(pad_row ? nullptr : img[i].data(), cs.W, cs.C, cs.c0, cn,
                      -static_cast<std::ptrdiff_t>(cs.pad), n, cs.is_signed, zx, ex[i].data());
       rows[i] = ex[i].data();
     }
@@ -250,7 +243,7 @@ TEST(GemmEmulatedAvx512, DepthwiseRowsMatchTheirDefinition) {
           w[((i * jg + k / 4) * 64 + c) * 4 + k % 4] = static_cast<int8_t>(byte(rng) - 128);
     const size_t ld = 64 + 16;
     std::vector<int32_t> got(OW * ld, 0x5A5A5A5A);
-    DwVnni::row(rows.data(), cs.KH, jg, w.data(), start.data(), OW, got.data(), ld);
+    qnt::kern::dw_row<DwVnni>(rows.data(), cs.KH, jg, w.data(), start.data(), OW, got.data(), ld);
     for (size_t o = 0; o < OW; ++o)
       for (size_t c = 0; c < cn; ++c) {
         uint32_t sum = static_cast<uint32_t>(start[c]);

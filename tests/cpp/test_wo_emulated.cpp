@@ -51,13 +51,6 @@ inline V setr_epi32(int a0, int a1, int a2, int a3, int a4, int a5, int a6, int 
   for (int i = 0; i < 16; ++i) put32(v, i, static_cast<uint32_t>(a[i]));
   return v;
 }
-inline V cvtepu8_epi32(__m128i x) {
-  uint8_t b[16];
-  std::memcpy(b, &x, 16);
-  V v;
-  for (int i = 0; i < 16; ++i) put32(v, i, b[i]);
-  return v;
-}
 inline V cvtepi8_epi32(__m128i x) {
   int8_t b[16];
   std::memcpy(b, &x, 16);
