@@ -236,8 +236,10 @@ class PreparedConv final : public Prepared {
           dw_[static_cast<size_t>(t * M + m)] = static_cast<int16_t>(d);
           fits8 = fits8 && d >= -128 && d <= 127;
         }
-      if (kernel_->depthwise8 != nullptr && fits8) {
-        // The VNNI form (kernels/gemm/gemm.hpp): w - zw as int8 in its interleaved layout, and
+      const bool by_rows = kernel_->dw_row != nullptr && g_.stride_w == 1 && g_.dilation_w == 1 &&
+                           (kernel_->dw_bytes == 2 || (kernel_->dw_bytes == 1 && fits8));
+      if (!by_rows && kernel_->depthwise8 != nullptr && fits8) {
+        // The VNNI form per pixel (kernels/gemm/gemm.hpp): w - zw as int8 in its interleaved layout, and
         // each channel's sum over the taps for the zero-point term.
         const auto C = static_cast<size_t>(M), T = static_cast<size_t>(taps);
         dw8_.assign((C + 63) / 64 * ((T + 3) / 4) * 256, 0);
@@ -249,8 +251,7 @@ class PreparedConv final : public Prepared {
             dw_sum_[c] += d;
           }
       }
-      if (kernel_->dw_row != nullptr && g_.stride_w == 1 && g_.dilation_w == 1 &&
-          (kernel_->dw_bytes == 2 || (kernel_->dw_bytes == 1 && fits8))) {
+      if (by_rows) {
         // By rows (kernels/gemm/gemm.hpp, GemmDwRowFn): per block of channels, [kernel row i]
         // [tap group j][channel][tap in group], zero past the kernel's width and the channels;
         // int8 (with each channel's sum for the zero-point term) or int16.
@@ -626,8 +627,8 @@ class PreparedConv final : public Prepared {
   // each input row that the band reads is expanded once into the block's ring of
   // (KH - 1) * dilation_h + 1 slots (its index modulo the ring: the KH rows of one output row
   // never share a slot), rows outside the image into one pad slot; per output row, the row
-  // kernel for each block of the group, then the epilogue once over the group's channels (a
-  // call per block and row of 16 channels had cost more than the convolution itself).
+  // kernel for each block of the group, then the epilogue once over the group's channels.
+  // Everything a worker uses is in its part of the scratch (the body allocates nothing).
   void run_depthwise_rows(const Context &ctx, const Shape &s, const Tensor &x, int32_t zx,
                           const Epilogue &epi, Tensor &y) const {
     const auto KH = static_cast<size_t>(wdims_[2]), KW = static_cast<size_t>(wdims_[3]);
@@ -647,7 +648,9 @@ class PreparedConv final : public Prepared {
     const size_t groups = (blocks + per_group - 1) / per_group;
     const size_t acc_ld = per_group * Bk;
     const size_t acc_bytes = (OW * acc_ld * 4 + 63) / 64 * 64;
-    const size_t worker_bytes = per_group * block_bytes + acc_bytes;
+    // Each slot's row (the pad slot's: 1 once made) and the KH row pointers, in the scratch.
+    const size_t tag_bytes = (per_group * (ring + 1) * sizeof(int64_t) + KH * sizeof(void *) + 63) / 64 * 64;
+    const size_t worker_bytes = per_group * block_bytes + acc_bytes + tag_bytes;
     // Each block's start: -zx' * (the channel's weight sum) for int8 weights, else 0.
     const bool is_signed = x.info().is_signed;
     const auto zxp = static_cast<uint32_t>((zx + (is_signed ? 128 : 0)) & 0xFF);
@@ -671,18 +674,18 @@ class PreparedConv final : public Prepared {
       parallel_for_workers(ctx.threads(), items, 1, [&](size_t i0, size_t i1, size_t wk) {
         uint8_t *mine = base + wk * worker_bytes;
         auto *acc = reinterpret_cast<int32_t *>(mine + per_group * block_bytes);
-        std::vector<int64_t> tag(per_group * (ring + 1));  // each slot's row; the pad slot's: 0 or 1
-        std::vector<const uint8_t *> rows(KH);
+        auto *tag = reinterpret_cast<int64_t *>(mine + per_group * block_bytes + acc_bytes);
+        auto *rows = reinterpret_cast<const uint8_t **>(tag + per_group * (ring + 1));
         for (size_t it = i0; it < i1; ++it) {
           const size_t img = it / (groups * bands), grp = it / bands % groups, band = it % bands;
           const size_t b0 = grp * per_group, b1 = std::min(blocks, b0 + per_group);
           const size_t oh0 = band * band_rows, oh1 = std::min(OH, oh0 + band_rows);
-          std::fill(tag.begin(), tag.end(), int64_t{-1});
+          std::fill(tag, tag + per_group * (ring + 1), int64_t{-1});
           for (size_t oh = oh0; oh < oh1; ++oh) {
             for (size_t b = b0; b < b1; ++b) {
               const size_t c0 = b * Bk, cn = std::min(Bk, C - c0);
               uint8_t *slots = mine + (b - b0) * block_bytes;
-              int64_t *tags = tag.data() + (b - b0) * (ring + 1);
+              int64_t *tags = tag + (b - b0) * (ring + 1);
               for (size_t i = 0; i < KH; ++i) {
                 const int64_t h = static_cast<int64_t>(oh) * g_.stride_h - g_.pad_top +
                                   static_cast<int64_t>(i * dh);
@@ -703,7 +706,7 @@ class PreparedConv final : public Prepared {
                 }
                 rows[i] = r;
               }
-              kernel_->dw_row(rows.data(), KH, jg, dwr_.data() + b * wbytes, start.data() + c0, OW,
+              kernel_->dw_row(rows, KH, jg, dwr_.data() + b * wbytes, start.data() + c0, OW,
                               acc + (b - b0) * Bk, acc_ld);
             }
             const size_t c0 = b0 * Bk, cn = std::min(C, b1 * Bk) - c0;
