@@ -15,7 +15,7 @@ constexpr kern::GemmKernel kTernary{"avx2.ternary", kern::Tern256::kMR, kern::Te
                                     &kern::gemm_pack_kn_avx2, &kern::gemm_pack_nk_avx2,
                                     &kern::depthwise_avx2, nullptr, nullptr, nullptr,
                                     nullptr, &kern::dw_expand<kern::DwPairs256>, &kern::dw_row<kern::DwPairs256>,
-                                    kern::DwPairs256::kBlock, kern::DwPairs256::kGroup, 2};
+                                    kern::DwPairs256::kBlock, kern::DwPairs256::kGroup, kern::DwPairs256::kBytes};
 constexpr kern::GemmKernel kGemm{"avx2", kern::Split256::kMR, kern::Split256::kNP, 8,
                                  &kern::gemm_tile<kern::Split256>, &kern::gemm_epilogue_avx2,
                                  &kern::unpack_split256,
@@ -24,7 +24,7 @@ constexpr kern::GemmKernel kGemm{"avx2", kern::Split256::kMR, kern::Split256::kN
                                  &kern::gemm_pack_nk_avx2, &kern::depthwise_avx2,
                                  nullptr, nullptr, &kTernary, &kern::xnor_avx2,
                                  &kern::dw_expand<kern::DwPairs256>, &kern::dw_row<kern::DwPairs256>,
-                                 kern::DwPairs256::kBlock, kern::DwPairs256::kGroup, 2};
+                                 kern::DwPairs256::kBlock, kern::DwPairs256::kGroup, kern::DwPairs256::kBytes};
 constexpr kern::WoKernels kWo{"avx2", &kern::wo::f32_256, &kern::wo::int8_256,
                               &kern::wo::dot256, &kern::wo::dequant256, true, true,
                               &kern::wo::token256, &kern::wo::f32_batch256};

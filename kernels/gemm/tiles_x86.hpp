@@ -262,10 +262,13 @@ struct Split512 {
 };
 #endif
 
-// 16 bytes of channels c .. c + 16 of a pixel, of which the first `n` are read (n < 16: the
-// rest are 0, so that a block's last chunk never reads past the image).
-inline __m128i dw_chunk16(const uint8_t *p, size_t n) noexcept {
-  if (n >= 16) return _mm_loadu_si128(reinterpret_cast<const __m128i *>(p));
+// The bytes of `width` (8 or 16) channels of a pixel, in the low bytes of an SSE register, of
+// which the first n are read (n < width: the rest are 0, so that a block's last chunk never
+// reads past the image).
+inline __m128i dw_chunk(const uint8_t *p, size_t n, size_t width) noexcept {
+  if (n >= width)
+    return width == 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i *>(p))
+                       : _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p));
   alignas(16) uint8_t t[16] = {};
   std::memcpy(t, p, n);
   return _mm_load_si128(reinterpret_cast<const __m128i *>(t));
@@ -309,7 +312,7 @@ void dw_row(const uint8_t *const *rows, size_t kh, size_t jg, const void *wp, co
 // weight vectors in registers (with 6 pixels, GCC kept 4 of the 24 sums on the stack).
 struct DwVnni {
   static constexpr size_t kBlock = 64, kGroup = 4, kEntry = kBlock * kGroup;
-  static constexpr int kPixels = 5;
+  static constexpr int kPixels = 5, kBytes = 1;
   using Weight = int8_t;
   template <bool Signed>
   static void expand_t(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
@@ -324,12 +327,14 @@ struct DwVnni {
         continue;
       }
       const size_t m = cn - 16 * v;
-      // Column iw's x' (zx' outside the image), one per dword.
+      // 16 bytes of x to their x', one per dword.
+      auto convert = [&](__m128i b) __attribute__((always_inline)) {
+        return _mm512_cvtepu8_epi32(Signed ? _mm_xor_si128(b, flip) : b);
+      };
+      // Column iw's x' (zx' outside the image).
       auto col = [&](std::ptrdiff_t iw) __attribute__((always_inline)) {
         if (line == nullptr || iw < 0 || iw >= static_cast<std::ptrdiff_t>(W)) return padv;
-        __m128i b = dw_chunk16(line + static_cast<size_t>(iw) * C + c0 + 16 * v, m);
-        if (Signed) b = _mm_xor_si128(b, flip);
-        return _mm512_cvtepu8_epi32(b);
+        return convert(dw_chunk(line + static_cast<size_t>(iw) * C + c0 + 16 * v, m, 16));
       };
       // Entries from the right, d(e) = d(e + 1) << 8 | x'(e); the interior (every column in the
       // image, a whole chunk of 16 channels) without tests.
@@ -345,9 +350,8 @@ struct DwVnni {
       if (line != nullptr && m >= 16) {
         const uint8_t *p = line + c0 + 16 * v;
         for (; e >= lo; --e) {
-          __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + static_cast<size_t>(iw0 + e) * C));
-          if (Signed) b = _mm_xor_si128(b, flip);
-          d = _mm512_or_si512(_mm512_slli_epi32(d, 8), _mm512_cvtepu8_epi32(b));
+          const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + static_cast<size_t>(iw0 + e) * C));
+          d = _mm512_or_si512(_mm512_slli_epi32(d, 8), convert(b));
           _mm512_storeu_si512(o + static_cast<size_t>(e) * kEntry, d);
         }
       }
@@ -813,7 +817,7 @@ inline void depthwise_avx2(const uint8_t *const *x, size_t taps, bool is_signed,
 // in 8 accumulators, the pair's 2 weight vectors in registers.
 struct DwPairs256 {
   static constexpr size_t kBlock = 16, kGroup = 2, kEntry = kBlock * kGroup * 2;
-  static constexpr int kPixels = 4;
+  static constexpr int kPixels = 4, kBytes = 2;
   using Weight = int16_t;
   template <bool Signed>
   static void expand_t(const uint8_t *line, size_t W, size_t C, size_t c0, size_t cn,
@@ -827,19 +831,14 @@ struct DwPairs256 {
         continue;
       }
       const size_t m = cn - 8 * v;
+      // 8 bytes of x to x - zx, one per dword.
+      auto convert = [&](__m128i b) __attribute__((always_inline)) {
+        return _mm256_sub_epi32(Signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b), z);
+      };
       // Column iw's values (0 outside the image).
       auto col = [&](std::ptrdiff_t iw) __attribute__((always_inline)) {
         if (line == nullptr || iw < 0 || iw >= static_cast<std::ptrdiff_t>(W)) return _mm256_setzero_si256();
-        const uint8_t *p = line + static_cast<size_t>(iw) * C + c0 + 8 * v;
-        __m128i b;
-        if (m >= 8) {
-          b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p));
-        } else {
-          alignas(16) uint8_t t[16] = {};
-          std::memcpy(t, p, m);
-          b = _mm_load_si128(reinterpret_cast<const __m128i *>(t));
-        }
-        return _mm256_sub_epi32(Signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b), z);
+        return convert(dw_chunk(line + static_cast<size_t>(iw) * C + c0 + 8 * v, m, 8));
       };
       auto put = [&](size_t e, __m256i x, __m256i next) __attribute__((always_inline)) {
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(o + e * kEntry),
@@ -858,8 +857,7 @@ struct DwPairs256 {
       if (line != nullptr && m >= 8) {
         const uint8_t *p = line + c0 + 8 * v;
         for (; e >= lo; --e) {
-          const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + static_cast<size_t>(iw0 + e) * C));
-          const __m256i x = _mm256_sub_epi32(Signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b), z);
+          const __m256i x = convert(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(p + static_cast<size_t>(iw0 + e) * C)));
           put(static_cast<size_t>(e), x, next);
           next = x;
         }
