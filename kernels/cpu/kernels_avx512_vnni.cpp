@@ -13,9 +13,10 @@ constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni51
                                   &kern::gemm_correct_avx512, /*a_rows=*/true,
                                   &kern::gemm_pack_kn_avx2, &kern::gemm_pack_nk_avx2,
                                   &kern::depthwise_avx512, &kern::depthwise_vnni,
-                                  &kern::Vnni512::conv, nullptr, &kern::xnor_avx2,
+                                  &kern::Vnni512::conv<6>, nullptr, &kern::xnor_avx2,
                                   &kern::dw_expand<kern::DwVnni>, &kern::dw_row<kern::DwVnni>,
-                                  kern::DwVnni::kBlock, kern::DwVnni::kGroup, kern::DwVnni::kBytes};
+                                  kern::DwVnni::kBlock, kern::DwVnni::kGroup, kern::DwVnni::kBytes,
+                                 &kern::Vnni512::conv<4>};
 constexpr kern::WoKernels kWo{"avx512_vnni", &kern::wo::f32_512, &kern::wo::int8_vnni,
                               &kern::wo::dot512, &kern::wo::dequant512, true, true,
                               &kern::wo::token256, nullptr, /*dequant_batches=*/false};

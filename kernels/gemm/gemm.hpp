@@ -144,12 +144,14 @@ using GemmDwRowFn = void (*)(const uint8_t *const *rows, size_t kh, size_t jg, c
 
 // Direct convolution, one full tile (mr rows x np panels, src/ops/conv.cpp): c[r * ldc + j] =
 // c[j] (the first row's values on entry: the zero-point term, the same for every row) + the sum
-// over taps t < taps and groups g < tap_groups of a'(r, t, g) * b'(t * tap_groups + g, j),
-// wrapping, where row r's four a' bytes of group g of tap t are at
-//   a + r * row_stride + tap_off[t] + 4 * g
-// (an output pixel's window read in place from a padded NHWC image: no im2col). All mr rows are
+// over taps t < taps and groups g < tap_groups of a'(r, t, g) * b'(t, g, j), wrapping, where row
+// r's four a' bytes of group g of tap t are at
+//   a + r * row_stride + tap_off[2 * t] + 4 * g
+// (an output pixel's window read in place from a padded NHWC image: no im2col) and the group's
+// B vectors at b + tap_off[2 * t + 1] + 64 * g (+ panel_stride per panel): a tile may run any
+// subset of the filter's taps, such as those inside the image at a border. All mr rows are
 // computed, so every row's bytes must be readable; the caller keeps the rows it wants. b is the
-// tile's first panel of packed B, whose groups run tap after tap.
+// tile's first panel of packed B.
 using GemmConvTileFn = void (*)(const uint8_t *a, size_t row_stride, const size_t *tap_off,
                                 size_t taps, size_t tap_groups, const int8_t *b,
                                 size_t panel_stride, int32_t *c, size_t ldc) noexcept;
@@ -199,6 +201,9 @@ struct GemmKernel {
   GemmDwExpandFn dw_expand = nullptr;
   GemmDwRowFn dw_row = nullptr;
   int dw_block = 0, dw_group = 0, dw_bytes = 0;
+  // Optional: conv_tile's form for 4 rows, so that a line of the direct convolution is cut into
+  // tiles of mr and of 4 rows with fewer rows dropped (26 = 3 * 6 + 2 * 4).
+  GemmConvTileFn conv_tile4 = nullptr;
 };
 
 // The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.

@@ -140,51 +140,61 @@ struct Vnni512 {
 #undef QNT_VNNI_TILE
 #endif
 
-  // GemmConvTileFn: the full tile with A read in place, tap after tap (taps, tap_groups >= 1);
-  // every row's accumulators start from c's first row.
+  // GemmConvTileFn: the full tile (R = 6 rows, or 4: conv_tile4) with A read in place, tap
+  // after tap (taps, tap_groups >= 1), each tap's A and B from its pair of offsets; every row's
+  // accumulators start from c's first row.
+  template <int R>
   static void conv(const uint8_t *a, size_t s, const size_t *off, size_t taps, size_t tap_groups,
                    const int8_t *b, size_t ps, int32_t *c, size_t ldc) noexcept {
+    static_assert(R == 6 || R == 4, "the conv tile has 6 or 4 rows");
 #if !defined(QNT_GEMM_EMULATED)
-    const int8_t *b3 = b + 3 * ps;
     const size_t ldc_bytes = ldc * 4;
     const uint8_t *at = nullptr, *a3 = nullptr;
+    const int8_t *bt = nullptr, *b3 = nullptr;
     size_t g = 0;
-    __asm__ volatile(
-        "vmovdqu32 (%[c]), %%zmm8\n\t"     "vmovdqu32 64(%[c]), %%zmm9\n\t"
-        "vmovdqu32 128(%[c]), %%zmm10\n\t" "vmovdqu32 192(%[c]), %%zmm11\n\t"
-        QNT_VNNI_FILL6
-        "1:\n\t"
-        "mov (%[off]), %[at]\n\t"
-        "add %[a], %[at]\n\t"
-        "lea (%[at], %[s], 2), %[a3]\n\t"
-        "add %[s], %[a3]\n\t"
-        "mov %[tg], %[g]\n\t"
-        "2:\n\t"
-        QNT_VNNI_LOAD_B
-        QNT_VNNI_ROWS6("at", "a3")
-        QNT_VNNI_NEXT("at", "a3", "2b")
-        "add $8, %[off]\n\t"
-        "dec %[t]\n\t"
-        "jnz 1b\n\t"
-        QNT_VNNI_STORE6
-        : [at] "+&r"(at), [a3] "+&r"(a3), [g] "+&r"(g), [b] "+r"(b), [b3] "+r"(b3),
-          [off] "+r"(off), [t] "+r"(taps), [c] "+r"(c)
-        : [a] "r"(a), [ps] "r"(ps), [s] "r"(s), [tg] "r"(tap_groups), [ldc] "r"(ldc_bytes)
-        : QNT_VNNI_CLOBBER6);
+    // Per tap: its A rows and B groups from the offsets (9 scalar instructions), then its
+    // groups as in the GEMM tile. ldc, tap_groups and b are read from memory there, so that
+    // the operands fit the 15 usable registers.
+#define QNT_VNNI_CONV(FILL, ROWS, STORE, CLOBBER)                                           \
+  __asm__ volatile("vmovdqu32 (%[c]), %%zmm8\n\t" "vmovdqu32 64(%[c]), %%zmm9\n\t"           \
+                   "vmovdqu32 128(%[c]), %%zmm10\n\t" "vmovdqu32 192(%[c]), %%zmm11\n\t"     \
+                   FILL                                                                      \
+                   "1:\n\t"                                                                  \
+                   "mov (%[off]), %[at]\n\t" "add %[a], %[at]\n\t"                           \
+                   "lea (%[at], %[s], 2), %[a3]\n\t" "add %[s], %[a3]\n\t"                   \
+                   "mov 8(%[off]), %[b]\n\t" "add %[b0], %[b]\n\t"                           \
+                   "lea (%[b], %[ps], 2), %[b3]\n\t" "add %[ps], %[b3]\n\t"                  \
+                   "mov %[tg], %[g]\n\t"                                                     \
+                   "2:\n\t"                                                                  \
+                   QNT_VNNI_LOAD_B ROWS QNT_VNNI_NEXT("at", "a3", "2b")                      \
+                   "add $16, %[off]\n\t" "dec %[t]\n\t" "jnz 1b\n\t"                         \
+                   STORE                                                                     \
+                   : [at] "+&r"(at), [a3] "+&r"(a3), [g] "+&r"(g), [b] "+&r"(bt),            \
+                     [b3] "+&r"(b3), [off] "+r"(off), [t] "+r"(taps), [c] "+r"(c)            \
+                   : [a] "r"(a), [ps] "r"(ps), [s] "r"(s), [b0] "m"(b), [tg] "m"(tap_groups), \
+                     [ldc] "m"(ldc_bytes)                                                    \
+                   : CLOBBER)
+    if constexpr (R == 6)
+      QNT_VNNI_CONV(QNT_VNNI_FILL6, QNT_VNNI_ROWS6("at", "a3"), QNT_VNNI_STORE6, QNT_VNNI_CLOBBER6);
+    else
+      QNT_VNNI_CONV(QNT_VNNI_FILL4, QNT_VNNI_ROWS4("at", "a3"), QNT_VNNI_STORE4, QNT_VNNI_CLOBBER4);
+#undef QNT_VNNI_CONV
 #else
-    __m512i acc[kMR][kNP];
-    for (int r = 0; r < kMR; ++r)
+    __m512i acc[R][kNP];
+    for (int r = 0; r < R; ++r)
       for (int p = 0; p < kNP; ++p) acc[r][p] = _mm512_loadu_si512(c + 16 * p);
-    for (size_t t = 0; t < taps; ++t)
-      for (size_t g = 0; g < tap_groups; ++g, b += 64) {
+    for (size_t t = 0; t < taps; ++t) {
+      const int8_t *bt = b + off[2 * t + 1];
+      for (size_t g = 0; g < tap_groups; ++g, bt += 64) {
         __m512i bv[kNP];
-        for (int p = 0; p < kNP; ++p) bv[p] = _mm512_loadu_si512(b + p * ps);
-        for (int r = 0; r < kMR; ++r) {
-          const __m512i av = _mm512_set1_epi32(load_i32(a + static_cast<size_t>(r) * s + off[t] + 4 * g));
+        for (int p = 0; p < kNP; ++p) bv[p] = _mm512_loadu_si512(bt + p * ps);
+        for (int r = 0; r < R; ++r) {
+          const __m512i av = _mm512_set1_epi32(load_i32(a + static_cast<size_t>(r) * s + off[2 * t] + 4 * g));
           for (int p = 0; p < kNP; ++p) acc[r][p] = _mm512_dpbusd_epi32(acc[r][p], av, bv[p]);
         }
       }
-    for (int r = 0; r < kMR; ++r)
+    }
+    for (int r = 0; r < R; ++r)
       for (int p = 0; p < kNP; ++p) _mm512_storeu_si512(c + r * ldc + 16 * p, acc[r][p]);
 #endif
   }

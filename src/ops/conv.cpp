@@ -12,7 +12,11 @@
 #include "ops/qops.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstring>
+#include <memory>
+#include <mutex>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -290,6 +294,23 @@ class PreparedConv final : public Prepared {
       bool ternary = true;
       for (const GemmB &f : fast_) ternary = ternary && f.ternary;
       for (GemmB &f : fast_) f.ternary = ternary;
+      // The direct form's weight sums per tap and filter (run_direct), from the packed bytes.
+      if (kernel_->conv_tile != nullptr && G == 1 && Cg % 4 == 0) {
+        const GemmB &b = fast_[0];
+        const auto taps = static_cast<size_t>(KH * KW), groups = static_cast<size_t>(Cg / 4);
+        const auto mz = static_cast<size_t>(M);
+        tap_sum_.assign(taps * mz, 0);
+        for (size_t n = 0; n < mz; ++n) {
+          const int8_t *col = b.data.data() + n / kern::kGemmPanel * b.panel_stride() +
+                              4 * (n % kern::kGemmPanel);
+          for (size_t t = 0; t < taps; ++t) {
+            uint32_t sum = 0;
+            for (size_t g = t * groups; g < (t + 1) * groups; ++g)
+              for (size_t e = 0; e < 4; ++e) sum += static_cast<uint32_t>(int32_t{col[g * 64 + e]});
+            tap_sum_[t * mz + n] = static_cast<int32_t>(sum);
+          }
+        }
+      }
       return;
     }
     w_.zero_points = pw.zero_points;
@@ -299,7 +320,7 @@ class PreparedConv final : public Prepared {
 
   size_t packed_size() const noexcept override {
     size_t n = w_.bytes() + bias_.bytes() + 2 * dw_.size() + dw8_.size() +
-               4 * dw_sum_.size();
+               4 * dw_sum_.size() + 4 * tap_sum_.size();
     for (const GemmB &f : fast_) n += f.bytes();
     return n;
   }
@@ -338,8 +359,8 @@ class PreparedConv final : public Prepared {
       run_depthwise_rows(ctx, s, x, zx, epi, y);
     else if (!dw_.empty())
       run_depthwise(ctx, s, x, zx, epi, y);
-    else if (kernel_ != nullptr && direct_fits(s))
-      run_direct(ctx, s, x, zx, epi, y);
+    else if (const auto plan = kernel_ != nullptr ? direct_fits(s) : nullptr)
+      run_direct(ctx, s, *plan, x, zx, epi, y);
     else if (kernel_ != nullptr)
       run_fast(ctx, s, x, zx, epi, y);
     else
@@ -423,90 +444,257 @@ class PreparedConv final : public Prepared {
     });
   }
 
-  // The direct form's lines (see run_direct): a line is a run of tile rows at one stride
-  // through the padded image. Stride 1: one line per image, row q being pixel q of the padded
-  // width Wp (q % Wp < OW are outputs: the other rows are computed and dropped); otherwise one
-  // line per output row, q its column.
-  struct Lines {
-    int64_t Hp, Wp, count, length, tiles;  // tiles per line, of mr rows
-    bool image;                            // one line per image (stride 1)
+  // The direct form's plan for one image (see run_direct). The output pixels fall into regions
+  // whose pixels all have the same taps inside the image: a range of output rows whose kernel
+  // rows inside the image are i0 .. i1, times a range of output columns whose kernel columns
+  // are j0 .. j1 (3 x 3 regions for a 3 x 3 kernel with pad 1: the interior, the edges, the
+  // corners). A tile runs only its taps, as oneDNN's kernels skip the padding (at 14² with pad
+  // 1, 9 % of the multiplies). Per range of rows, whichever makes fewer multiplies: lines along
+  // W over the whole width with the taps of any of its columns (a corner then runs with its
+  // edge), or each region on its own, in lines along W (one per output row) or along H (one
+  // per output column: an edge column is a line of its own). Lines are cut into tiles of mr
+  // and of 4 rows (conv_tile4) with the fewest rows dropped.
+  struct DirectPlan {
+    struct Tile {
+      uint32_t set;        // its taps: sets[set]
+      uint32_t rows;       // its rows that are outputs (the rest are computed and dropped)
+      uint32_t computed;   // mr, or 4 (conv_tile4)
+      size_t a;            // its first row's window in the padded image, in bytes
+      size_t a_step;       // bytes between its rows
+      size_t pixel;        // its first row's output pixel in the image (oh * OW + ow)
+      size_t pixel_step;   // output pixels between its rows (1 along W, OW along H)
+    };
+    int64_t H = 0, W = 0, Hp = 0, Wp = 0;
+    std::vector<std::vector<size_t>> sets;  // (A offset, B offset) per tap, in bytes
+    std::vector<std::vector<size_t>> set_taps;  // each set's taps (i * KW + j)
+    std::vector<Tile> tiles;                    // one image's
+    size_t multiplies = 0;                      // tiles' computed rows times their taps
+    bool ok = false;                            // every pixel has a tap inside the image
   };
-  Lines lines(const Shape &s) const {
-    Lines l{};
-    l.Hp = s.H + g_.pad_top + g_.pad_bottom;
-    l.Wp = s.W + g_.pad_left + g_.pad_right;
-    l.image = g_.stride_h == 1 && g_.stride_w == 1;
-    l.count = l.image ? s.N : s.N * s.OH;
-    l.length = l.image ? (s.OH - 1) * l.Wp + s.OW : s.OW;
-    l.tiles = (l.length + kernel_->mr - 1) / kernel_->mr;
-    return l;
+
+  // Output coordinates o < O in runs whose kernel taps inside the input (of `size`, with the
+  // pad before it, stride and dilation) are the same range: (first o, end o, first tap, end tap).
+  static std::vector<std::array<int64_t, 4>> tap_ranges(int64_t O, int64_t size, int64_t pad,
+                                                        int64_t stride, int64_t dil, int64_t K) {
+    std::vector<std::array<int64_t, 4>> out;
+    for (int64_t o = 0; o < O; ++o) {
+      // Tap i reads input o * stride - pad + i * dil, inside when in [0, size).
+      const int64_t first = o * stride - pad;
+      int64_t lo = 0, hi = K;
+      while (lo < K && first + lo * dil < 0) ++lo;
+      while (hi > lo && first + (hi - 1) * dil >= size) --hi;
+      if (!out.empty() && out.back()[2] == lo && out.back()[3] == hi)
+        out.back()[1] = o + 1;
+      else
+        out.push_back({o, o + 1, lo, hi});
+    }
+    return out;
   }
 
-  // Whether the direct form runs this shape: a kernel with a conv tile; one group whose channels
+  // A line of n rows as tiles of `mr` and of 4 rows (when the kernel has conv_tile4): the
+  // fewest computed rows, then the fewest tiles. Returns (tiles of mr, tiles of 4).
+  std::pair<size_t, size_t> line_split(size_t n) const {
+    const auto mr = static_cast<size_t>(kernel_->mr);
+    std::pair<size_t, size_t> best{(n + mr - 1) / mr, 0};
+    if (kernel_->conv_tile4 == nullptr || mr <= 4) return best;
+    size_t best_rows = best.first * mr;
+    for (size_t fours = 1; fours * 4 < 2 * mr + 4 && fours * 4 <= n + 3; ++fours) {
+      const size_t left = n > 4 * fours ? n - 4 * fours : 0, big = (left + mr - 1) / mr;
+      const size_t rows = big * mr + 4 * fours;
+      if (rows < best_rows || (rows == best_rows && big + fours < best.first + best.second)) {
+        best = {big, fours};
+        best_rows = rows;
+      }
+    }
+    return best;
+  }
+
+  DirectPlan direct_plan(const Shape &s) const {
+    DirectPlan d;
+    const int64_t KH = wdims_[2], KW = wdims_[3];
+    const auto mr = static_cast<size_t>(kernel_->mr);
+    d.H = s.H;
+    d.W = s.W;
+    d.Hp = s.H + g_.pad_top + g_.pad_bottom;
+    d.Wp = s.W + g_.pad_left + g_.pad_right;
+    const auto rows = tap_ranges(s.OH, s.H, g_.pad_top, g_.stride_h, g_.dilation_h, KH);
+    const auto cols = tap_ranges(s.OW, s.W, g_.pad_left, g_.stride_w, g_.dilation_w, KW);
+    for (const auto &r : rows)
+      if (r[2] >= r[3]) return d;  // a pixel with no tap inside
+    for (const auto &c : cols)
+      if (c[2] >= c[3]) return d;
+    const auto cz = static_cast<size_t>(s.C), groups_bytes = cz / kern::kGemmGroup * 64;
+    const size_t step_w = static_cast<size_t>(g_.stride_w) * cz,
+                 step_h = static_cast<size_t>(g_.stride_h * d.Wp) * cz;
+    // The set of taps i0 .. i1 x j0 .. j1 (made once).
+    auto set_of = [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+      std::vector<size_t> taps;
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j) taps.push_back(static_cast<size_t>(i * KW + j));
+      for (size_t k = 0; k < d.set_taps.size(); ++k)
+        if (d.set_taps[k] == taps) return static_cast<uint32_t>(k);
+      std::vector<size_t> off;
+      for (size_t t : taps) {
+        const auto i = static_cast<int64_t>(t) / KW, j = static_cast<int64_t>(t) % KW;
+        off.push_back(static_cast<size_t>(i * g_.dilation_h * d.Wp + j * g_.dilation_w) * cz);
+        off.push_back(t * groups_bytes);
+      }
+      d.sets.push_back(std::move(off));
+      d.set_taps.push_back(std::move(taps));
+      return static_cast<uint32_t>(d.sets.size() - 1);
+    };
+    // Computed rows of a line of n.
+    auto computed = [&](size_t n) {
+      const auto sp = line_split(n);
+      return sp.first * mr + sp.second * 4;
+    };
+    // The lines of rows oh0 .. oh1 x columns ow0 .. ow1 along H or W, with taps `set`.
+    auto add_lines = [&](size_t oh0, size_t oh1, size_t ow0, size_t ow1, bool along_h, uint32_t set) {
+      const size_t lines = along_h ? ow1 - ow0 : oh1 - oh0, length = along_h ? oh1 - oh0 : ow1 - ow0;
+      const auto sp = line_split(length);
+      const size_t ntaps = d.set_taps[set].size();
+      for (size_t li = 0; li < lines; ++li) {
+        size_t q = 0;
+        for (size_t k = 0; k < sp.first + sp.second; ++k) {
+          DirectPlan::Tile t{};
+          t.set = set;
+          t.computed = static_cast<uint32_t>(k < sp.first ? mr : 4);
+          t.rows = static_cast<uint32_t>(std::min<size_t>(t.computed, length - std::min(length, q)));
+          const size_t oh = along_h ? oh0 + q : oh0 + li, ow = along_h ? ow0 + li : ow0 + q;
+          t.a = oh * step_h + ow * step_w;
+          t.a_step = along_h ? step_h : step_w;
+          t.pixel = oh * static_cast<size_t>(s.OW) + ow;
+          t.pixel_step = along_h ? static_cast<size_t>(s.OW) : 1;
+          if (t.rows > 0) d.tiles.push_back(t);
+          if (t.rows > 0) d.multiplies += t.computed * ntaps;
+          q += t.computed;
+        }
+      }
+    };
+    const auto OW = static_cast<size_t>(s.OW);
+    for (const auto &r : rows) {
+      const auto oh0 = static_cast<size_t>(r[0]), oh1 = static_cast<size_t>(r[1]), nr = oh1 - oh0;
+      const auto kh = static_cast<size_t>(r[3] - r[2]);
+      // The whole width with every column's taps, against each region on its own.
+      int64_t j0 = KW, j1 = 0;
+      for (const auto &c : cols) j0 = std::min(j0, c[2]), j1 = std::max(j1, c[3]);
+      const size_t whole = nr * computed(OW) * kh * static_cast<size_t>(j1 - j0);
+      size_t apart = 0;
+      for (const auto &c : cols) {
+        const auto nc = static_cast<size_t>(c[1] - c[0]), taps = kh * static_cast<size_t>(c[3] - c[2]);
+        apart += std::min(nr * computed(nc), nc * computed(nr)) * taps;
+      }
+      if (whole <= apart) {
+        add_lines(oh0, oh1, 0, OW, false, set_of(r[2], r[3], j0, j1));
+        continue;
+      }
+      for (const auto &c : cols) {
+        const auto ow0 = static_cast<size_t>(c[0]), ow1 = static_cast<size_t>(c[1]);
+        const size_t nc = ow1 - ow0;
+        add_lines(oh0, oh1, ow0, ow1, nc * computed(nr) < nr * computed(nc), set_of(r[2], r[3], c[2], c[3]));
+      }
+    }
+    d.ok = true;
+    return d;
+  }
+
+  // The direct form's plan when it runs this shape (else null): a kernel with a conv tile; one
+  // group whose channels
   // are whole groups of 4 (a tap's groups then start at its pixel) and whose filters fill whole
   // tiles; symmetric weights (no row sums: a window's sum is not formed); pads smaller than
-  // the kernel (the padded copy stays near the input's size); and few computed rows dropped:
-  // fewer than the share of the work that gathering windows costs (about 8 / M: a window is
-  // copied once for every M / 64 tiles that read it).
-  bool direct_fits(const Shape &s) const {
+  // the kernel (the padded copy stays near the input's size); every pixel with a tap inside
+  // the image; and no more multiplies than the GEMM over gathered windows makes, plus the
+  // gathering's share (about 8 / M: a window is copied once for every M / 64 tiles that read it).
+  // The plan of the last image size is kept (a prepared conv mostly sees one size).
+  std::shared_ptr<const DirectPlan> direct_fits(const Shape &s) const {
     const kern::GemmKernel &k = *kernel_;
     if (k.conv_tile == nullptr || g_.groups != 1 || s.C % 4 != 0 ||
-        s.M % (k.np * kern::kGemmPanel) != 0 || !fast_[0].zb_zero || s.OH <= 0 || s.OW <= 0)
-      return false;
+        s.M % (k.np * kern::kGemmPanel) != 0 || !fast_[0].zb_zero || s.OH <= 0 || s.OW <= 0 ||
+        tap_sum_.empty())
+      return nullptr;
     const int64_t KH = wdims_[2], KW = wdims_[3];
     if (g_.pad_top >= KH || g_.pad_bottom >= KH || g_.pad_left >= KW || g_.pad_right >= KW)
-      return false;
-    const Lines l = lines(s);
-    const double rows = static_cast<double>(l.count * l.tiles * k.mr);
-    const double dropped = 1.0 - static_cast<double>(s.N * s.OH * s.OW) / rows;
-    return dropped * static_cast<double>(s.M) < 8.0;
+      return nullptr;
+    std::shared_ptr<const DirectPlan> d;
+    {
+      std::lock_guard<std::mutex> lock(plan_mutex_);
+      if (plan_ != nullptr && plan_->H == s.H && plan_->W == s.W) d = plan_;
+    }
+    if (d == nullptr) {
+      auto made = std::make_shared<DirectPlan>(direct_plan(s));
+      d = made;
+      std::lock_guard<std::mutex> lock(plan_mutex_);
+      plan_ = made;
+    }
+    if (!d->ok) return nullptr;
+    const auto mr = static_cast<double>(k.mr);
+    const double pixels = static_cast<double>(s.OH * s.OW);
+    const double gemm = std::ceil(pixels / mr) * mr * static_cast<double>(KH * KW);
+    return static_cast<double>(d->multiplies) < gemm * (1.0 + 8.0 / static_cast<double>(s.M)) ? d
+                                                                                                : nullptr;
   }
 
   // Direct convolution (a kernel's conv_tile): the NHWC input copied once into a padded image
   // (a' bytes, the pad zx'), then each tile of mr output pixels multiplies its windows in place,
-  // tap after tap, against the packed filters: no window is gathered. Tiles run along lines
-  // (see Lines); a task is a block of tiles, each meeting every n-tile in turn.
-  void run_direct(const Context &ctx, const Shape &s, const Tensor &x, int32_t zx,
-                  const Epilogue &epi, Tensor &y) const {
+  // its region's taps after one another, against the packed filters: no window is gathered.
+  // A tile's accumulators start from the zero-point term of its taps (-za' times the sum of
+  // their weights, per filter: the taps it skips would each have added za' * w - za' * w = 0).
+  // A task is a block of tiles, each meeting every n-tile in turn.
+  void run_direct(const Context &ctx, const Shape &s, const DirectPlan &d, const Tensor &x,
+                  int32_t zx, const Epilogue &epi, Tensor &y) const {
     const kern::GemmKernel &k = *kernel_;
     const GemmB &b = fast_[0];
-    const int64_t KH = wdims_[2], KW = wdims_[3], C = s.C, M = s.M;
-    const Lines l = lines(s);
     const bool is_signed = x.info().is_signed;
     const uint8_t flip = is_signed ? 0x80 : 0;
     const auto pad = static_cast<uint8_t>((static_cast<uint32_t>(zx) & 0xFFu) ^ flip);
     const int32_t za = zx + (is_signed ? 128 : 0);
     const auto mr = static_cast<size_t>(k.mr);
     const size_t tile_cols = static_cast<size_t>(k.np) * kern::kGemmPanel;
-    const auto n_tiles = static_cast<size_t>(M) / tile_cols;
-    const auto cz = static_cast<size_t>(C);
-    // Row strides and tap offsets, in bytes.
-    const size_t row_stride = static_cast<size_t>(g_.stride_w) * cz;
-    std::vector<size_t> tap_off(static_cast<size_t>(KH * KW));
-    for (int64_t i = 0; i < KH; ++i)
-      for (int64_t j = 0; j < KW; ++j)
-        tap_off[static_cast<size_t>(i * KW + j)] =
-            static_cast<size_t>(i * g_.dilation_h * l.Wp + j * g_.dilation_w) * cz;
-    // The last tile's rows past its line (up to mr - 1, stride_w pixels apart) read on past the
-    // images: slack for them.
-    const auto image_bytes = static_cast<size_t>(l.Hp * l.Wp) * cz;
+    const auto cz = static_cast<size_t>(s.C), mz = static_cast<size_t>(s.M);
+    const size_t n_tiles = mz / tile_cols;
+    // A tile's rows past its region (up to mr - 1, one step apart, the largest step a padded row
+    // times stride_h) read on past the images: slack for them.
+    const auto image_bytes = static_cast<size_t>(d.Hp * d.Wp) * cz;
     const size_t padded_bytes =
-        (static_cast<size_t>(s.N) * image_bytes + (mr + 1) * row_stride + 64 + 63) / 64 * 64;
-    // The zero-point term of every row (weights symmetric: za' * col[j], see gemm.hpp), which
-    // the tile starts its accumulators from.
-    std::vector<int32_t> corr(static_cast<size_t>(M));
-    for (size_t j = 0; j < corr.size(); ++j)
-      corr[j] = static_cast<int32_t>(static_cast<uint32_t>(b.col[j]) * static_cast<uint32_t>(za));
-    constexpr size_t kTileBlock = 16;  // tiles per task
-    const auto total_tiles = static_cast<size_t>(l.count * l.tiles);
-    const size_t tasks = (total_tiles + kTileBlock - 1) / kTileBlock;
+        (static_cast<size_t>(s.N) * image_bytes +
+         (mr * static_cast<size_t>(g_.stride_h) + 1) * static_cast<size_t>(d.Wp) * cz + 64 + 63) /
+        64 * 64;
+    // Each tap set's starting accumulators: -za' times its taps' weight sums (modulo 2^32).
+    std::vector<int32_t> start(d.sets.size() * mz);
+    for (size_t t = 0; t < d.sets.size(); ++t)
+      for (size_t j = 0; j < mz; ++j) {
+        uint32_t sum = 0;
+        for (size_t tap : d.set_taps[t]) sum += static_cast<uint32_t>(tap_sum_[tap * mz + j]);
+        start[t * mz + j] = static_cast<int32_t>(0u - sum * static_cast<uint32_t>(za));
+      }
+    // Tasks: runs of tiles over the images, as many for every thread and of equal work (a
+    // tile's computed rows times its taps: a border tile runs fewer), up to about 16 tiles.
+    const size_t per_image = d.tiles.size();
+    const size_t total_tiles = static_cast<size_t>(s.N) * per_image;
+    const auto threads = static_cast<size_t>(std::max(1, ctx.threads()));
+    constexpr size_t kTileBlock = 16;
+    const size_t rounds = (total_tiles + threads * kTileBlock - 1) / (threads * kTileBlock);
+    const size_t tasks = std::min(total_tiles, rounds * threads);
+    std::vector<size_t> bounds{0};  // task i: tiles bounds[i] .. bounds[i + 1]
+    {
+      const size_t total = static_cast<size_t>(s.N) * d.multiplies;
+      size_t done = 0;
+      for (size_t i = 0; i < total_tiles; ++i) {
+        const DirectPlan::Tile &t = d.tiles[i % per_image];
+        done += t.computed * d.set_taps[t.set].size();
+        // Close a task once its share is reached (the last one takes the rest).
+        if (bounds.size() < tasks && done * tasks >= total * bounds.size()) bounds.push_back(i + 1);
+      }
+      if (bounds.back() != total_tiles) bounds.push_back(total_tiles);
+    }
+    const size_t task_count = bounds.size() - 1;
     in_nhwc(ctx, s, x, y, padded_bytes, [&](const uint8_t *xin, uint8_t *yd, uint8_t *xp) {
       // The padded image, a row of it at a time.
-      const auto prow = static_cast<size_t>(l.Wp) * cz;
-      const auto rows_total = static_cast<size_t>(s.N * l.Hp);
+      const auto prow = static_cast<size_t>(d.Wp) * cz;
+      const auto rows_total = static_cast<size_t>(s.N * d.Hp);
       parallel_for(ctx.threads(), rows_total, 16, [&](size_t r0, size_t r1) {
         for (size_t r = r0; r < r1; ++r) {
-          const auto img = static_cast<int64_t>(r) / l.Hp, h = static_cast<int64_t>(r) % l.Hp - g_.pad_top;
+          const auto img = static_cast<int64_t>(r) / d.Hp, h = static_cast<int64_t>(r) % d.Hp - g_.pad_top;
           uint8_t *dst = xp + r * prow;
           if (h < 0 || h >= s.H) {
             std::memset(dst, pad, prow);
@@ -520,39 +708,25 @@ class PreparedConv final : public Prepared {
       });
       std::memset(xp + static_cast<size_t>(s.N) * image_bytes, pad,
                   padded_bytes - static_cast<size_t>(s.N) * image_bytes);
-      parallel_for(ctx.threads(), tasks, 1, [&](size_t t0, size_t t1) {
+      const size_t image_pixels = static_cast<size_t>(s.OH * s.OW);
+      parallel_for(ctx.threads(), task_count, 1, [&](size_t t0, size_t t1) {
         alignas(64) int32_t acc[16 * 64];
         for (size_t task = t0; task < t1; ++task) {
-          const size_t i0 = task * kTileBlock, i1 = std::min(total_tiles, i0 + kTileBlock);
+          const size_t i0 = bounds[task], i1 = bounds[task + 1];
           for (size_t nt = 0; nt < n_tiles; ++nt) {
             const size_t n0 = nt * tile_cols;
             const int8_t *bp = b.data.data() + nt * static_cast<size_t>(k.np) * b.panel_stride();
             for (size_t i = i0; i < i1; ++i) {
-              const auto line = static_cast<int64_t>(i / static_cast<size_t>(l.tiles));
-              const auto q0 = static_cast<int64_t>(i % static_cast<size_t>(l.tiles)) * k.mr;
-              // The line's first row: image `line` (stride 1), or output row `line` of its image.
-              const int64_t img = l.image ? line : line / s.OH, oh = l.image ? 0 : line % s.OH;
-              const size_t base = static_cast<size_t>(img) * image_bytes +
-                                  static_cast<size_t>(oh * g_.stride_h * l.Wp) * cz;
-              std::memcpy(acc, corr.data() + n0, tile_cols * sizeof(int32_t));
-              k.conv_tile(xp + base + static_cast<size_t>(q0) * row_stride, row_stride,
-                          tap_off.data(), tap_off.size(), cz / kern::kGemmGroup, bp,
-                          b.panel_stride(), acc, tile_cols);
-              // The rows that are outputs, in runs of consecutive output pixels.
-              const int64_t q1 = std::min<int64_t>(l.length, q0 + k.mr);
-              for (int64_t q = q0; q < q1;) {
-                const int64_t ow = l.image ? q % l.Wp : q, oh2 = l.image ? q / l.Wp : oh;
-                if (ow >= s.OW) {
-                  q += l.Wp - ow;  // the row's dropped pixels
-                  continue;
-                }
-                const int64_t run = std::min(q1 - q, s.OW - ow);
-                const int64_t m = (img * s.OH + oh2) * s.OW + ow;
-                epi.block(acc + static_cast<size_t>(q - q0) * tile_cols, tile_cols,
-                          static_cast<int>(run), n0, tile_cols, yd,
-                          static_cast<size_t>(m * M) + n0, static_cast<size_t>(M));
-                q += run;
-              }
+              const size_t img = i / per_image;
+              const DirectPlan::Tile &t = d.tiles[i % per_image];
+              const std::vector<size_t> &off = d.sets[t.set];
+              std::memcpy(acc, start.data() + t.set * mz + n0, tile_cols * sizeof(int32_t));
+              (t.computed == mr ? k.conv_tile : k.conv_tile4)(
+                  xp + img * image_bytes + t.a, t.a_step, off.data(), off.size() / 2,
+                  cz / kern::kGemmGroup, bp, b.panel_stride(), acc, tile_cols);
+              const size_t m = img * image_pixels + t.pixel;
+              epi.block(acc, tile_cols, static_cast<int>(t.rows), n0, tile_cols, yd, m * mz + n0,
+                        t.pixel_step * mz);
             }
           }
         }
@@ -802,6 +976,9 @@ class PreparedConv final : public Prepared {
   std::vector<uint8_t> dwr_;    // and by rows (run_depthwise_rows), when the set has that kernel
   std::vector<int32_t> dwr_sum_;  // each channel's sum of w - zw, per block of dw_block
   std::vector<int32_t> dw_sum_;  // sum over the taps of w - zw, per channel (with dw8_)
+  std::vector<int32_t> tap_sum_;  // direct form: [tap][filter] sums of b' (modulo 2^32)
+  mutable std::mutex plan_mutex_;
+  mutable std::shared_ptr<const DirectPlan> plan_;  // direct form: the last image size's plan
   Bias bias_;
 };
 

@@ -668,15 +668,20 @@ TEST(Gemm, ConvRandom) {
 }
 
 // Shapes that the direct convolution takes (kernels with a conv tile: symmetric weights, one
-// group, C a multiple of 4, M of 64, few dropped rows): lines of whole images (stride 1) with
-// rows past each output row dropped, lines per output row (stride 2), dilation, 1 x 1, two
-// n-tiles, a kernel taller than wide, batches; the same arithmetic as the reference's.
+// group, C a multiple of 4, M of 64): regions of pixels with the same taps inside the image,
+// each tile running only those (its sums starting from their zero-point term), in lines along
+// W or, for edge columns taller than a tile, along H; strides, dilations, unequal pads, 5 x 5
+// kernels with two border ranges on each side, 1 x 1, two n-tiles, a kernel taller than wide,
+// batches; the same arithmetic as the reference's.
 TEST(Gemm, ConvDirect) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
   const ConvCase cases[] = {
       {2, 16, 10, 30, 64, 3, 3, 1, 1, 1, 1}, {1, 8, 9, 24, 64, 3, 3, 2, 1, 1, 1},
       {1, 12, 12, 40, 64, 3, 3, 1, 2, 2, 1}, {1, 20, 6, 6, 64, 1, 1, 1, 0, 1, 1},
       {1, 4, 8, 62, 128, 3, 3, 1, 1, 1, 1},  {3, 8, 7, 50, 64, 5, 3, 1, 1, 1, 1},
+      {1, 8, 20, 9, 64, 3, 3, 1, 1, 1, 1},   {1, 12, 14, 14, 128, 5, 5, 1, 2, 1, 1},
+      {2, 16, 17, 13, 64, 3, 3, 2, 1, 1, 1, 0, 0, 0},  // pads left 0, right 1
+      {1, 8, 15, 16, 64, 3, 3, 1, 2, 2, 1},  {1, 4, 11, 12, 64, 3, 5, 1, 1, 1, 1, 0, 0, 2},
   };
   std::mt19937 rng(29);
   int iter = 0;

@@ -164,17 +164,25 @@ TEST(GemmEmulatedAvx512, TilesMatchTheReference) {
 }
 
 // The direct convolution tile (GemmConvTileFn): rows read in place at a stride, tap after tap
-// at their offsets, every row starting from c's first row; against the sums it defines.
+// at their A offsets, each tap's B groups at its B offset (a subset of B's taps, out of order,
+// as a border tile runs them), every row starting from c's first row; against the sums it
+// defines.
 TEST(GemmEmulatedAvx512, ConvTileMatchesItsDefinition) {
   using qnt::kern::Vnni512;
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> byte(0, 255);
+  for (const size_t R : {size_t{6}, size_t{4}})  // conv_tile and conv_tile4
   for (const size_t taps : {size_t{1}, size_t{3}, size_t{9}})
     for (const size_t tap_groups : {size_t{1}, size_t{5}, size_t{16}}) {
-      const size_t stride = 4 * tap_groups + 12, ps = taps * tap_groups * 64;
-      std::vector<size_t> off(taps);
-      for (size_t t = 0; t < taps; ++t) off[t] = t * (Vnni512::kMR * stride + 8);
-      std::vector<uint8_t> a(off.back() + Vnni512::kMR * stride + 4 * tap_groups);
+      const size_t b_taps = taps + 2;  // B holds more taps than the tile runs
+      const size_t stride = 4 * tap_groups + 12, ps = b_taps * tap_groups * 64;
+      std::vector<size_t> off(2 * taps), b_tap(taps);
+      for (size_t t = 0; t < taps; ++t) {
+        b_tap[t] = (3 * t + 1) % b_taps;
+        off[2 * t] = t * (Vnni512::kMR * stride + 8);
+        off[2 * t + 1] = b_tap[t] * tap_groups * 64;
+      }
+      std::vector<uint8_t> a(off[2 * (taps - 1)] + Vnni512::kMR * stride + 4 * tap_groups);
       std::vector<int8_t> b(Vnni512::kNP * ps);
       for (auto &v : a) v = static_cast<uint8_t>(byte(rng));
       for (auto &v : b) v = static_cast<int8_t>(byte(rng) - 128);
@@ -182,22 +190,24 @@ TEST(GemmEmulatedAvx512, ConvTileMatchesItsDefinition) {
       std::vector<int32_t> got(Vnni512::kMR * ldc), want(got.size());
       for (size_t j = 0; j < cols; ++j)
         got[j] = static_cast<int32_t>(static_cast<uint32_t>(byte(rng)) * 0x01010101u);
-      for (size_t r = 0; r < Vnni512::kMR; ++r)
+      for (size_t r = 0; r < R; ++r)
         for (size_t j = 0; j < cols; ++j) {
           uint32_t sum = static_cast<uint32_t>(got[j]);
           for (size_t t = 0; t < taps; ++t)
             for (size_t g = 0; g < tap_groups; ++g)
               for (size_t i = 0; i < 4; ++i)
                 sum += static_cast<uint32_t>(
-                    a[r * stride + off[t] + 4 * g + i] *
-                    b[(j / 16) * ps + (t * tap_groups + g) * 64 + (j % 16) * 4 + i]);
+                    a[r * stride + off[2 * t] + 4 * g + i] *
+                    b[(j / 16) * ps + (b_tap[t] * tap_groups + g) * 64 + (j % 16) * 4 + i]);
           want[r * ldc + j] = static_cast<int32_t>(sum);
         }
-      Vnni512::conv(a.data(), stride, off.data(), taps, tap_groups, b.data(), ps, got.data(), ldc);
+      const auto tile = R == 6 ? &Vnni512::conv<6> : &Vnni512::conv<4>;
+      tile(a.data(), stride, off.data(), taps, tap_groups, b.data(), ps, got.data(), ldc);
       for (size_t r = 0; r < Vnni512::kMR; ++r)
         for (size_t j = 0; j < cols; ++j)
-          ASSERT_EQ(got[r * ldc + j], want[r * ldc + j])
-              << "taps " << taps << " groups " << tap_groups << " row " << r << " col " << j;
+          ASSERT_EQ(got[r * ldc + j], want[r * ldc + j]) << "rows " << R << " taps " << taps
+                                                         << " groups " << tap_groups << " row "
+                                                         << r << " col " << j;
     }
 }
 
