@@ -196,6 +196,14 @@ struct HasRows<S, std::void_t<decltype(std::declval<const S &>().rows(
                       int64_t{}, int64_t{}, static_cast<uint8_t *>(nullptr), size_t{}))>>
     : std::true_type {};
 
+// An epilogue with direct(m0, n0, ld) may give the place where a full tile's exact sums are its
+// output (ld: elements between its rows), or null: the kernel then writes there itself.
+template <class E, class = void>
+struct HasDirect : std::false_type {};
+template <class E>
+struct HasDirect<E, std::void_t<decltype(std::declval<const E &>().direct(
+                        int64_t{}, int64_t{}, std::declval<size_t &>()))>> : std::true_type {};
+
 // source(m, row) writes all of a'(m, 0 .. K) into row (row_bytes long, zero past K) and returns
 // za'(m).
 // epi(m0, rows, n0, cols, acc, ldc): the tile of rows m0 .. m0 + rows and columns
@@ -276,11 +284,21 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
           const auto m0 = static_cast<int64_t>(p * mr);
           const int rows = static_cast<int>(std::min<int64_t>(k.mr, plan.M - m0));
           const size_t i = (p - p0) * mr;
-          tile(apack + (p - p0) * plan.a_panel_bytes, bp, bps, b.groups, rows, panels, acc,
-               plan.tile_cols);
           // Nothing to correct when every zero point is 0 (the raw sums are the result).
           bool za_zero = true;
           for (int r = 0; r < rows; ++r) za_zero = za_zero && za[i + static_cast<size_t>(r)] == 0;
+          if constexpr (HasDirect<std::decay_t<Epilogue>>::value) {
+            size_t ld = 0;
+            int32_t *out = b.zb_zero && za_zero && rows == k.mr && cols == static_cast<int>(plan.tile_cols)
+                               ? epi.direct(m0, n0, ld)
+                               : nullptr;
+            if (out != nullptr) {
+              tile(apack + (p - p0) * plan.a_panel_bytes, bp, bps, b.groups, rows, panels, out, ld);
+              continue;
+            }
+          }
+          tile(apack + (p - p0) * plan.a_panel_bytes, bp, bps, b.groups, rows, panels, acc,
+               plan.tile_cols);
           if (b.zb_zero && za_zero) {
           } else if (k.correct != nullptr) {
             k.correct(b.zb_zero ? nullptr : b.zb.data() + n0, b.col.data() + n0, cols,

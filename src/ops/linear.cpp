@@ -169,14 +169,27 @@ int32_t int8_row(const uint8_t *src, bool is_signed, int32_t zero_point, int64_t
   return zero_point;
 }
 
-// The tile epilogue of a row-major y [rows, N].
-auto row_major(const Epilogue &epi, uint8_t *y, int64_t N) {
-  return [&epi, y, N](int64_t m0, int rows, int64_t n0, int cols, const int32_t *acc,
-                      size_t ldc) {
+// The tile epilogue of a row-major y [rows, N]. When the epilogue leaves the sums as they are
+// (int32 y, no bias, no relu), full tiles are written by the kernel in their place in y
+// (gemm_run's `direct`), with no pass through the tile buffer.
+struct RowMajor {
+  const Epilogue &epi;
+  uint8_t *y;
+  int64_t N;
+  void operator()(int64_t m0, int rows, int64_t n0, int cols, const int32_t *acc,
+                  size_t ldc) const {
     epi.block(acc, ldc, rows, static_cast<size_t>(n0), static_cast<size_t>(cols), y,
               static_cast<size_t>(m0 * N + n0), static_cast<size_t>(N));
-  };
-}
+  }
+  int32_t *direct(int64_t m0, int64_t n0, size_t &ld) const {
+    if (epi.mode != Epilogue::Mode::Int32 || epi.bias_i32 != nullptr || epi.relu ||
+        reinterpret_cast<uintptr_t>(y) % alignof(int32_t) != 0)
+      return nullptr;
+    ld = static_cast<size_t>(N);
+    return reinterpret_cast<int32_t *>(y) + m0 * N + n0;
+  }
+};
+RowMajor row_major(const Epilogue &epi, uint8_t *y, int64_t N) { return RowMajor{epi, y, N}; }
 
 // A prepared operator run with device tensors: it must have been prepared for that device.
 void require_prepared_for(const Place &where, int32_t device) {

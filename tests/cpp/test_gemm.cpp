@@ -237,6 +237,50 @@ TEST(Gemm, MatmulRandom) {
   }
 }
 
+// int32 y with no bias and every zero point 0 (u8 a, symmetric i8 b): the kernels write full
+// tiles straight into y (gemm_run's `direct`), the rest through the tile buffer. Rows and
+// columns around the tiles of every set (4 or 6 or 8 rows, 16 to 64 columns), batches of a
+// (each batch's y its own rows), per-column weight scales, extreme bytes; a u8 a with a zero
+// point and an i8 a (a' = a + 128) take the buffered path in the same shapes.
+TEST(Gemm, MatmulInt32TilesInPlace) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  std::mt19937 rng(77);
+  const int64_t Ms[] = {1, 4, 6, 8, 12, 13, 24, 50};
+  const int64_t Ns[] = {16, 64, 65, 128, 200};
+  int iter = 0;
+  for (int64_t M : Ms)
+    for (int64_t N : Ns) {
+      ++iter;
+      const int64_t K = 1 + (iter * 37) % 300;
+      const int kind = iter % 3;  // 0: u8 a with zero point 0; 1: u8 a, zero point 7; 2: i8 a
+      const qnt_dtype ad = kind == 2 ? QNT_DTYPE_I8 : QNT_DTYPE_U8;
+      const int64_t batch = iter % 4 == 0 ? 3 : 1;
+      QP aq, bq;
+      per_tensor(aq, ad, 0.5f, kind == 1 ? 7 : 0);
+      std::vector<float> ws(static_cast<size_t>(N));
+      for (auto &v : ws) v = pick_scale(rng);
+      const std::vector<int32_t> wz(static_cast<size_t>(N), 0);
+      ASSERT_EQ(qnt_qparams_create_per_axis(QNT_DTYPE_I8, 1, static_cast<size_t>(N), ws.data(),
+                                            wz.data(), &bq.p),
+                QNT_OK);
+      const auto av = random_bytes(rng, static_cast<size_t>(batch * M * K), iter % 2 == 0);
+      const auto bv = random_bytes(rng, static_cast<size_t>(K * N), iter % 2 == 0);
+      T a, b, y;
+      make_raw(a, ad, {batch, M, K}, aq.p, av.data(), av.size());
+      make_raw(b, QNT_DTYPE_I8, {K, N}, bq.p, bv.data(), bv.size());
+      make_q(y, QNT_DTYPE_I32, {batch, M, N}, nullptr);
+      const std::string what = "int32 matmul M " + std::to_string(M) + " K " + std::to_string(K) +
+                               " N " + std::to_string(N) + " kind " + std::to_string(kind);
+      compare_all(what, y.t, [&](qnt_context *c) { return qnt_qmatmul(c, a.t, b.t, nullptr, y.t); });
+      compare_all(what + " prepared", y.t, [&](qnt_context *c) {
+        Prep p;
+        qnt_status s = qnt_prepared_create_matmul(c, b.t, nullptr, nullptr, &p.p);
+        if (s != QNT_OK) return s;
+        return qnt_prepared_run(c, p.p, a.t, y.t);
+      });
+    }
+}
+
 TEST(Gemm, AccumulatorWraps) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
   // 255 * (-128 - 127) * K passes 2^31 for K > 33000: the int32 accumulator wraps.
