@@ -136,6 +136,16 @@ KernelSet build_kernel_set(uint64_t features, qnt_isa cap) {
   const KernelTable *gm = pick([](const KernelTable &t) { return t.gemm; });
   s.gemm = gm->gemm;
   s.gemm_name = gm->name;
+  const bool own_xnor = s.gemm != nullptr && s.gemm->xnor != nullptr;
+  s.xnor = own_xnor ? s.gemm->xnor : &xnor_generic;
+  s.xnor_name = own_xnor ? s.gemm_name : "generic";
+#if defined(QNT_WITH_X86_KERNELS)
+  const uint64_t popcnt = QNT_CPU_AVX512F | QNT_CPU_AVX512VPOPCNTDQ;
+  if (s.gemm != nullptr && s.isa >= QNT_ISA_AVX512 && (features & popcnt) == popcnt) {
+    s.xnor = simd::xnor_vpopcnt();
+    s.xnor_name = "avx512_vpopcntdq";
+  }
+#endif
   const KernelTable *wt = pick([](const KernelTable &t) { return t.wo; });
   s.wo = wt->wo;
   s.wo_name = wt->name;
@@ -153,6 +163,7 @@ KernelSet build_kernel_set(uint64_t features, qnt_isa cap) {
   out += std::string("calibrate.scan=") + s.scan_name + "\n";
   out += std::string("calibrate.histogram=") + s.bin_indices_name + "\n";
   out += std::string("gemm.u8s8s32=") + s.gemm_name + "\n";
+  out += std::string("gemm.binary=") + (s.gemm != nullptr ? s.xnor_name : "ref") + "\n";
   out += std::string("linear.weight_only=") + s.wo_name + "\n";
   return s;
 }

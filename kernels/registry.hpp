@@ -113,6 +113,10 @@ struct KernelSet {
   const char *gemm_name;
   const WoKernels *wo;  // null: the scalar reference of the weight-only layer
   const char *wo_name;
+  // The binary GEMM's popcount kernel (with a gemm kernel): AVX-512 VPOPCNTDQ's in the AVX-512
+  // sets of a machine that has it, else the gemm kernel's xnor, else xnor_generic.
+  GemmXnorFn xnor;
+  const char *xnor_name;
   std::string description;  // "family.dtype.run=isa" lines, as the context query returns them
 };
 

@@ -74,7 +74,7 @@
 
 #define QNT_VERSION_MAJOR 0
 #define QNT_VERSION_MINOR 11
-#define QNT_VERSION_PATCH 4
+#define QNT_VERSION_PATCH 5
 /* MAJOR * 10000 + MINOR * 100 + PATCH, as qnt_version() returns it. */
 #define QNT_VERSION_NUMBER (QNT_VERSION_MAJOR * 10000 + QNT_VERSION_MINOR * 100 + QNT_VERSION_PATCH)
 
@@ -271,6 +271,7 @@ enum {
   QNT_CPU_AVX512VNNI = 1 << 6,
   QNT_CPU_AVXVNNI = 1 << 7,
   QNT_CPU_AMXINT8 = 1 << 8,
+  QNT_CPU_AVX512VPOPCNTDQ = 1 << 9, /* since 0.11.5: vpopcntq (the binary GEMM's count) */
   QNT_CPU_NEON = 1 << 16,
   QNT_CPU_DOTPROD = 1 << 17,
   QNT_CPU_I8MM = 1 << 18

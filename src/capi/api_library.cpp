@@ -189,6 +189,8 @@ const char *qnt_cpu_feature_name(qnt_cpu_feature feature) {
       return "avxvnni";
     case QNT_CPU_AMXINT8:
       return "amx-int8";
+    case QNT_CPU_AVX512VPOPCNTDQ:
+      return "avx512vpopcntdq";
     case QNT_CPU_NEON:
       return "neon";
     case QNT_CPU_DOTPROD:

@@ -166,6 +166,7 @@ uint64_t detect_cpu_features() {
       if (l7.b & (1u << 30)) f |= QNT_CPU_AVX512BW;
       if (l7.b & (1u << 31)) f |= QNT_CPU_AVX512VL;
       if (l7.c & (1u << 11)) f |= QNT_CPU_AVX512VNNI;
+      if (l7.c & (1u << 14)) f |= QNT_CPU_AVX512VPOPCNTDQ;
     }
     if (avx && l7.a >= 1 && (cpuid(7, 1).a & (1u << 4))) f |= QNT_CPU_AVXVNNI;
     const bool amx_tile = (l7.d & (1u << 24)) != 0, amx_int8 = (l7.d & (1u << 25)) != 0;

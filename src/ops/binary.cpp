@@ -53,7 +53,8 @@ std::vector<float> row_scales(const Tensor &t, const char *role, int64_t rows) {
 class PreparedBinaryMatmul final : public Prepared {
  public:
   PreparedBinaryMatmul(const Context &ctx, const Tensor &b)
-      : Prepared(QNT_PREPARED_BINARY_MATMUL, ctx.isa()), kernel_(ctx.kernels().gemm) {
+      : Prepared(QNT_PREPARED_BINARY_MATMUL, ctx.isa()), kernel_(ctx.kernels().gemm),
+        xnor_(ctx.kernels().xnor) {
     if (b.dtype() != QNT_DTYPE_BINARY) fail(QNT_ERR_DTYPE_MISMATCH, "b must be binary, not ", b.info().name);
     if (b.rank() != 2) fail(QNT_ERR_SHAPE_MISMATCH, "b must be [N, K], got ", shape_string(b.dims()));
     if (!b.on_cpu()) fail(QNT_ERR_UNSUPPORTED, "qnt_binary_matmul runs on host memory only in this release");
@@ -125,7 +126,7 @@ class PreparedBinaryMatmul final : public Prepared {
       });
       return;
     }
-    const kern::GemmXnorFn xnor = kernel_->xnor != nullptr ? kernel_->xnor : &kern::xnor_generic;
+    const kern::GemmXnorFn xnor = xnor_;
     const size_t Mp = (static_cast<size_t>(M) + kern::kXnorMR - 1) / kern::kXnorMR * kern::kXnorMR;
     std::vector<uint64_t> aw(Mp * words_, 0);
     parallel_for(ctx.threads(), static_cast<size_t>(M), 64, [&](size_t r0, size_t r1) {
@@ -152,6 +153,7 @@ class PreparedBinaryMatmul final : public Prepared {
 
  private:
   const kern::GemmKernel *kernel_;
+  kern::GemmXnorFn xnor_;  // the set's popcount kernel (KernelSet::xnor)
   int64_t N_ = 0, K_ = 0;
   bool has_scales_ = false;
   std::vector<float> sb_;

@@ -14,6 +14,7 @@ QNT_PIN(nf4, QNT_DTYPE_NF4 == 9);
 QNT_PIN(per_block, QNT_GRANULARITY_PER_BLOCK == 3);
 QNT_PIN(affine, QNT_SCHEME_AFFINE == 2);
 QNT_PIN(amx, QNT_CPU_AMXINT8 == (1 << 8));
+QNT_PIN(vpopcntdq, QNT_CPU_AVX512VPOPCNTDQ == (1 << 9));
 QNT_PIN(i8mm, QNT_CPU_I8MM == (1 << 18));
 QNT_PIN(safetensors, QNT_FILE_SAFETENSORS == 1);
 QNT_PIN(gguf, QNT_FILE_GGUF == 2);

@@ -45,9 +45,12 @@ const Machine kMachines[] = {
     {"AVX-VNNI without AVX-512 (Alder Lake)", kAvx2 | QNT_CPU_AVXVNNI, QNT_ISA_AVX2},
     {"AVX-512F without BW/VL (Knights Landing)", kAvx2 | QNT_CPU_AVX512F, QNT_ISA_AVX2},
     {"AVX-512 without VNNI (Skylake-SP)", kAvx512, QNT_ISA_AVX512},
-    {"AVX-512 VNNI (Cascade Lake, Zen 4)", kAvx512 | QNT_CPU_AVX512VNNI, QNT_ISA_AVX512_VNNI},
-    {"AVX-512 VNNI + AVX-VNNI (Zen 5)", kAvx512 | QNT_CPU_AVX512VNNI | QNT_CPU_AVXVNNI,
-     QNT_ISA_AVX512_VNNI},
+    {"AVX-512 VNNI (Cascade Lake)", kAvx512 | QNT_CPU_AVX512VNNI, QNT_ISA_AVX512_VNNI},
+    {"AVX-512 VNNI + VPOPCNTDQ (Ice Lake, Zen 4)",
+     kAvx512 | QNT_CPU_AVX512VNNI | QNT_CPU_AVX512VPOPCNTDQ, QNT_ISA_AVX512_VNNI},
+    {"VPOPCNTDQ without BW/VL", kAvx2 | QNT_CPU_AVX512F | QNT_CPU_AVX512VPOPCNTDQ, QNT_ISA_AVX2},
+    {"AVX-512 VNNI + AVX-VNNI (Zen 5)",
+     kAvx512 | QNT_CPU_AVX512VNNI | QNT_CPU_AVXVNNI | QNT_CPU_AVX512VPOPCNTDQ, QNT_ISA_AVX512_VNNI},
     {"AMX-INT8 (Sapphire Rapids)",
      kAvx512 | QNT_CPU_AVX512VNNI | QNT_CPU_AVXVNNI | QNT_CPU_AMXINT8, QNT_ISA_AVX512_VNNI},
 };
@@ -113,7 +116,23 @@ const int kQuantizedDTypes[] = {QNT_DTYPE_I32, QNT_DTYPE_I8, QNT_DTYPE_U8, QNT_D
                                 QNT_DTYPE_U16, QNT_DTYPE_I4, QNT_DTYPE_U4, QNT_DTYPE_NF4,
                                 QNT_DTYPE_BINARY, QNT_DTYPE_TERNARY, QNT_DTYPE_LOG4, QNT_DTYPE_LOG8};
 
-void check_set(const KernelSet &s, qnt_isa isa, const std::string &where) {
+// The binary GEMM's popcount kernel a set should have: VPOPCNTDQ's in the AVX-512 sets of a
+// machine with it (x86-64), else the GEMM table's own (every x86 GEMM table has one), else the
+// portable one; "ref" with the reference GEMM.
+std::string expected_xnor(const std::string &gemm, qnt_isa isa, uint64_t features) {
+  if (gemm == "ref") return "ref";
+#if defined(__x86_64__)
+  const uint64_t popcnt = QNT_CPU_AVX512F | QNT_CPU_AVX512VPOPCNTDQ;
+  if (isa >= QNT_ISA_AVX512 && (features & popcnt) == popcnt) return "avx512_vpopcntdq";
+  return gemm;
+#else
+  (void)isa;
+  (void)features;
+  return "generic";
+#endif
+}
+
+void check_set(const KernelSet &s, qnt_isa isa, const std::string &where, uint64_t features) {
   const Family elementwise = in_build(kElementwise), gemm = in_build(kGemm),
                wo = in_build(kWeightOnly);
   EXPECT_EQ(s.isa, isa) << where;
@@ -139,6 +158,12 @@ void check_set(const KernelSet &s, qnt_isa isa, const std::string &where) {
   EXPECT_EQ(s.wo == nullptr, w == "ref") << where;
   EXPECT_NE(s.description.find("gemm.u8s8s32=" + g + "\n"), std::string::npos) << where;
   EXPECT_NE(s.description.find("linear.weight_only=" + w + "\n"), std::string::npos) << where;
+  const std::string x = expected_xnor(g, isa, features);
+  EXPECT_NE(s.description.find("gemm.binary=" + x + "\n"), std::string::npos) << where;
+  if (g != "ref") {
+    EXPECT_NE(s.xnor, nullptr) << where;
+    EXPECT_EQ(s.xnor_name, x) << where;
+  }
 }
 
 }  // namespace
@@ -157,7 +182,7 @@ TEST(Registry, SetsOfEveryMachineAndCap) {
     for (qnt_isa cap : kCaps) {
       const qnt_isa isa = cap == QNT_ISA_NATIVE || cap > m.best ? m.best : cap;
       check_set(qnt::kern::build_kernel_set(m.features, cap), isa,
-                std::string(m.name) + ", cap " + qnt_isa_name(cap));
+                std::string(m.name) + ", cap " + qnt_isa_name(cap), m.features);
     }
   }
 }

@@ -4,8 +4,8 @@
 
 pub const QNT_VERSION_MAJOR: u32 = 0;
 pub const QNT_VERSION_MINOR: u32 = 11;
-pub const QNT_VERSION_PATCH: u32 = 4;
-pub const QNT_VERSION_NUMBER: u32 = 1104;
+pub const QNT_VERSION_PATCH: u32 = 5;
+pub const QNT_VERSION_NUMBER: u32 = 1105;
 pub const QNT_ABI_VERSION: u32 = 1;
 pub const QNT_MAX_RANK: u32 = 8;
 pub const QNT_MAX_ELEMENTS: u64 = 2305843009213693951;
@@ -96,6 +96,7 @@ pub const QNT_CPU_AVX512VL: _bindgen_ty_3 = 32;
 pub const QNT_CPU_AVX512VNNI: _bindgen_ty_3 = 64;
 pub const QNT_CPU_AVXVNNI: _bindgen_ty_3 = 128;
 pub const QNT_CPU_AMXINT8: _bindgen_ty_3 = 256;
+pub const QNT_CPU_AVX512VPOPCNTDQ: _bindgen_ty_3 = 512;
 pub const QNT_CPU_NEON: _bindgen_ty_3 = 65536;
 pub const QNT_CPU_DOTPROD: _bindgen_ty_3 = 131072;
 pub const QNT_CPU_I8MM: _bindgen_ty_3 = 262144;

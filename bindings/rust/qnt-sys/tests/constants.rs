@@ -74,6 +74,10 @@ fn every_constant_matches_the_c_compiler() {
         ("QNT_CPU_AVX512VNNI", qnt_sys::QNT_CPU_AVX512VNNI as i128),
         ("QNT_CPU_AVXVNNI", qnt_sys::QNT_CPU_AVXVNNI as i128),
         ("QNT_CPU_AMXINT8", qnt_sys::QNT_CPU_AMXINT8 as i128),
+        (
+            "QNT_CPU_AVX512VPOPCNTDQ",
+            qnt_sys::QNT_CPU_AVX512VPOPCNTDQ as i128,
+        ),
         ("QNT_CPU_NEON", qnt_sys::QNT_CPU_NEON as i128),
         ("QNT_CPU_DOTPROD", qnt_sys::QNT_CPU_DOTPROD as i128),
         ("QNT_CPU_I8MM", qnt_sys::QNT_CPU_I8MM as i128),

@@ -242,6 +242,8 @@ raw_enum! {
         AvxVnni = QNT_CPU_AVXVNNI,
         /// AMX-INT8 (with the OS's permission).
         AmxInt8 = QNT_CPU_AMXINT8,
+        /// AVX-512 VPOPCNTDQ (since 0.11.5).
+        Avx512Vpopcntdq = QNT_CPU_AVX512VPOPCNTDQ,
         /// Advanced SIMD (aarch64).
         Neon = QNT_CPU_NEON,
         /// sdot / udot (aarch64).
@@ -253,7 +255,7 @@ raw_enum! {
 
 impl CpuFeature {
     /// Every feature this crate knows, in bit order.
-    pub const ALL: [CpuFeature; 12] = [
+    pub const ALL: [CpuFeature; 13] = [
         CpuFeature::Sse41,
         CpuFeature::Avx2,
         CpuFeature::Fma,
@@ -263,6 +265,7 @@ impl CpuFeature {
         CpuFeature::Avx512Vnni,
         CpuFeature::AvxVnni,
         CpuFeature::AmxInt8,
+        CpuFeature::Avx512Vpopcntdq,
         CpuFeature::Neon,
         CpuFeature::Dotprod,
         CpuFeature::I8mm,
