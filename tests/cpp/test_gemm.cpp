@@ -183,6 +183,18 @@ TEST(Gemm, FastSetsExist) {
   }
 }
 
+// qnt_qmatmul, one-shot and prepared, gives the reference's bits on every kernel set.
+void compare_matmul(const std::string &what, const qnt_tensor *a, const qnt_tensor *b,
+                    const qnt_tensor *bias, qnt_tensor *y) {
+  compare_all(what, y, [&](qnt_context *c) { return qnt_qmatmul(c, a, b, bias, y); });
+  compare_all(what + " prepared", y, [&](qnt_context *c) {
+    Prep p;
+    qnt_status s = qnt_prepared_create_matmul(c, b, bias, nullptr, &p.p);
+    if (s != QNT_OK) return s;
+    return qnt_prepared_run(c, p.p, a, y);
+  });
+}
+
 TEST(Gemm, MatmulRandom) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
   std::mt19937 rng(1234);
@@ -226,14 +238,7 @@ TEST(Gemm, MatmulRandom) {
     }
     const std::string what = "matmul M " + std::to_string(M) + " K " + std::to_string(K) +
                              " N " + std::to_string(N) + " mode " + std::to_string(mode);
-    compare_all(what, y.t, [&](qnt_context *c) { return qnt_qmatmul(c, a.t, b.t, bias_t, y.t); });
-    // Prepared: the same bits.
-    compare_all(what + " prepared", y.t, [&](qnt_context *c) {
-      Prep p;
-      qnt_status s = qnt_prepared_create_matmul(c, b.t, bias_t, nullptr, &p.p);
-      if (s != QNT_OK) return s;
-      return qnt_prepared_run(c, p.p, a.t, y.t);
-    });
+    compare_matmul(what, a.t, b.t, bias_t, y.t);
   }
 }
 
@@ -271,13 +276,7 @@ TEST(Gemm, MatmulInt32TilesInPlace) {
       make_q(y, QNT_DTYPE_I32, {batch, M, N}, nullptr);
       const std::string what = "int32 matmul M " + std::to_string(M) + " K " + std::to_string(K) +
                                " N " + std::to_string(N) + " kind " + std::to_string(kind);
-      compare_all(what, y.t, [&](qnt_context *c) { return qnt_qmatmul(c, a.t, b.t, nullptr, y.t); });
-      compare_all(what + " prepared", y.t, [&](qnt_context *c) {
-        Prep p;
-        qnt_status s = qnt_prepared_create_matmul(c, b.t, nullptr, nullptr, &p.p);
-        if (s != QNT_OK) return s;
-        return qnt_prepared_run(c, p.p, a.t, y.t);
-      });
+      compare_matmul(what, a.t, b.t, nullptr, y.t);
     }
 }
 
