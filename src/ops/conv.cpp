@@ -652,13 +652,13 @@ class PreparedConv final : public Prepared {
     const size_t tile_cols = static_cast<size_t>(k.np) * kern::kGemmPanel;
     const auto cz = static_cast<size_t>(s.C), mz = static_cast<size_t>(s.M);
     const size_t n_tiles = mz / tile_cols;
-    // A tile's rows past its region (up to mr - 1, one step apart, the largest step a padded row
-    // times stride_h) read on past the images: slack for them.
+    // A tile's rows past its region (up to mr - 1, one step apart: stride_w pixels along W, or
+    // stride_h padded rows along H) read on past the images: slack for them.
     const auto image_bytes = static_cast<size_t>(d.Hp * d.Wp) * cz;
+    const size_t step = std::max(static_cast<size_t>(g_.stride_w) * cz,
+                                 static_cast<size_t>(g_.stride_h * d.Wp) * cz);
     const size_t padded_bytes =
-        (static_cast<size_t>(s.N) * image_bytes +
-         (mr * static_cast<size_t>(g_.stride_h) + 1) * static_cast<size_t>(d.Wp) * cz + 64 + 63) /
-        64 * 64;
+        (static_cast<size_t>(s.N) * image_bytes + mr * step + 64 + 63) / 64 * 64;
     // Each tap set's starting accumulators: -za' times its taps' weight sums (modulo 2^32).
     std::vector<int32_t> start(d.sets.size() * mz);
     for (size_t t = 0; t < d.sets.size(); ++t)

@@ -725,6 +725,9 @@ TEST(Gemm, ConvDirect) {
       {1, 8, 20, 9, 64, 3, 3, 1, 1, 1, 1},   {1, 12, 14, 14, 128, 5, 5, 1, 2, 1, 1},
       {2, 16, 17, 13, 64, 3, 3, 2, 1, 1, 1, 0, 0, 0},  // pads left 0, right 1
       {1, 8, 15, 16, 64, 3, 3, 1, 2, 2, 1},  {1, 4, 11, 12, 64, 3, 5, 1, 1, 1, 1, 0, 0, 2},
+      // one output pixel, stride_w 20 past a 3-column padded row: the 4-row tile's dropped rows
+      // read 3 strides on (the padded copy's slack)
+      {1, 64, 1, 2, 64, 1, 2, 1, 0, 1, 1, 20, 1, 0},
   };
   std::mt19937 rng(29);
   int iter = 0;
