@@ -3,6 +3,8 @@
 // without VPOPCNTDQ too (natively it runs in Gemm.BinaryMatmul where the CPU has it). Every
 // model follows Intel's pseudo-code of its instruction. A translation unit of its own: the
 // models replace __m256i, which the AVX2 kernels of test_gemm_emulated.cpp use natively.
+// x86-64 only (the kernel's header is x86's).
+#if defined(__x86_64__)
 #include <immintrin.h>
 
 #include <cstdint>
@@ -107,3 +109,5 @@ TEST(XnorEmulated, VpopcntMatchesThePortableKernel) {
       }
     }
 }
+
+#endif  // __x86_64__
