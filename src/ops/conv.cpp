@@ -810,18 +810,27 @@ class PreparedConv final : public Prepared {
     const auto Bk = static_cast<size_t>(kernel_->dw_block), Gw = static_cast<size_t>(kernel_->dw_group);
     const auto eb = static_cast<size_t>(kernel_->dw_bytes);
     const size_t jg = (KW + Gw - 1) / Gw, blocks = (C + Bk - 1) / Bk;
-    const size_t entry = Bk * Gw * eb, entries = OW + (jg - 1) * Gw;
-    const size_t row_bytes = (entries * entry + 63) / 64 * 64;
+    const size_t entry = Bk * Gw * eb;
     const auto dh = static_cast<size_t>(g_.dilation_h);
     const size_t ring = (KH - 1) * dh + 1;
-    const size_t block_bytes = (ring + 1) * row_bytes;  // a block's ring and pad slot
-    // Blocks per group: their rings within about 64 KiB (read from L1 or L2; on a Zen 3, 16 KiB
-    // to 1 MiB gave the same time within 3 %).
-    constexpr size_t kRingBudget = size_t{64} << 10;
+    // The rings of a group of blocks within 24 KiB, so that the row kernel reads them from L1
+    // (it loads 64 bytes a vpdpbusd: from L2, on a Zen 4, the loads took twice as long). Where
+    // one block's ring over the whole width is larger, the width is cut into bands of columns,
+    // each expanded with its KW - 1 columns of overlap.
+    constexpr size_t kRingBudget = size_t{24} << 10;
+    const auto ring_bytes = [&](size_t cols) {  // a block's ring and pad slot over cols outputs
+      return (ring + 1) * (((cols + (jg - 1) * Gw) * entry + 63) / 64 * 64);
+    };
+    size_t col_bands = 1;
+    while (col_bands < OW && ring_bytes((OW + col_bands - 1) / col_bands) > kRingBudget) ++col_bands;
+    const size_t band_cols = (OW + col_bands - 1) / col_bands;
+    col_bands = (OW + band_cols - 1) / band_cols;
+    const size_t row_bytes = ((band_cols + (jg - 1) * Gw) * entry + 63) / 64 * 64;
+    const size_t block_bytes = (ring + 1) * row_bytes;
     const size_t per_group = std::max<size_t>(1, std::min(blocks, kRingBudget / block_bytes));
     const size_t groups = (blocks + per_group - 1) / per_group;
     const size_t acc_ld = per_group * Bk;
-    const size_t acc_bytes = (OW * acc_ld * 4 + 63) / 64 * 64;
+    const size_t acc_bytes = (band_cols * acc_ld * 4 + 63) / 64 * 64;
     // Each slot's row (the pad slot's: 1 once made) and the KH row pointers, in the scratch.
     const size_t tag_bytes = (per_group * (ring + 1) * sizeof(int64_t) + KH * sizeof(void *) + 63) / 64 * 64;
     const size_t worker_bytes = per_group * block_bytes + acc_bytes + tag_bytes;
@@ -854,6 +863,10 @@ class PreparedConv final : public Prepared {
           const size_t img = it / (groups * bands), grp = it / bands % groups, band = it % bands;
           const size_t b0 = grp * per_group, b1 = std::min(blocks, b0 + per_group);
           const size_t oh0 = band * band_rows, oh1 = std::min(OH, oh0 + band_rows);
+          for (size_t cb = 0; cb < col_bands; ++cb) {
+          const size_t ow0 = cb * band_cols, ncols = std::min(band_cols, OW - ow0);
+          const size_t entries = ncols + (jg - 1) * Gw;
+          const std::ptrdiff_t iw0 = static_cast<std::ptrdiff_t>(ow0) - g_.pad_left;
           std::fill(tag, tag + per_group * (ring + 1), int64_t{-1});
           for (size_t oh = oh0; oh < oh1; ++oh) {
             for (size_t b = b0; b < b1; ++b) {
@@ -866,7 +879,7 @@ class PreparedConv final : public Prepared {
                 if (h < 0 || h >= s.H) {
                   uint8_t *pad_row = slots + ring * row_bytes;
                   if (tags[ring] != 1)
-                    kernel_->dw_expand(nullptr, W, C, c0, cn, -g_.pad_left, entries, is_signed, zx, pad_row);
+                    kernel_->dw_expand(nullptr, W, C, c0, cn, iw0, entries, is_signed, zx, pad_row);
                   tags[ring] = 1;
                   rows[i] = pad_row;
                   continue;
@@ -875,16 +888,18 @@ class PreparedConv final : public Prepared {
                 uint8_t *r = slots + slot * row_bytes;
                 if (tags[slot] != h) {
                   kernel_->dw_expand(xin + (img * H + static_cast<size_t>(h)) * W * C, W, C, c0, cn,
-                                     -g_.pad_left, entries, is_signed, zx, r);
+                                     iw0, entries, is_signed, zx, r);
                   tags[slot] = h;
                 }
                 rows[i] = r;
               }
-              kernel_->dw_row(rows, KH, jg, dwr_.data() + b * wbytes, start.data() + c0, OW,
+              kernel_->dw_row(rows, KH, jg, dwr_.data() + b * wbytes, start.data() + c0, ncols,
                               acc + (b - b0) * Bk, acc_ld);
             }
             const size_t c0 = b0 * Bk, cn = std::min(C, b1 * Bk) - c0;
-            epi.block(acc, acc_ld, static_cast<int>(OW), c0, cn, yd, ((img * OH + oh) * OW) * M + c0, M);
+            epi.block(acc, acc_ld, static_cast<int>(ncols), c0, cn, yd,
+                      ((img * OH + oh) * OW + ow0) * M + c0, M);
+          }
           }
         }
       });

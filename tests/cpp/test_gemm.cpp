@@ -864,6 +864,10 @@ TEST(Gemm, DepthwiseRows) {
       {1, 33, 5, 30, 33, 3, 4, 1, 1, 1, 33, 0, 0, 3},  {1, 200, 6, 14, 200, 3, 7, 1, 3, 1, 200},
       {3, 1, 5, 9, 1, 3, 3, 1, 1, 1, 1},               {1, 64, 3, 40, 64, 1, 5, 1, 0, 1, 64, 0, 0, 2},
       {1, 17, 10, 12, 17, 5, 5, 1, 0, 1, 17},          {1, 130, 4, 25, 130, 2, 2, 3, 0, 1, 130, 1},
+      // Rows wider than the ring budget, cut into bands of columns (VNNI from about 24
+      // outputs, AVX2 from about 96), with KW - 1 columns of overlap and a short last band.
+      {1, 70, 7, 61, 70, 3, 7, 1, 3, 1, 70},          {1, 20, 4, 130, 20, 3, 3, 2, 1, 1, 20, 1, 1},
+      {1, 24, 8, 110, 24, 3, 3, 1, 2, 2, 24, 1, 1, 1},
   };
   std::mt19937 rng(41);
   int iter = 0;
