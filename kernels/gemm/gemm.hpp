@@ -86,10 +86,11 @@ using GemmCorrectFn = void (*)(const int32_t *zb, const int32_t *col, int cols,
 // (pack_kn: row k at src + k * ld) or [N, K] (pack_nk: row n at src + n * ld); bytes are XORed
 // with flip (0x80 for u8 b: b' = b - 128); panel p's group g goes to data + p * panel_stride +
 // g * 64; colsum[(p - p0) * 16 + j] += the sum of b' over the groups of column 16p + j
-// (wrapping).
+// (wrapping). stream: B is large, and a packer may write data with streaming (non-temporal)
+// stores, fenced before it returns.
 using GemmPackFn = void (*)(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
-                            uint8_t flip, int8_t *data, size_t panel_stride,
-                            uint32_t *colsum) noexcept;
+                            uint8_t flip, int8_t *data, size_t panel_stride, uint32_t *colsum,
+                            bool stream) noexcept;
 
 // Depthwise convolution (src/ops/conv.cpp), one output pixel: acc[c] = the sum over its taps t
 // of (x[t][c] - zx) * w[t * C + c] for the C channels (x[t]: the tap's input pixel, null outside

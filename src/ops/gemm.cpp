@@ -336,6 +336,9 @@ void nk_panel(GemmB &gb, const uint8_t *w, size_t ld, bool is_signed, size_t p, 
 }
 
 constexpr size_t kPackBlock = 128;  // panels packed together at most (their column sums on the stack)
+// Packed B from this size on is written with streaming stores where the packer can (it is
+// larger than what a core's share of the caches would keep for the GEMM that reads it).
+constexpr size_t kStreamBytes = size_t{8} << 20;
 
 }  // namespace
 
@@ -351,6 +354,7 @@ void GemmB::pack_kn(const Context &ctx, int64_t k_count, int64_t n_count, bool i
   // the next when N is large, so each visit of a row reads 2 KiB of it, not 16 bytes (one panel
   // at a time paid a TLB miss every 16 bytes; 1 KiB blocks took 1.1x as long at 4096^2, the
   // prefetchers' streams cut short). Smaller blocks only to give every thread one.
+  const bool stream = data.size() >= kStreamBytes;
   const auto threads = static_cast<size_t>(std::max(1, ctx.threads()));
   const size_t block = std::clamp<size_t>((panels + threads - 1) / threads, 16, kPackBlock);
   const size_t blocks = (panels + block - 1) / block;
@@ -360,7 +364,7 @@ void GemmB::pack_kn(const Context &ctx, int64_t k_count, int64_t n_count, bool i
       uint32_t sums[kPackBlock * 16] = {};
       // The kernel's interior: whole panels and groups; the rest here.
       const size_t fe = fast != nullptr && full_groups > 0 ? std::max(pb, std::min(pe, full_panels)) : pb;
-      if (fe > pb) fast(b, ld, pb, fe, full_groups, flip, data.data(), panel_stride(), sums);
+      if (fe > pb) fast(b, ld, pb, fe, full_groups, flip, data.data(), panel_stride(), sums, stream);
       for (size_t p = pb; p < fe; ++p)
         if (full_groups < groups) kn_panel(*this, b, ld, is_signed, p, full_groups, groups, sums + (p - pb) * 16);
       for (size_t g0 = 0; g0 < groups; g0 += 16)
@@ -379,13 +383,14 @@ void GemmB::pack_nk(const Context &ctx, int64_t k_count, int64_t n_count, bool i
   const kern::GemmPackFn fast = k != nullptr ? k->pack_nk : nullptr;
   const size_t full_panels = static_cast<size_t>(N / kern::kGemmPanel);
   const size_t groups8 = static_cast<size_t>(K / 32) * 8;  // whole steps of 8 groups
+  const bool stream = data.size() >= kStreamBytes;
   const uint8_t flip = is_signed ? 0 : 0x80;
   parallel_for(ctx.threads(), panels, panel_grain(*this), [&](size_t c0, size_t c1) {
     for (size_t pb = c0; pb < c1; pb += kPackBlock) {
       const size_t pe = std::min(c1, pb + kPackBlock);
       uint32_t sums[kPackBlock * 16] = {};
       const size_t fe = fast != nullptr && groups8 > 0 ? std::max(pb, std::min(pe, full_panels)) : pb;
-      if (fe > pb) fast(w, ld, pb, fe, groups8, flip, data.data(), panel_stride(), sums);
+      if (fe > pb) fast(w, ld, pb, fe, groups8, flip, data.data(), panel_stride(), sums, stream);
       for (size_t p = pb; p < pe; ++p) {
         const size_t g0 = p < fe ? groups8 : 0;
         if (g0 < groups) nk_panel(*this, w, ld, is_signed, p, g0, sums + (p - pb) * 16);

@@ -61,6 +61,12 @@ struct UninitializedAllocator : std::allocator<T> {
   void construct(U *p, Args &&...args) {
     ::new (static_cast<void *>(p)) U(std::forward<Args>(args)...);
   }
+  // 64-byte aligned: packed panels start on cache lines (the packers' streaming stores need
+  // 32 bytes, and a tile's loads of a group never straddle two lines).
+  T *allocate(size_t n) {
+    return static_cast<T *>(::operator new(n * sizeof(T), std::align_val_t{64}));
+  }
+  void deallocate(T *p, size_t) noexcept { ::operator delete(p, std::align_val_t{64}); }
 };
 
 // A constant B [K, N] in the packed layout, with the per-column terms of the zero-point

@@ -280,6 +280,31 @@ TEST(Gemm, MatmulInt32TilesInPlace) {
     }
 }
 
+// A B large enough (8.5 MB packed) for the [K, N] packers' streaming path (four panels a step,
+// streaming stores): its panels split over 1-3 threads into runs with and without whole steps
+// of four, an odd last whole panel, a partial last panel and a partial last group; i8 and u8 b
+// (the XOR), extreme and random bytes, per-column zero points for u8.
+TEST(Gemm, MatmulLargeBStreamsItsPacking) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  std::mt19937 rng(99);
+  const int64_t K = 4099, N = 2066;
+  int iter = 0;
+  for (qnt_dtype bd : {QNT_DTYPE_I8, QNT_DTYPE_U8}) {
+    ++iter;
+    const int64_t M = iter == 1 ? 1 : 5;
+    QP aq, bq;
+    per_tensor(aq, QNT_DTYPE_U8, 0.5f, 3);
+    weight_qparams(bq, rng, bd, -1, N, bd == QNT_DTYPE_U8);
+    const auto av = random_bytes(rng, static_cast<size_t>(M * K), false);
+    const auto bv = random_bytes(rng, static_cast<size_t>(K * N), iter == 2);
+    T a, b, y;
+    make_raw(a, QNT_DTYPE_U8, {M, K}, aq.p, av.data(), av.size());
+    make_raw(b, bd, {K, N}, bq.p, bv.data(), bv.size());
+    make_q(y, QNT_DTYPE_I32, {M, N}, nullptr);
+    compare_matmul("large b " + std::string(qnt_dtype_name(bd)), a.t, b.t, nullptr, y.t);
+  }
+}
+
 TEST(Gemm, AccumulatorWraps) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
   // 255 * (-128 - 127) * K passes 2^31 for K > 33000: the int32 accumulator wraps.
