@@ -860,31 +860,34 @@ inline void gemm_pack_kn_vnni(const uint8_t *src, size_t ld, size_t p0, size_t p
 
 // [N, K]: per panel, 8 groups (32 bytes) of each of its 16 rows at a time: two 8 x 8 dword
 // transposes (unpacks of 32 and 64 bits, then vperm2i128) make groups g .. g + 7, rows 0-7 in
-// a group's first 32 bytes and rows 8-15 in its last. A row's sum: vpsadbw over its bytes with
-// the sign bit flipped, less 128 a byte. Groups past the last multiple of 8 are left to the
-// driver.
-inline void gemm_pack_nk_avx2(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
-                              uint8_t flip, int8_t *data, size_t ps, uint32_t *colsum,
-                              bool stream) noexcept {
-  (void)stream;  // its stores write half a line at a time: streaming them would be slower
-  const __m256i fl = _mm256_set1_epi8(static_cast<char>(flip));
-  const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+// a group's first 32 bytes (held until) rows 8-15 in its last, so that each group's line is
+// written whole: with streaming stores where stream (as gemm_pack_kn_t). A row's sum from the
+// packed bytes, a dword per row (as gemm_pack_kn_t's column sums). Groups past the last
+// multiple of 8 are left to the driver.
+template <bool Vnni, bool Flip>
+inline void gemm_pack_nk_t(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
+                           int8_t *data, size_t ps, uint32_t *colsum, bool stream) noexcept {
+  const __m256i fl = _mm256_set1_epi8(static_cast<char>(0x80));
+  auto add_sums = [](__m256i sum, __m256i packed) __attribute__((always_inline)) {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    if constexpr (Vnni) return _mm256_dpbusd_epi32(sum, _mm256_set1_epi8(1), packed);
+#endif
+    return _mm256_add_epi32(sum, column_sums_avx2(packed));
+  };
+  stream = stream && (reinterpret_cast<uintptr_t>(data) & 31) == 0 && ps % 32 == 0;
   const size_t steps = groups / 8;
   for (size_t p = p0; p < p1; ++p) {
     int8_t *out = data + p * ps;
-    for (size_t h = 0; h < 2; ++h) {  // rows 0-7, then 8-15
-      const uint8_t *rows = src + (16 * p + 8 * h) * ld;
-      __m256i sad[8];
-      for (auto &v : sad) v = _mm256_setzero_si256();
-      for (size_t st = 0; st < steps; ++st) {
-        __m256i a[8];
+    const uint8_t *rows = src + 16 * p * ld;
+    __m256i sum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};  // dword i: row 8h + i
+    for (size_t st = 0; st < steps; ++st) {
+      __m256i first[8];  // rows 0-7's halves of the 8 groups
+      for (size_t h = 0; h < 2; ++h) {
+        __m256i a[8], t[8], u[8], v[8];
         for (size_t j = 0; j < 8; ++j) {
-          a[j] = _mm256_xor_si256(
-              _mm256_loadu_si256(reinterpret_cast<const __m256i *>(rows + j * ld + 32 * st)), fl);
-          sad[j] = _mm256_add_epi64(sad[j], _mm256_sad_epu8(_mm256_xor_si256(a[j], bias),
-                                                            _mm256_setzero_si256()));
+          a[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(rows + (8 * h + j) * ld + 32 * st));
+          if constexpr (Flip) a[j] = _mm256_xor_si256(a[j], fl);
         }
-        __m256i t[8], u[8];
         for (size_t j = 0; j < 8; j += 2) {
           t[j] = _mm256_unpacklo_epi32(a[j], a[j + 1]);
           t[j + 1] = _mm256_unpackhi_epi32(a[j], a[j + 1]);
@@ -895,24 +898,52 @@ inline void gemm_pack_nk_avx2(const uint8_t *src, size_t ld, size_t p0, size_t p
           u[j + 2] = _mm256_unpacklo_epi64(t[j + 1], t[j + 3]);
           u[j + 3] = _mm256_unpackhi_epi64(t[j + 1], t[j + 3]);
         }
-        int8_t *o = out + 8 * st * 64 + 32 * h;
         for (size_t q = 0; q < 4; ++q) {
-          _mm256_storeu_si256(reinterpret_cast<__m256i *>(o + q * 64),
-                              _mm256_permute2x128_si256(u[q], u[q + 4], 0x20));
-          _mm256_storeu_si256(reinterpret_cast<__m256i *>(o + (q + 4) * 64),
-                              _mm256_permute2x128_si256(u[q], u[q + 4], 0x31));
+          v[q] = _mm256_permute2x128_si256(u[q], u[q + 4], 0x20);      // group 8 st + q
+          v[q + 4] = _mm256_permute2x128_si256(u[q], u[q + 4], 0x31);  // group 8 st + q + 4
+        }
+        for (size_t g = 0; g < 8; ++g) sum[h] = add_sums(sum[h], v[g]);
+        if (h == 0) {
+          for (size_t g = 0; g < 8; ++g) first[g] = v[g];
+          continue;
+        }
+        for (size_t g = 0; g < 8; ++g) {
+          auto *o = reinterpret_cast<__m256i *>(out + (8 * st + g) * 64);
+          if (stream) {
+            _mm256_stream_si256(o, first[g]);
+            _mm256_stream_si256(o + 1, v[g]);
+          } else {
+            _mm256_storeu_si256(o, first[g]);
+            _mm256_storeu_si256(o + 1, v[g]);
+          }
         }
       }
-      for (size_t j = 0; j < 8; ++j) {
-        alignas(32) uint64_t l[4];
-        _mm256_store_si256(reinterpret_cast<__m256i *>(l), sad[j]);
-        const uint64_t total = l[0] + l[1] + l[2] + l[3];
-        colsum[(p - p0) * 16 + 8 * h + j] +=
-            static_cast<uint32_t>(total - 128 * static_cast<uint64_t>(32 * steps));
-      }
+    }
+    for (size_t h = 0; h < 2; ++h) {
+      auto *c = reinterpret_cast<__m256i *>(colsum + (p - p0) * 16 + 8 * h);
+      _mm256_storeu_si256(c, _mm256_add_epi32(_mm256_loadu_si256(c), sum[h]));
     }
   }
+  if (stream) _mm_sfence();  // the streamed lines ordered before the driver's join
 }
+inline void gemm_pack_nk_avx2(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
+                              uint8_t flip, int8_t *data, size_t ps, uint32_t *colsum,
+                              bool stream) noexcept {
+  if (flip != 0)
+    gemm_pack_nk_t<false, true>(src, ld, p0, p1, groups, data, ps, colsum, stream);
+  else
+    gemm_pack_nk_t<false, false>(src, ld, p0, p1, groups, data, ps, colsum, stream);
+}
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+inline void gemm_pack_nk_vnni(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
+                              uint8_t flip, int8_t *data, size_t ps, uint32_t *colsum,
+                              bool stream) noexcept {
+  if (flip != 0)
+    gemm_pack_nk_t<true, true>(src, ld, p0, p1, groups, data, ps, colsum, stream);
+  else
+    gemm_pack_nk_t<true, false>(src, ld, p0, p1, groups, data, ps, colsum, stream);
+}
+#endif
 
 // The zero-point correction of a tile (GemmCorrectFn) on 8 lanes: vpmulld and vpsubd / vpaddd
 // wrap as the scalar uint32 arithmetic does. Columns past the last multiple of 8 go one by one

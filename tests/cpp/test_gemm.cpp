@@ -374,6 +374,32 @@ TEST(Gemm, StaticLinearRandom) {
   }
 }
 
+// A w [N, K] large enough (8.5 MB packed) for the [N, K] packers' streaming path: whole panels
+// and a partial last one, whole steps of 8 groups and the driver's last group, i8 and u8 w
+// (per-row zero points), on 1-3 threads.
+TEST(Gemm, LinearLargeWStreamsItsPacking) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  std::mt19937 rng(98);
+  const int64_t R = 3, K = 4099, N = 2066;
+  for (qnt_dtype wd : {QNT_DTYPE_I8, QNT_DTYPE_U8}) {
+    QP xq, wq;
+    per_tensor(xq, QNT_DTYPE_U8, 0.05f, 120);
+    weight_qparams(wq, rng, wd, 0, N, true);
+    const auto xv = random_bytes(rng, static_cast<size_t>(R * K), false);
+    const auto wv = random_bytes(rng, static_cast<size_t>(N * K), wd == QNT_DTYPE_U8);
+    T x, w, y;
+    make_raw(x, QNT_DTYPE_U8, {R, K}, xq.p, xv.data(), xv.size());
+    make_raw(w, wd, {N, K}, wq.p, wv.data(), wv.size());
+    make_q(y, QNT_DTYPE_F32, {R, N}, nullptr);
+    compare_all("large w " + std::string(qnt_dtype_name(wd)), y.t, [&](qnt_context *c) {
+      Prep p;
+      qnt_status s = qnt_prepared_create_linear_static(c, w.t, nullptr, xq.p, nullptr, nullptr, &p.p);
+      if (s != QNT_OK) return s;
+      return qnt_prepared_run(c, p.p, x.t, y.t);
+    });
+  }
+}
+
 TEST(Gemm, DynamicLinearRandom) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
   std::mt19937 rng(7);
