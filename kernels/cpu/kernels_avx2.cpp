@@ -12,7 +12,7 @@ namespace {
 constexpr kern::GemmKernel kTernary{"avx2.ternary", kern::Tern256::kMR, kern::Tern256::kNP, 4,
                                     &kern::gemm_tile<kern::Tern256>, &kern::gemm_epilogue_avx2,
                                     nullptr, nullptr, 0, &kern::gemm_correct_avx2, true,
-                                    &kern::gemm_pack_kn_avx2, &kern::gemm_pack_nk_avx2,
+                                    &kern::gemm_pack<false, false>, &kern::gemm_pack<true, false>,
                                     &kern::depthwise_avx2, nullptr, nullptr, nullptr,
                                     nullptr, &kern::dw_expand<kern::DwPairs256>, &kern::dw_row<kern::DwPairs256>,
                                     kern::DwPairs256::kBlock, kern::DwPairs256::kGroup, kern::DwPairs256::kBytes};
@@ -20,8 +20,8 @@ constexpr kern::GemmKernel kGemm{"avx2", kern::Split256::kMR, kern::Split256::kN
                                  &kern::gemm_tile<kern::Split256>, &kern::gemm_epilogue_avx2,
                                  &kern::unpack_split256,
                                  &kern::gemm_tile<kern::Split256Unpacked>, 128,
-                                 &kern::gemm_correct_avx2, false, &kern::gemm_pack_kn_avx2,
-                                 &kern::gemm_pack_nk_avx2, &kern::depthwise_avx2,
+                                 &kern::gemm_correct_avx2, false, &kern::gemm_pack<false, false>,
+                                 &kern::gemm_pack<true, false>, &kern::depthwise_avx2,
                                  nullptr, nullptr, &kTernary, &kern::xnor_avx2,
                                  &kern::dw_expand<kern::DwPairs256>, &kern::dw_row<kern::DwPairs256>,
                                  kern::DwPairs256::kBlock, kern::DwPairs256::kGroup, kern::DwPairs256::kBytes};

@@ -11,7 +11,7 @@ namespace {
 constexpr kern::GemmKernel kGemm{"avx512", kern::Split512::kMR, kern::Split512::kNP, 8,
                                  &kern::gemm_tile<kern::Split512>, &kern::gemm_epilogue_avx512,
                                  nullptr, nullptr, 0, &kern::gemm_correct_avx512, false,
-                                 &kern::gemm_pack_kn_avx2, &kern::gemm_pack_nk_avx2,
+                                 &kern::gemm_pack<false, false>, &kern::gemm_pack<true, false>,
                                  &kern::depthwise_avx512, nullptr, nullptr, nullptr,
                                  &kern::xnor_avx2};
 // The f32 weight-only kernel with 16-entry vpermps; the int8 mode keeps AVX2's vpmaddubsw.

@@ -11,7 +11,7 @@ constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni51
                                  &kern::gemm_tile<kern::Vnni512>,
                                   &kern::gemm_epilogue_avx512, nullptr, nullptr, 0,
                                   &kern::gemm_correct_avx512, /*a_rows=*/true,
-                                  &kern::gemm_pack_kn_vnni, &kern::gemm_pack_nk_vnni,
+                                  &kern::gemm_pack<false, true>, &kern::gemm_pack<true, true>,
                                   &kern::depthwise_avx512, &kern::depthwise_vnni,
                                   &kern::Vnni512::conv<6>, nullptr, &kern::xnor_avx2,
                                   &kern::dw_expand<kern::DwVnni>, &kern::dw_row<kern::DwVnni>,

@@ -16,6 +16,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 namespace qnt::kern {
 namespace {
@@ -721,6 +722,15 @@ inline void unpack_split256(const int8_t *b, size_t ps, size_t groups, int panel
 inline __m256i column_sums_avx2(__m256i packed) noexcept {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), packed), _mm256_set1_epi16(1));
 }
+// sum + the column sums of a packed vector: by column_sums_avx2, or (Vnni, in a translation
+// unit with AVX-512 VNNI and VL) one vpdpbusd with all-ones as its u8 operand.
+template <bool Vnni>
+inline __m256i add_sums(__m256i sum, __m256i packed) noexcept {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+  if constexpr (Vnni) return _mm256_dpbusd_epi32(sum, _mm256_set1_epi8(1), packed);
+#endif
+  return _mm256_add_epi32(sum, column_sums_avx2(packed));
+}
 
 // [K, N]: blocks of 32 groups (128 rows of B) per run of panels, so that each visit of a row
 // (a page apart when N is large) reads its bytes for 32 groups of output. Two panels (32
@@ -731,20 +741,13 @@ inline __m256i column_sums_avx2(__m256i packed) noexcept {
 // XORed with 0x80 (u8 b), so that i8 b costs no XOR.
 // stream (large B, 32-byte aligned data): four panels a step, each row's whole 64-byte line
 // read in one visit and the one two lines on prefetched, and the packed lines written with
-// streaming stores (no read of the destination, which a 16 MiB B does not have in cache). On
-// the Zen 4 at 4096^2 that took a [K, N] pack from 0.50-0.55 to 0.75-1.15 of a streaming copy
-// on one thread (0.30-0.47 to 0.44-0.67 on two); four panels a step with ordinary stores, or
-// streaming stores two panels a step, were no faster than the plain loop.
+// streaming stores (no read of the destination, which a 16 MiB B does not have in cache):
+// about twice as fast at 4096^2 (kernels/README.md); four panels a step with ordinary stores,
+// or streaming stores two panels a step, were no faster than the plain loop.
 template <bool Vnni, bool Flip>
 inline void gemm_pack_kn_t(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
                            int8_t *data, size_t ps, uint32_t *colsum, bool stream) noexcept {
   const __m256i fl = _mm256_set1_epi8(static_cast<char>(0x80));
-  auto add_sums = [](__m256i sum, __m256i packed) __attribute__((always_inline)) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    if constexpr (Vnni) return _mm256_dpbusd_epi32(sum, _mm256_set1_epi8(1), packed);
-#endif
-    return _mm256_add_epi32(sum, column_sums_avx2(packed));
-  };
   auto add = [](uint32_t *c, __m256i v) {
     auto *q = reinterpret_cast<__m256i *>(c);
     _mm256_storeu_si256(q, _mm256_add_epi32(_mm256_loadu_si256(q), v));
@@ -765,10 +768,10 @@ inline void gemm_pack_kn_t(const uint8_t *src, size_t ld, size_t p0, size_t p1, 
     _mm256_stream_si256(out + 1, a1);
     _mm256_stream_si256(outb, b0);
     _mm256_stream_si256(outb + 1, b1);
-    s0 = add_sums(s0, a0);
-    s1 = add_sums(s1, a1);
-    s2 = add_sums(s2, b0);
-    s3 = add_sums(s3, b1);
+    s0 = add_sums<Vnni>(s0, a0);
+    s1 = add_sums<Vnni>(s1, a1);
+    s2 = add_sums<Vnni>(s2, b0);
+    s3 = add_sums<Vnni>(s3, b1);
   };
   stream = stream && (reinterpret_cast<uintptr_t>(data) & 31) == 0 && ps % 32 == 0;
   constexpr size_t kGroupBlock = 32;
@@ -815,16 +818,16 @@ inline void gemm_pack_kn_t(const uint8_t *src, size_t ld, size_t p0, size_t p1, 
         auto *out = reinterpret_cast<__m256i *>(data + p * ps + g * 64);
         _mm256_storeu_si256(out, a0);
         _mm256_storeu_si256(out + 1, a1);
-        sa0 = add_sums(sa0, a0);
-        sa1 = add_sums(sa1, a1);
+        sa0 = add_sums<Vnni>(sa0, a0);
+        sa1 = add_sums<Vnni>(sa1, a1);
         if (pair) {
           const __m256i b0 = _mm256_permute2x128_si256(o0, o1, 0x31);
           const __m256i b1 = _mm256_permute2x128_si256(o2, o3, 0x31);
           auto *outb = reinterpret_cast<__m256i *>(data + (p + 1) * ps + g * 64);
           _mm256_storeu_si256(outb, b0);
           _mm256_storeu_si256(outb + 1, b1);
-          sb0 = add_sums(sb0, b0);
-          sb1 = add_sums(sb1, b1);
+          sb0 = add_sums<Vnni>(sb0, b0);
+          sb1 = add_sums<Vnni>(sb1, b1);
         }
       }
       uint32_t *ca = colsum + (p - p0) * 16;
@@ -838,25 +841,6 @@ inline void gemm_pack_kn_t(const uint8_t *src, size_t ld, size_t p0, size_t p1, 
   }
   if (stream) _mm_sfence();  // the streamed lines ordered before the driver's join
 }
-// GemmPackFn: flip is 0 (i8 b) or 0x80 (u8 b).
-inline void gemm_pack_kn_avx2(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
-                              uint8_t flip, int8_t *data, size_t ps, uint32_t *colsum,
-                              bool stream) noexcept {
-  if (flip != 0)
-    gemm_pack_kn_t<false, true>(src, ld, p0, p1, groups, data, ps, colsum, stream);
-  else
-    gemm_pack_kn_t<false, false>(src, ld, p0, p1, groups, data, ps, colsum, stream);
-}
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-inline void gemm_pack_kn_vnni(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
-                              uint8_t flip, int8_t *data, size_t ps, uint32_t *colsum,
-                              bool stream) noexcept {
-  if (flip != 0)
-    gemm_pack_kn_t<true, true>(src, ld, p0, p1, groups, data, ps, colsum, stream);
-  else
-    gemm_pack_kn_t<true, false>(src, ld, p0, p1, groups, data, ps, colsum, stream);
-}
-#endif
 
 // [N, K]: per panel, 8 groups (32 bytes) of each of its 16 rows at a time: two 8 x 8 dword
 // transposes (unpacks of 32 and 64 bits, then vperm2i128) make groups g .. g + 7, rows 0-7 in
@@ -868,12 +852,6 @@ template <bool Vnni, bool Flip>
 inline void gemm_pack_nk_t(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
                            int8_t *data, size_t ps, uint32_t *colsum, bool stream) noexcept {
   const __m256i fl = _mm256_set1_epi8(static_cast<char>(0x80));
-  auto add_sums = [](__m256i sum, __m256i packed) __attribute__((always_inline)) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    if constexpr (Vnni) return _mm256_dpbusd_epi32(sum, _mm256_set1_epi8(1), packed);
-#endif
-    return _mm256_add_epi32(sum, column_sums_avx2(packed));
-  };
   stream = stream && (reinterpret_cast<uintptr_t>(data) & 31) == 0 && ps % 32 == 0;
   const size_t steps = groups / 8;
   for (size_t p = p0; p < p1; ++p) {
@@ -902,7 +880,7 @@ inline void gemm_pack_nk_t(const uint8_t *src, size_t ld, size_t p0, size_t p1, 
           v[q] = _mm256_permute2x128_si256(u[q], u[q + 4], 0x20);      // group 8 st + q
           v[q + 4] = _mm256_permute2x128_si256(u[q], u[q + 4], 0x31);  // group 8 st + q + 4
         }
-        for (size_t g = 0; g < 8; ++g) sum[h] = add_sums(sum[h], v[g]);
+        for (size_t g = 0; g < 8; ++g) sum[h] = add_sums<Vnni>(sum[h], v[g]);
         if (h == 0) {
           for (size_t g = 0; g < 8; ++g) first[g] = v[g];
           continue;
@@ -926,24 +904,24 @@ inline void gemm_pack_nk_t(const uint8_t *src, size_t ld, size_t p0, size_t p1, 
   }
   if (stream) _mm_sfence();  // the streamed lines ordered before the driver's join
 }
-inline void gemm_pack_nk_avx2(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
-                              uint8_t flip, int8_t *data, size_t ps, uint32_t *colsum,
-                              bool stream) noexcept {
+// The GemmPackFn of either packer (NK: gemm_pack_nk_t, else gemm_pack_kn_t), its column sums
+// by vpdpbusd where Vnni (in a translation unit with AVX-512 VNNI and VL); flip is 0 (i8 b) or
+// 0x80 (u8 b).
+template <bool NK, bool Vnni>
+inline void gemm_pack(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
+                      uint8_t flip, int8_t *data, size_t ps, uint32_t *colsum, bool stream) noexcept {
+  auto run = [&](auto flips) {
+    constexpr bool kFlip = decltype(flips)::value;
+    if constexpr (NK)
+      gemm_pack_nk_t<Vnni, kFlip>(src, ld, p0, p1, groups, data, ps, colsum, stream);
+    else
+      gemm_pack_kn_t<Vnni, kFlip>(src, ld, p0, p1, groups, data, ps, colsum, stream);
+  };
   if (flip != 0)
-    gemm_pack_nk_t<false, true>(src, ld, p0, p1, groups, data, ps, colsum, stream);
+    run(std::true_type{});
   else
-    gemm_pack_nk_t<false, false>(src, ld, p0, p1, groups, data, ps, colsum, stream);
+    run(std::false_type{});
 }
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-inline void gemm_pack_nk_vnni(const uint8_t *src, size_t ld, size_t p0, size_t p1, size_t groups,
-                              uint8_t flip, int8_t *data, size_t ps, uint32_t *colsum,
-                              bool stream) noexcept {
-  if (flip != 0)
-    gemm_pack_nk_t<true, true>(src, ld, p0, p1, groups, data, ps, colsum, stream);
-  else
-    gemm_pack_nk_t<true, false>(src, ld, p0, p1, groups, data, ps, colsum, stream);
-}
-#endif
 
 // The zero-point correction of a tile (GemmCorrectFn) on 8 lanes: vpmulld and vpsubd / vpaddd
 // wrap as the scalar uint32 arithmetic does. Columns past the last multiple of 8 go one by one
