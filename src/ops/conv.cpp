@@ -797,8 +797,9 @@ class PreparedConv final : public Prepared {
   }
 
   // Depthwise by rows (stride 1 and dilation 1 along W; kernels/gemm/gemm.hpp, GemmDwRowFn):
-  // work items of (image, group of channel blocks, band of output rows). Per item and block,
-  // each input row that the band reads is expanded once into the block's ring of
+  // work items of (image, group of channel blocks, band of output rows), each taken a band of
+  // columns at a time (one band where a ring fits). Per band and block, each input row that the
+  // band reads is expanded once into the block's ring of
   // (KH - 1) * dilation_h + 1 slots (its index modulo the ring: the KH rows of one output row
   // never share a slot), rows outside the image into one pad slot; per output row, the row
   // kernel for each block of the group, then the epilogue once over the group's channels.
@@ -864,42 +865,42 @@ class PreparedConv final : public Prepared {
           const size_t b0 = grp * per_group, b1 = std::min(blocks, b0 + per_group);
           const size_t oh0 = band * band_rows, oh1 = std::min(OH, oh0 + band_rows);
           for (size_t cb = 0; cb < col_bands; ++cb) {
-          const size_t ow0 = cb * band_cols, ncols = std::min(band_cols, OW - ow0);
-          const size_t entries = ncols + (jg - 1) * Gw;
-          const std::ptrdiff_t iw0 = static_cast<std::ptrdiff_t>(ow0) - g_.pad_left;
-          std::fill(tag, tag + per_group * (ring + 1), int64_t{-1});
-          for (size_t oh = oh0; oh < oh1; ++oh) {
-            for (size_t b = b0; b < b1; ++b) {
-              const size_t c0 = b * Bk, cn = std::min(Bk, C - c0);
-              uint8_t *slots = mine + (b - b0) * block_bytes;
-              int64_t *tags = tag + (b - b0) * (ring + 1);
-              for (size_t i = 0; i < KH; ++i) {
-                const int64_t h = static_cast<int64_t>(oh) * g_.stride_h - g_.pad_top +
-                                  static_cast<int64_t>(i * dh);
-                if (h < 0 || h >= s.H) {
-                  uint8_t *pad_row = slots + ring * row_bytes;
-                  if (tags[ring] != 1)
-                    kernel_->dw_expand(nullptr, W, C, c0, cn, iw0, entries, is_signed, zx, pad_row);
-                  tags[ring] = 1;
-                  rows[i] = pad_row;
-                  continue;
+            const size_t ow0 = cb * band_cols, ncols = std::min(band_cols, OW - ow0);
+            const size_t entries = ncols + (jg - 1) * Gw;
+            const std::ptrdiff_t iw0 = static_cast<std::ptrdiff_t>(ow0) - g_.pad_left;
+            std::fill(tag, tag + per_group * (ring + 1), int64_t{-1});
+            for (size_t oh = oh0; oh < oh1; ++oh) {
+              for (size_t b = b0; b < b1; ++b) {
+                const size_t c0 = b * Bk, cn = std::min(Bk, C - c0);
+                uint8_t *slots = mine + (b - b0) * block_bytes;
+                int64_t *tags = tag + (b - b0) * (ring + 1);
+                for (size_t i = 0; i < KH; ++i) {
+                  const int64_t h = static_cast<int64_t>(oh) * g_.stride_h - g_.pad_top +
+                                    static_cast<int64_t>(i * dh);
+                  if (h < 0 || h >= s.H) {
+                    uint8_t *pad_row = slots + ring * row_bytes;
+                    if (tags[ring] != 1)
+                      kernel_->dw_expand(nullptr, W, C, c0, cn, iw0, entries, is_signed, zx, pad_row);
+                    tags[ring] = 1;
+                    rows[i] = pad_row;
+                    continue;
+                  }
+                  const size_t slot = static_cast<size_t>(h) % ring;
+                  uint8_t *r = slots + slot * row_bytes;
+                  if (tags[slot] != h) {
+                    kernel_->dw_expand(xin + (img * H + static_cast<size_t>(h)) * W * C, W, C, c0, cn,
+                                       iw0, entries, is_signed, zx, r);
+                    tags[slot] = h;
+                  }
+                  rows[i] = r;
                 }
-                const size_t slot = static_cast<size_t>(h) % ring;
-                uint8_t *r = slots + slot * row_bytes;
-                if (tags[slot] != h) {
-                  kernel_->dw_expand(xin + (img * H + static_cast<size_t>(h)) * W * C, W, C, c0, cn,
-                                     iw0, entries, is_signed, zx, r);
-                  tags[slot] = h;
-                }
-                rows[i] = r;
+                kernel_->dw_row(rows, KH, jg, dwr_.data() + b * wbytes, start.data() + c0, ncols,
+                                acc + (b - b0) * Bk, acc_ld);
               }
-              kernel_->dw_row(rows, KH, jg, dwr_.data() + b * wbytes, start.data() + c0, ncols,
-                              acc + (b - b0) * Bk, acc_ld);
+              const size_t c0 = b0 * Bk, cn = std::min(C, b1 * Bk) - c0;
+              epi.block(acc, acc_ld, static_cast<int>(ncols), c0, cn, yd,
+                        ((img * OH + oh) * OW + ow0) * M + c0, M);
             }
-            const size_t c0 = b0 * Bk, cn = std::min(C, b1 * Bk) - c0;
-            epi.block(acc, acc_ld, static_cast<int>(ncols), c0, cn, yd,
-                      ((img * OH + oh) * OW + ow0) * M + c0, M);
-          }
           }
         }
       });

@@ -350,7 +350,8 @@ void GemmB::pack_kn(const Context &ctx, int64_t k_count, int64_t n_count, bool i
   const size_t full_panels = static_cast<size_t>(N / kern::kGemmPanel);
   const size_t full_groups = static_cast<size_t>(K / kern::kGemmGroup);
   const uint8_t flip = is_signed ? 0 : 0x80;
-  // Blocks of up to 128 panels (2 KiB of each row of B) x 16 groups: a row is a page away from
+  // Blocks of up to 128 panels (2 KiB of each row of B), which the packer takes 32 groups at a
+  // time (gemm_pack_kn_t; the edges here, 16): a row is a page away from
   // the next when N is large, so each visit of a row reads 2 KiB of it, not 16 bytes (one panel
   // at a time paid a TLB miss every 16 bytes; 1 KiB blocks took 1.1x as long at 4096^2, the
   // prefetchers' streams cut short). Smaller blocks only to give every thread one.
