@@ -877,9 +877,13 @@ enum {
   QNT_WEIGHT_ONLY_INT8_ACT = 1, /* activations quantized to int8 per row and weight block; integer
                                   dot products per block (W4A8, W8A8: llama.cpp's Q4_0 x Q8_0,
                                   ONNX Runtime's MatMulNBits with accuracy_level 4) */
-  QNT_WEIGHT_ONLY_INT8_TOKEN = 2 /* (since 0.9) ternary or binary weights, activations quantized to
+  QNT_WEIGHT_ONLY_INT8_TOKEN = 2, /* (since 0.9) ternary or binary weights, activations quantized to
                                     int8 per row (per token) by absmax, one exact int32 dot
                                     product per output (BitNet b1.58); see qnt_linear_weight_only */
+  QNT_WEIGHT_ONLY_INT8_BLOCK = 3 /* (since 0.12) QNT_WEIGHT_ONLY_INT8_ACT's activations and
+                                    weights, one exact int32 dot product per block and one float
+                                    sum per output (one fma per block, not per block and lane):
+                                    the mode for batches; see qnt_linear_weight_only */
 };
 
 /* The memory layout of a convolution's activations (QNT_OP_LAYOUT). The filter is always
@@ -1049,6 +1053,17 @@ QNT_API qnt_status qnt_linear_dynamic(qnt_context *ctx, const qnt_tensor *x, con
  *    bias[n] is added as a separate float32 addition.
  * Every kernel of the mode gives the same bits. Its accuracy against the f32 mode is that of
  * 8-bit activations: see the README for the measured output SQNR.
+ *
+ * The block-dot mode (QNT_WEIGHT_ONLY_INT8_BLOCK, since 0.12; prepared form only) takes the same
+ * weights and quantizes the activations the same way (qx, sx[j], v, sw[j] as above), with one
+ * sum per output instead of 16 lanes:
+ *  - s = 0; for each block j in increasing order: p = the sum of qx[k] * v[k] over the block's
+ *    elements (exact, wrapped to int32), then s = fmaf((float)p, sx[j] * sw[j], s);
+ *  - y[m, n] = s, then bias[n] added as a separate float32 addition.
+ * Its rule costs one float conversion and one fma per block of an output where the
+ * int8-activation mode's costs them per block and lane, so its kernels run batches at the
+ * integer multiply's rate (the README measures both). Its bits differ from that mode's (the
+ * float sums are taken in another order); every kernel of the mode gives the same bits.
  *
  * The per-token mode (QNT_WEIGHT_ONLY_INT8_TOKEN, since 0.9; prepared form only) is BitNet
  * b1.58's linear layer: w of dtype ternary (values -1, 0, +1) or binary (-1, +1), with one

@@ -392,6 +392,32 @@ __global__ void __launch_bounds__(128) wo_int8_kernel(const qnt_cuda_wo_args a, 
   }
 }
 
+// block-dot mode (QNT_WEIGHT_ONLY_INT8_BLOCK): one warp per feature n; per row and block j
+// (ascending) the lanes sum qx * v over the block's elements (wrapping uint32: an integer sum's
+// order is free), the warp adds the lanes' sums, then s = fmaf((float)p, sx * sw, s).
+constexpr int kBlkWarps = 4;  // features per block of 128 threads
+__global__ void __launch_bounds__(128) wo_blk_kernel(const qnt_cuda_wo_args a, int64_t blocks,
+                                                      const int8_t *qx, const float *sx) {
+  const int lane = threadIdx.x % 32;
+  const int64_t n = static_cast<int64_t>(blockIdx.x) * kBlkWarps + threadIdx.x / 32;
+  if (n >= a.N) return;  // (the whole warp)
+  const int64_t B = a.act_block;
+  for (int64_t m = 0; m < a.M; ++m) {
+    float s = 0.0f;
+    for (int64_t j = 0; j < blocks; ++j) {
+      const int64_t k0 = j * B;
+      const int64_t k1 = k0 + B < a.K ? k0 + B : a.K;
+      uint32_t p = 0;
+      for (int64_t k = k0 + lane; k < k1; k += 32)
+        p += static_cast<uint32_t>(static_cast<int32_t>(qx[m * a.K + k]) * weight_integer(a, n, k));
+      for (int off = 16; off >= 1; off /= 2) p += __shfl_xor_sync(0xFFFFFFFFu, p, off);
+      const float d = sx[m * blocks + j] * a.wscale[n * a.wblocks + j];
+      s = fmaf(static_cast<float>(static_cast<int32_t>(p)), d, s);
+    }
+    if (lane == 0) store_output(a, m, n, s);
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_convert(const qnt_cuda_convert_args &a, cudaStream_t s) {
@@ -418,7 +444,7 @@ cudaError_t launch_gemm(const qnt_cuda_gemm_args &a, cudaStream_t s) {
 cudaError_t launch_weight_only(const qnt_cuda_wo_args &a, cudaStream_t s) {
   if (a.M == 0 || a.N == 0) return cudaSuccess;
   const auto grid = static_cast<unsigned>((a.N + kWoFeatures - 1) / kWoFeatures);
-  if (a.mode != QNT_WEIGHT_ONLY_INT8_ACT) {
+  if (a.mode != QNT_WEIGHT_ONLY_INT8_ACT && a.mode != QNT_WEIGHT_ONLY_INT8_BLOCK) {
     wo_f32_kernel<<<grid, 128, 0, s>>>(a);
     return cudaGetLastError();
   }
@@ -436,7 +462,10 @@ cudaError_t launch_weight_only(const qnt_cuda_wo_args &a, cudaStream_t s) {
   auto *sx = reinterpret_cast<float *>(static_cast<uint8_t *>(scratch) + sx_at);
   const int64_t warps = a.M * blocks;
   wo_act_quantize<<<static_cast<unsigned>((warps * 32 + 255) / 256), 256, 0, s>>>(a, blocks, qx, sx);
-  wo_int8_kernel<<<grid, 128, 0, s>>>(a, blocks, qx, sx);
+  if (a.mode == QNT_WEIGHT_ONLY_INT8_BLOCK)
+    wo_blk_kernel<<<static_cast<unsigned>((a.N + kBlkWarps - 1) / kBlkWarps), 128, 0, s>>>(a, blocks, qx, sx);
+  else
+    wo_int8_kernel<<<grid, 128, 0, s>>>(a, blocks, qx, sx);
   e = cudaGetLastError();
   const cudaError_t f = cudaFreeAsync(scratch, s);
   return e != cudaSuccess ? e : f;

@@ -120,6 +120,18 @@ float dot_int8_act(const int8_t *qx, const float *sx, const int32_t *v, const fl
   return s[0];
 }
 
+float dot_int8_block(const int8_t *qx, const float *sx, const int32_t *v, const float *sw,
+                     int64_t K, int64_t B) noexcept {
+  float s = 0.0f;
+  for (int64_t k0 = 0, j = 0; k0 < K; k0 += B, ++j) {
+    const int64_t k1 = std::min(K, k0 + B);
+    uint32_t p = 0;  // wraps modulo 2^32, as the header says
+    for (int64_t k = k0; k < k1; ++k) p += static_cast<uint32_t>(static_cast<int32_t>(qx[k]) * v[k]);
+    s = std::fma(static_cast<float>(static_cast<int32_t>(p)), sx[j] * sw[j], s);
+  }
+  return s;
+}
+
 bool dynamic_qparams(const float *x, size_t n, float *scale, int32_t *zero_point,
                      int32_t qmax) noexcept {
   float lo = 0.0f, hi = 0.0f;

@@ -80,6 +80,10 @@ void act_quantize_blocks(const float *x, int64_t K, int64_t B, int8_t *qx, float
 // One output of the mode: v[k] the weight integers, sw[j] the weight scale of block j.
 float dot_int8_act(const int8_t *qx, const float *sx, const int32_t *v, const float *sw,
                    int64_t K, int64_t B) noexcept;
+// One output of the block-dot mode (QNT_WEIGHT_ONLY_INT8_BLOCK): the same operands, one exact
+// int32 dot product per block and one float sum, block by block.
+float dot_int8_block(const int8_t *qx, const float *sx, const int32_t *v, const float *sw,
+                     int64_t K, int64_t B) noexcept;
 
 // ONNX DynamicQuantizeLinear's parameters for n floats (NaN skipped) and u8 range [0, qmax]
 // (255; 127 for PyTorch's reduce_range): scale = (hi - lo) / qmax, zero point =

@@ -6,6 +6,7 @@
 #include "kernels/ref/quantize_ref.hpp"
 #include "kernels/wo/wo.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace qnt::kern {
@@ -135,6 +136,38 @@ void wo_token_generic(const uint8_t *w, size_t row_bytes, size_t groups, size_t 
             sum += static_cast<int32_t>((row[32 * g + static_cast<size_t>(j)] >> (6 - 2 * s)) & 3) *
                    x[128 * g + static_cast<size_t>(32 * s + j)];
       acc[r * acc_ld + f] = sum - xsum[r];
+    }
+  }
+}
+
+void wo_blk_generic(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t rows,
+                    float *out, size_t ldo) noexcept {
+  constexpr size_t F = kWoBlkPanel;
+  const bool four = w.code != WoCode::Byte;
+  const size_t per_step = four ? 8 : 4;
+  for (size_t p = p0; p < p1; ++p) {
+    const uint8_t *panel = w.data + p * w.panel_stride;
+    const auto *scales = reinterpret_cast<const float *>(panel + w.code_bytes);
+    const uint8_t *zcs = panel + w.code_bytes + 4 * F * w.blocks;
+    for (size_t r = 0; r < rows; ++r) {
+      const int8_t *qx = x.qx + r * x.qx_stride;
+      for (size_t f = 0; f < F; ++f) {
+        float s = 0.0f;
+        for (size_t j = 0; j < w.blocks; ++j) {
+          // sum(operand * qx) - zc * sum(qx), in uint32 (the wrap-around is defined).
+          uint32_t acc = static_cast<uint32_t>(zcs[j * F + f]) * static_cast<uint32_t>(x.nsum[r * x.blk_stride + j]);
+          const size_t t1 = std::min(w.steps, (j + 1) * w.block_steps);
+          for (size_t t = j * w.block_steps; t < t1; ++t)
+            for (size_t e = 0; e < per_step; ++e) {
+              const uint8_t b = panel[64 * t + 4 * f + e % 4];
+              int32_t op = four ? (e < 4 ? b & 15 : b >> 4) : b;
+              if (w.code == WoCode::NF4) op = ref::kNF4Int8[op] + 128;
+              acc += static_cast<uint32_t>(op * qx[per_step * t + e]);
+            }
+          s = std::fma(static_cast<float>(static_cast<int32_t>(acc)), x.sx[r * x.blk_stride + j] * scales[j * F + f], s);
+        }
+        out[r * ldo + F * (p - p0) + f] = s;
+      }
     }
   }
 }

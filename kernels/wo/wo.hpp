@@ -108,6 +108,50 @@ using WoTokenFn = void (*)(const uint8_t *w, size_t row_bytes, size_t groups, si
                            const int8_t *qx, size_t qx_stride, size_t rows, const int32_t *xsum,
                            int32_t *acc, size_t acc_ld) noexcept;
 
+// The block-dot mode (QNT_WEIGHT_ONLY_INT8_BLOCK). Packed weights: output features in panels of
+// kWoBlkPanel, each panel contiguous, the last one padded with features whose codes, zero points
+// and scales are 0. Per panel, K in steps of 8 elements (4-bit codes) or 4 (bytes), 64 bytes a
+// step: byte 4f + i holds feature f's code of element 8t + i in its low nibble and of element
+// 8t + 4 + i in its high one (4-bit), or of element 4t + i (bytes). So a step read as 16 dwords
+// is vpdpbusd's unsigned operand for 16 features and 4 elements (the low nibbles, then the high
+// ones), and the activations' 4 bytes are its broadcast signed operand. The codes are unsigned:
+// c = q + 8 (i4), q (u4, u8), q + 128 (i8), the NF4 index (whose operand is kNF4Int8[c] + 128,
+// through a table); past K they are 0. After the codes: the scales [block][kWoBlkPanel] float32
+// (NF4: scale / 127), then the zero points zc [block][kWoBlkPanel] as bytes, where v = operand -
+// zc: zc = z + 8 (i4), z (u4, u8), z + 128 (i8), 128 (NF4).
+// Blocks: B elements, a multiple of the step (one block of K when the parameters are per row).
+constexpr int kWoBlkPanel = 16;
+
+struct WoBlkArgs {
+  WoCode code = WoCode::Int4;
+  size_t steps = 0;        // per panel: ceil(K / 8) (4-bit) or ceil(K / 4) (bytes)
+  size_t block_steps = 0;  // steps per block
+  size_t blocks = 0;       // per row
+  size_t code_bytes = 0;   // per panel: 64 * steps
+  size_t panel_stride = 0; // bytes: codes, scales, zero points
+  const uint8_t *data = nullptr;  // panel 0
+};
+
+// The activations of the block-dot mode: rows of qx (stride qx_stride bytes, zero past K up to
+// the panels' steps), and per row and block sx and minus the sum of the block's qx (stride
+// blk_stride elements).
+struct WoBlkActs {
+  const int8_t *qx = nullptr;
+  size_t qx_stride = 0;
+  const float *sx = nullptr;
+  const int32_t *nsum = nullptr;
+  size_t blk_stride = 0;
+};
+
+// out[r * ldo + kWoBlkPanel * (p - p0) + f] = the mode's sum s (before the bias) of row r and
+// feature f of panel p, for p0 <= p < p1 and r < rows.
+using WoBlkFn = void (*)(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t rows,
+                         float *out, size_t ldo) noexcept;
+
+// The block-dot mode's kernel in plain C++ (kernels/wo/generic.cpp).
+void wo_blk_generic(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t rows,
+                    float *out, size_t ldo) noexcept;
+
 struct WoKernels {
   const char *name;
   WoF32Fn f32;
@@ -124,6 +168,7 @@ struct WoKernels {
   // at 0.47-0.62 of the FMA peak against 0.25-0.40 (the dot kernel reads every row's x from L2
   // for each panel of four features).
   bool dequant_batches = true;
+  WoBlkFn blk = nullptr;  // the block-dot mode; null: the generic kernel's
 };
 
 // The per-token mode's kernel in plain C++ (kernels/wo/generic.cpp).

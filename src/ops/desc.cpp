@@ -55,7 +55,7 @@ void OpDesc::set(qnt_op_option key, int64_t v) {
       break;
     case QNT_OP_WEIGHT_ONLY_MODE:
       lo = QNT_WEIGHT_ONLY_F32;
-      hi = QNT_WEIGHT_ONLY_INT8_TOKEN;
+      hi = QNT_WEIGHT_ONLY_INT8_BLOCK;
       break;
     case QNT_OP_ACT_QUANT:
       lo = QNT_ACT_PER_TENSOR;

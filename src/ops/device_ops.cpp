@@ -226,7 +226,7 @@ DeviceWo upload_weight_only(int32_t device, const Tensor &w, const ref::QuantSpe
     d.bias = static_cast<const float *>(d.keep_bias.get());
     d.bytes += 4 * static_cast<size_t>(N);
   }
-  if (mode == QNT_WEIGHT_ONLY_INT8_ACT && K > 0) {
+  if (mode != QNT_WEIGHT_ONLY_F32 && K > 0) {
     // sw[n][j]: the scale of (row n, block j), divided by 127 for NF4 (the header's rule).
     d.act_block = act_block;
     d.wblocks = static_cast<int64_t>(act_blocks);

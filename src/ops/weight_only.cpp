@@ -169,14 +169,14 @@ class PreparedWeightOnly final : public Prepared {
     const RowBlocks rb = row_blocks(spec.layout, K_);
     const qnt_dtype dt = w.dtype();
     const bool four_bit = dt == QNT_DTYPE_I4 || dt == QNT_DTYPE_U4 || dt == QNT_DTYPE_NF4;
-    if (mode_ == QNT_WEIGHT_ONLY_INT8_ACT) {
+    if (mode_ != QNT_WEIGHT_ONLY_F32) {
+      const char *name = mode_ == QNT_WEIGHT_ONLY_INT8_ACT ? "the int8-activation mode" : "the block-dot mode";
       if (!(four_bit || dt == QNT_DTYPE_I8 || dt == QNT_DTYPE_U8))
-        fail(QNT_ERR_UNSUPPORTED, "the int8-activation mode takes i4, u4, NF4, i8 or u8 weights, not ",
-             w.info().name);
+        fail(QNT_ERR_UNSUPPORTED, name, " takes i4, u4, NF4, i8 or u8 weights, not ", w.info().name);
       if (!rb.ok && K_ > 0)
-        fail(QNT_ERR_UNSUPPORTED,
-             "the int8-activation mode takes weight qparams per tensor, per output feature (axis 0) "
-             "or per block along K (axis 1)");
+        fail(QNT_ERR_UNSUPPORTED, name,
+             " takes weight qparams per tensor, per output feature (axis 0) or per block along K "
+             "(axis 1)");
       act_block_ = rb.single ? std::max<int64_t>(K_, 1) : rb.block;
       act_blocks_ = rb.blocks;
     }
@@ -192,10 +192,14 @@ class PreparedWeightOnly final : public Prepared {
         pack(ctx, w, spec, rb, true);
         path_ = Path::PackedInt8;
         packed = true;
+      } else if (mode_ == QNT_WEIGHT_ONLY_INT8_BLOCK && (rb.single || rb.block % (bytes ? 4 : 8) == 0)) {
+        pack_blk(ctx, w, spec, rb);
+        path_ = Path::PackedBlock;
+        packed = true;
       }
     }
     if (!packed) {
-      path_ = mode_ == QNT_WEIGHT_ONLY_INT8_ACT ? Path::ReferenceInt8
+      path_ = mode_ != QNT_WEIGHT_ONLY_F32 ? Path::ReferenceInt8
               : (wo != nullptr && K_ > 0)       ? Path::DequantizeDot
                                                 : Path::Reference;
       w_ = std::make_unique<Tensor>(w.dtype(), w.shape(), w.rank(), w.qparams(),
@@ -213,7 +217,7 @@ class PreparedWeightOnly final : public Prepared {
   }
 
   size_t packed_size() const noexcept override {
-    return pw_.bytes + (w_ ? w_->byte_size() + 8 * w_->qparams()->count() : 0) +
+    return pw_.bytes + pb_.bytes + (w_ ? w_->byte_size() + 8 * w_->qparams()->count() : 0) +
            bias_.bytes() + dev_.bytes;
   }
 
@@ -247,6 +251,8 @@ class PreparedWeightOnly final : public Prepared {
         });
       case Path::PackedInt8:
         return tuned_packed(ctx, rows, [&](const TuneValue &tv) { run_int8(ctx, xs, rows, out, tv); });
+      case Path::PackedBlock:
+        return run_blk(ctx, xs, rows, out);
       case Path::DequantizeDot:
         return run_dequantize_dot(ctx, xs, rows, out);
       case Path::ReferenceInt8:
@@ -256,7 +262,7 @@ class PreparedWeightOnly final : public Prepared {
     }
   }
 
-  enum class Path { Reference, ReferenceInt8, DequantizeDot, PackedF32, PackedInt8 };
+  enum class Path { Reference, ReferenceInt8, DequantizeDot, PackedF32, PackedInt8, PackedBlock };
 
   void put(float *out, size_t r, size_t n, float d) const noexcept {
     out[r * static_cast<size_t>(N_) + n] =
@@ -362,6 +368,125 @@ class PreparedWeightOnly final : public Prepared {
         if (pw_.has_zps) zps[j * P + p] = static_cast<uint8_t>(zp_at(n, j));
       }
     }
+    });
+  }
+
+  // Packs w for the block-dot mode's kernels (kernels/wo/wo.hpp: panels of 16 features, 8 or 4
+  // elements a step).
+  void pack_blk(const Context &ctx, const Tensor &w, const ref::QuantSpec &spec, const RowBlocks &rb) {
+    constexpr size_t F = kern::kWoBlkPanel;
+    kern::WoBlkArgs &a = pb_.args;
+    const qnt_dtype dt = w.dtype();
+    a.code = dt == QNT_DTYPE_NF4 ? WoCode::NF4
+             : (dt == QNT_DTYPE_I8 || dt == QNT_DTYPE_U8) ? WoCode::Byte
+                                                          : WoCode::Int4;
+    const bool bytes = a.code == WoCode::Byte;
+    const size_t per = bytes ? 4 : 8;
+    const auto K = static_cast<size_t>(K_), N = static_cast<size_t>(N_);
+    a.steps = (K + per - 1) / per;
+    a.block_steps = rb.single ? a.steps : static_cast<size_t>(rb.block) / per;
+    a.blocks = rb.blocks;
+    a.code_bytes = 64 * a.steps;
+    a.panel_stride = round_up(a.code_bytes + a.blocks * F * 5, 64);
+    pb_.panels = (N + F - 1) / F;
+    pb_.bytes = pb_.panels * a.panel_stride;
+    pb_.data.reset(new uint8_t[pb_.bytes]);
+    a.data = pb_.data.get();
+    const int32_t offset = dt == QNT_DTYPE_I4 ? 8 : dt == QNT_DTYPE_I8 ? 128 : 0;
+    const GroupLayout &L = spec.layout;
+    auto param = [&](size_t n, size_t j) -> size_t {  // as pack's
+      if (!rb.single) return n * rb.blocks + j;
+      if (L.granularity == QNT_GRANULARITY_PER_TENSOR) return 0;
+      return L.granularity == QNT_GRANULARITY_PER_AXIS ? n % static_cast<size_t>(L.dim)
+                                                       : L.group_of(n * K);
+    };
+    const uint8_t *src = w.data();
+    const size_t grain = std::max<size_t>(1, (size_t{1} << 16) / a.panel_stride);
+    const size_t workers = parallel_workers(ctx.threads(), pb_.panels, grain);
+    std::vector<std::vector<uint8_t>> codes_of(workers, std::vector<uint8_t>(a.steps * per));
+    parallel_for_workers(ctx.threads(), pb_.panels, grain, [&](size_t p0, size_t p1, size_t t) {
+      uint8_t *codes = codes_of[t].data();
+      uint8_t *const base = pb_.data.get();
+      const size_t stride = a.panel_stride, steps = a.steps, blocks = a.blocks;
+      std::memset(base + p0 * stride, 0, (p1 - p0) * stride);
+      for (size_t n = p0 * F; n < std::min(N, p1 * F); ++n) {
+        uint8_t *panel = base + (n / F) * stride;
+        const size_t f = n % F;
+        std::memset(codes, 0, steps * per);
+        // The row's unsigned codes, one byte each (wo.hpp).
+        if (bytes) {
+          const uint8_t flip = dt == QNT_DTYPE_I8 ? 0x80 : 0x00;
+          for (size_t k = 0; k < K; ++k) codes[k] = static_cast<uint8_t>(src[n * K + k] ^ flip);
+        } else {
+          for (size_t k = 0; k < K; ++k) {
+            const int32_t q = ref::load_element(src, n * K + k, 4, dt == QNT_DTYPE_I4);
+            codes[k] = static_cast<uint8_t>(q + (dt == QNT_DTYPE_I4 ? 8 : 0));
+          }
+        }
+        for (size_t st = 0; st < steps; ++st) {
+          uint8_t *dst = panel + 64 * st + 4 * f;
+          const uint8_t *c = codes + per * st;
+          for (size_t i = 0; i < 4; ++i)
+            dst[i] = bytes ? c[i] : static_cast<uint8_t>(c[i] | (c[4 + i] << 4));
+        }
+        auto *scales = reinterpret_cast<float *>(panel + a.code_bytes);
+        uint8_t *zcs = panel + a.code_bytes + 4 * F * blocks;
+        for (size_t j = 0; j < blocks; ++j) {
+          const size_t g = param(n, j);
+          scales[j * F + f] = a.code == WoCode::NF4 ? spec.scales[g] / 127.0f : spec.scales[g];
+          zcs[j * F + f] = static_cast<uint8_t>(a.code == WoCode::NF4 ? 128 : spec.zero_points[g] + offset);
+        }
+      }
+    });
+  }
+
+  // The block-dot mode: the activations quantized once per call (qx rows zero up to the panels'
+  // steps, sx and minus the block sums of qx), then the panels split over the context's threads,
+  // each worker one contiguous range, a slice of panels per kernel call.
+  void run_blk(const Context &ctx, const float *xs, size_t rows, float *out) const {
+    constexpr size_t F = kern::kWoBlkPanel;
+    const kern::WoBlkArgs &a = pb_.args;
+    const auto K = static_cast<size_t>(K_), N = static_cast<size_t>(N_);
+    const size_t kp = a.steps * (a.code == WoCode::Byte ? 4 : 8);
+    const size_t qstride = round_up(kp, 64) + 64;  // (run_int8's padded rows)
+    const size_t nb = act_blocks_, bstride = round_up(nb, 16);
+    Scratch scratch(ctx, rows * (qstride + 8 * bstride) + 64);
+    auto *base = reinterpret_cast<uint8_t *>(round_up(reinterpret_cast<uintptr_t>(scratch.data()), 64));
+    auto *sx = reinterpret_cast<float *>(base);
+    auto *nsum = reinterpret_cast<int32_t *>(base + rows * bstride * 4);
+    auto *qx = reinterpret_cast<int8_t *>(base + rows * bstride * 8);
+    const std::vector<int32_t> zeros(nb, 0);
+    const auto B = static_cast<size_t>(act_block_);
+    parallel_for(ctx.threads(), rows, std::max<size_t>(1, 16384 / K), [&](size_t r0, size_t r1) {
+      for (size_t r = r0; r < r1; ++r) {
+        int8_t *q = qx + r * qstride;
+        quantize_act_row(xs + r * K, q, sx + r * bstride, zeros.data());
+        std::memset(q + K, 0, kp - K);
+        for (size_t j = 0; j < nb; ++j) {
+          int32_t sum = 0;
+          for (size_t k = j * B; k < std::min(K, (j + 1) * B); ++k) sum += q[k];
+          nsum[r * bstride + j] = -sum;
+        }
+      }
+    });
+    kern::WoBlkActs acts;
+    acts.qx = qx;
+    acts.qx_stride = qstride;
+    acts.sx = sx;
+    acts.nsum = nsum;
+    acts.blk_stride = bstride;
+    const kern::WoBlkFn fn = wo_->blk != nullptr ? wo_->blk : &kern::wo_blk_generic;
+    const auto threads = static_cast<size_t>(std::max(ctx.threads(), 1));
+    const size_t chunk = (pb_.panels + threads - 1) / threads;
+    constexpr size_t kSlice = 8;  // panels a kernel call
+    parallel_for(ctx.threads(), pb_.panels, chunk, [&](size_t p0, size_t p1) {
+      std::vector<float> o(rows * F * kSlice);
+      for (size_t s0 = p0; s0 < p1; s0 += kSlice) {
+        const size_t s1 = std::min(p1, s0 + kSlice), ld = F * (s1 - s0);
+        fn(a, s0, s1, acts, rows, o.data(), ld);
+        for (size_t r = 0; r < rows; ++r)
+          for (size_t n = s0 * F; n < std::min(N, s1 * F); ++n) put(out, r, n, o[r * ld + n - s0 * F]);
+      }
     });
   }
 
@@ -479,6 +604,27 @@ class PreparedWeightOnly final : public Prepared {
                    const int32_t *zeros) const {
     const kern::WoPanelArgs &a = pw_.base;
     const auto K = static_cast<size_t>(K_);
+    const size_t nb = act_blocks_;
+    quantize_act_row(x, qx, sx, zeros);
+    std::memset(qx + K, 0, a.chunks * 64 - K);
+    const size_t units = a.half_units ? a.chunks : (a.chunks + a.unit_chunks - 1) / a.unit_chunks;
+    std::memset(sums, 0, units * 16 * sizeof(int32_t));
+    for (size_t c = 0; c < a.chunks; ++c) {
+      int32_t *su = sums + (c / a.unit_chunks) * 16;
+      const int8_t *q = qx + 64 * c;
+      for (size_t i = 0; i < 64; ++i) su[i / 4] += q[i];
+    }
+    for (size_t u = 0; u < units; ++u)
+      for (size_t l = 0; l < 16; ++l) {
+        const size_t j = a.half_units ? 2 * u + l / 8 : u;
+        sxv[u * 16 + l] = j < nb ? sx[j] : 0.0f;
+      }
+  }
+
+  // The int8 modes' activations of one row by the mode's rule (the kernel set's quantize kernel):
+  // sx per block, and qx[0 .. K) (0 in a block whose sx is 0 or NaN).
+  void quantize_act_row(const float *x, int8_t *qx, float *sx, const int32_t *zeros) const {
+    const auto K = static_cast<size_t>(K_);
     const auto B = static_cast<size_t>(act_block_);
     const size_t nb = act_blocks_;
     for (size_t j = 0; j < nb; ++j) {
@@ -505,19 +651,6 @@ class PreparedWeightOnly final : public Prepared {
     for (size_t j = 0; j < nb; ++j)
       if (!(sx[j] > 0.0f))  // 0 or NaN: the block's qx are 0
         std::memset(qx + j * B, 0, std::min(K, (j + 1) * B) - j * B);
-    std::memset(qx + K, 0, a.chunks * 64 - K);
-    const size_t units = a.half_units ? a.chunks : (a.chunks + a.unit_chunks - 1) / a.unit_chunks;
-    std::memset(sums, 0, units * 16 * sizeof(int32_t));
-    for (size_t c = 0; c < a.chunks; ++c) {
-      int32_t *su = sums + (c / a.unit_chunks) * 16;
-      const int8_t *q = qx + 64 * c;
-      for (size_t i = 0; i < 64; ++i) su[i / 4] += q[i];
-    }
-    for (size_t u = 0; u < units; ++u)
-      for (size_t l = 0; l < 16; ++l) {
-        const size_t j = a.half_units ? 2 * u + l / 8 : u;
-        sxv[u * 16 + l] = j < nb ? sx[j] : 0.0f;
-      }
   }
 
   // Whether the table's fused batch kernel takes these weights (WoBatchFn: 4-bit codes, and
@@ -623,7 +756,9 @@ class PreparedWeightOnly final : public Prepared {
         }
         for (size_t r = 0; r < rows; ++r)
           put(out, r, n,
-              ref::dot_int8_act(qx.data() + r * k, sx.data() + r * nb, v, sw, K_, act_block_));
+              mode_ == QNT_WEIGHT_ONLY_INT8_ACT
+                  ? ref::dot_int8_act(qx.data() + r * k, sx.data() + r * nb, v, sw, K_, act_block_)
+                  : ref::dot_int8_block(qx.data() + r * k, sx.data() + r * nb, v, sw, K_, act_block_));
       }
     });
   }
@@ -636,6 +771,12 @@ class PreparedWeightOnly final : public Prepared {
   int64_t act_block_ = 1;  // the int8 mode's activation block (B, or K)
   size_t act_blocks_ = 1;
   PackedWeights pw_;
+  struct {
+    kern::WoBlkArgs args;
+    size_t panels = 0;
+    std::unique_ptr<uint8_t[]> data;
+    size_t bytes = 0;
+  } pb_;  // the block-dot mode's packed weights
   std::unique_ptr<Tensor> w_;  // the user's layout, for the unpacked paths
   ref::QuantSpec spec_;
   Bias bias_;

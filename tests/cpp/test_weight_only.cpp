@@ -1,9 +1,10 @@
 // The weight-only linear layer's fast kernels against its reference kernels, bit for bit,
-// through the public ABI, in both modes (QNT_WEIGHT_ONLY_F32 and QNT_WEIGHT_ONLY_INT8_ACT):
+// through the public ABI, in its modes (QNT_WEIGHT_ONLY_F32, QNT_WEIGHT_ONLY_INT8_ACT and
+// QNT_WEIGHT_ONLY_INT8_BLOCK):
 // every kernel set this machine runs, 1 to 3 threads, K and N among 1, 31, 32, 33, 127, 128,
 // 129 and 4096, every weight dtype and granularity each mode takes, short last blocks, and NaN,
-// infinities, zeros and denormals in the activations. The int8 mode's reference is checked
-// against an independent transcription of the header's rule.
+// infinities, zeros and denormals in the activations. The int8 modes' references are checked
+// against independent transcriptions of the header's rules.
 #include "helpers.hpp"
 
 #include <gtest/gtest.h>
@@ -267,13 +268,49 @@ TEST(WeightOnly, Int8ModeAllShapes) {
   for (int64_t N : kDims) check_case(rng, cases[1], 3, N, 129, QNT_WEIGHT_ONLY_INT8_ACT, true);
 }
 
+// The block-dot mode: every dtype and granularity it takes, blocks of a multiple of the kernels'
+// step (8 elements for 4-bit codes, 4 for bytes) and not (the reference path), N across panels
+// of 16 features, and batches across the kernels' groups of rows.
+TEST(WeightOnly, BlockModeAllShapes) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  std::mt19937 rng(23);
+  const Case cases[] = {
+      {QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 32}, false},
+      {QNT_DTYPE_U4, {QNT_GRANULARITY_PER_BLOCK, 1, 32}, true},
+      {QNT_DTYPE_U4, {QNT_GRANULARITY_PER_BLOCK, 1, 64}, true},
+      {QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 128}, true},
+      {QNT_DTYPE_NF4, {QNT_GRANULARITY_PER_BLOCK, 1, 64}, false},
+      {QNT_DTYPE_NF4, {QNT_GRANULARITY_PER_BLOCK, 1, 8}, false},
+      {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_AXIS, 0, 0}, false},
+      {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_BLOCK, 1, 256}, true},
+      {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_TENSOR, 0, 0}, true},
+      {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_BLOCK, 1, 12}, true},
+      {QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 48}, false},
+      {QNT_DTYPE_U4, {QNT_GRANULARITY_PER_AXIS, 0, 0}, true},
+      {QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 20}, false},  // the reference path
+      {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_BLOCK, 1, 6}, false},   // the reference path
+  };
+  for (const Case &c : cases) {
+    for (int64_t K : kDims)
+      for (int64_t N : {int64_t{1}, int64_t{17}, int64_t{33}})
+        for (int64_t M : {int64_t{1}, N == 17 ? int64_t{7} : int64_t{2}})
+          check_case(rng, c, M, N, K, QNT_WEIGHT_ONLY_INT8_BLOCK, true);
+    check_case(rng, c, 1, 150, 640, QNT_WEIGHT_ONLY_INT8_BLOCK, true);
+  }
+  // Rows across the kernels' groups (1 to 16 and past), features across their panel groups.
+  for (int64_t M : {3, 4, 5, 6, 9, 13, 16, 17, 40})
+    check_case(rng, cases[3], M, 77, 256, QNT_WEIGHT_ONLY_INT8_BLOCK, true);
+  for (int64_t N : {15, 16, 31, 32, 48, 64, 65, 129, 200})
+    check_case(rng, cases[1], 3, N, 96, QNT_WEIGHT_ONLY_INT8_BLOCK, true);
+}
+
 TEST(WeightOnly, LargeKAndN) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
   std::mt19937 rng(14);
   const Case i4{QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 128}, false};
   const Case u4{QNT_DTYPE_U4, {QNT_GRANULARITY_PER_BLOCK, 1, 32}, true};
   const Case nf4{QNT_DTYPE_NF4, {QNT_GRANULARITY_PER_BLOCK, 1, 64}, false};
-  for (int64_t mode : {QNT_WEIGHT_ONLY_F32, QNT_WEIGHT_ONLY_INT8_ACT}) {
+  for (int64_t mode : {QNT_WEIGHT_ONLY_F32, QNT_WEIGHT_ONLY_INT8_ACT, QNT_WEIGHT_ONLY_INT8_BLOCK}) {
     check_case(rng, i4, 1, 33, 4096, mode, false);
     check_case(rng, u4, 5, 9, 4096, mode, true);
     check_case(rng, nf4, 16, 4096, 33, mode, false);
@@ -326,14 +363,22 @@ TEST(WeightOnly, Int8ModeRefusesWhatItDoesNotTake) {
               QNT_ERR_UNSUPPORTED);
     EXPECT_EQ(p.p, nullptr);
     EXPECT_NE(std::string(qnt_last_error_message()).find("int8-activation"), std::string::npos);
+    ASSERT_EQ(qnt_op_desc_set(d.d, QNT_OP_WEIGHT_ONLY_MODE, QNT_WEIGHT_ONLY_INT8_BLOCK), QNT_OK);
+    EXPECT_EQ(qnt_prepared_create_linear_weight_only(nullptr, wq.t, nullptr, d.d, &p.p),
+              QNT_ERR_UNSUPPORTED);
+    EXPECT_EQ(p.p, nullptr);
+    EXPECT_NE(std::string(qnt_last_error_message()).find("block-dot"), std::string::npos);
   }
   Desc d;
-  EXPECT_EQ(qnt_op_desc_set(d.d, QNT_OP_WEIGHT_ONLY_MODE, 3), QNT_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(qnt_op_desc_set(d.d, QNT_OP_WEIGHT_ONLY_MODE, 4), QNT_ERR_INVALID_ARGUMENT);
 }
 
 // The header's int8-mode rule, transcribed independently of kernels/ref.
-float header_int8(const float *x, const int32_t *v, const float *sw, int64_t K, int64_t B) {
+// With `block`, the block-dot mode's rule: one exact sum per block, one float sum.
+float header_int8(const float *x, const int32_t *v, const float *sw, int64_t K, int64_t B,
+                  bool block = false) {
   float s[16] = {0};
+  float one = 0.0f;
   for (int64_t j = 0; j * B < K; ++j) {
     const int64_t k0 = j * B, k1 = std::min(K, k0 + B);
     float a = 0.0f;
@@ -354,9 +399,13 @@ float header_int8(const float *x, const int32_t *v, const float *sw, int64_t K, 
       p[(k / 4) % 16] += static_cast<int64_t>(q) * v[k];
       has[(k / 4) % 16] = true;
     }
+    int64_t all = 0;
+    for (int l = 0; l < 16; ++l) all += p[l];
+    one = std::fma(static_cast<float>(static_cast<int32_t>(all)), sx * sw[j], one);
     for (int l = 0; l < 16; ++l)
       if (has[l]) s[l] = std::fma(static_cast<float>(static_cast<int32_t>(p[l])), sx * sw[j], s[l]);
   }
+  if (block) return one;
   for (int w = 8; w >= 1; w /= 2)
     for (int i = 0; i < w; ++i) s[i] += s[i + w];
   return s[0];
@@ -366,6 +415,7 @@ TEST(WeightOnly, Int8ModeIsTheHeadersRule) {
   std::mt19937 rng(16);
   float cb[16];
   ASSERT_EQ(qnt_nf4_codebook(cb, 16), QNT_OK);
+  for (int64_t mode : {QNT_WEIGHT_ONLY_INT8_ACT, QNT_WEIGHT_ONLY_INT8_BLOCK})
   for (qnt_dtype d : {QNT_DTYPE_U4, QNT_DTYPE_NF4, QNT_DTYPE_I8}) {
     const int64_t N = 3, K = 100, B = 32, M = 4;
     T wq;
@@ -377,7 +427,7 @@ TEST(WeightOnly, Int8ModeIsTheHeadersRule) {
     qnt_status st;
     for (qnt_isa isa : {QNT_ISA_REFERENCE, QNT_ISA_NATIVE}) {
       Ctx c(isa, 2);
-      const std::vector<float> y = run_prepared(c.c, wq.t, nullptr, QNT_WEIGHT_ONLY_INT8_ACT, tx.t, M, N, &st);
+      const std::vector<float> y = run_prepared(c.c, wq.t, nullptr, mode, tx.t, M, N, &st);
       ASSERT_EQ(st, QNT_OK);
       // The weights' integers and scales through the public ABI.
       QP qp;
@@ -404,9 +454,10 @@ TEST(WeightOnly, Int8ModeIsTheHeadersRule) {
             const float s = scales[static_cast<size_t>(n * 4 + j)];
             sw[static_cast<size_t>(j)] = d == QNT_DTYPE_NF4 ? s / 127.0f : s;
           }
-          const float want = header_int8(x.data() + m * K, v.data(), sw.data(), K, B);
+          const float want = header_int8(x.data() + m * K, v.data(), sw.data(), K, B,
+                                         mode == QNT_WEIGHT_ONLY_INT8_BLOCK);
           ASSERT_TRUE(same(y[static_cast<size_t>(m * N + n)], want))
-              << qnt_dtype_name(d) << " isa " << isa << " " << m << "," << n << ": "
+              << qnt_dtype_name(d) << " mode " << mode << " isa " << isa << " " << m << "," << n << ": "
               << y[static_cast<size_t>(m * N + n)] << " vs " << want;
         }
     }
@@ -425,14 +476,14 @@ TEST(WeightOnly, NonFiniteActivations) {
   x[K + 40] = std::numeric_limits<float>::infinity();
   T tx;
   make_f32(tx, {M, K}, x);
-  for (int64_t mode : {QNT_WEIGHT_ONLY_F32, QNT_WEIGHT_ONLY_INT8_ACT}) {
+  for (int64_t mode : {QNT_WEIGHT_ONLY_F32, QNT_WEIGHT_ONLY_INT8_ACT, QNT_WEIGHT_ONLY_INT8_BLOCK}) {
     qnt_status st;
     const std::vector<float> y = run_prepared(nullptr, wq.t, nullptr, mode, tx.t, M, N, &st);
     ASSERT_EQ(st, QNT_OK);
     for (int64_t n = 0; n < N; ++n) {
       EXPECT_TRUE(std::isnan(y[static_cast<size_t>(n)]));
       const float inf_row = y[static_cast<size_t>(N + n)];
-      if (mode == QNT_WEIGHT_ONLY_INT8_ACT) {
+      if (mode != QNT_WEIGHT_ONLY_F32) {
         EXPECT_TRUE(std::isnan(inf_row));
       } else {
         EXPECT_FALSE(std::isfinite(inf_row));
@@ -454,14 +505,17 @@ TEST(WeightOnly, Int8ModeAccuracyAgainstF32Mode) {
     make_f32(tx, {M, K}, x);
     qnt_status st;
     const auto yf = run_prepared(nullptr, wq.t, nullptr, QNT_WEIGHT_ONLY_F32, tx.t, M, N, &st);
-    const auto yi = run_prepared(nullptr, wq.t, nullptr, QNT_WEIGHT_ONLY_INT8_ACT, tx.t, M, N, &st);
-    double sig = 0, noise = 0;
-    for (size_t i = 0; i < yf.size(); ++i) {
-      sig += double(yf[i]) * yf[i];
-      noise += (double(yf[i]) - yi[i]) * (double(yf[i]) - yi[i]);
+    for (int64_t mode : {QNT_WEIGHT_ONLY_INT8_ACT, QNT_WEIGHT_ONLY_INT8_BLOCK}) {
+      const auto yi = run_prepared(nullptr, wq.t, nullptr, mode, tx.t, M, N, &st);
+      ASSERT_EQ(st, QNT_OK);
+      double sig = 0, noise = 0;
+      for (size_t i = 0; i < yf.size(); ++i) {
+        sig += double(yf[i]) * yf[i];
+        noise += (double(yf[i]) - yi[i]) * (double(yf[i]) - yi[i]);
+      }
+      const double sqnr = 10 * std::log10(sig / noise);
+      EXPECT_GT(sqnr, d == QNT_DTYPE_NF4 ? 25.0 : 33.0) << qnt_dtype_name(d) << " mode " << mode;
     }
-    const double sqnr = 10 * std::log10(sig / noise);
-    EXPECT_GT(sqnr, d == QNT_DTYPE_NF4 ? 25.0 : 33.0) << qnt_dtype_name(d);
   }
 }
 
@@ -509,7 +563,8 @@ TEST(WeightOnly, EveryNaNIsTheCanonicalOne) {
       Ctx c(isa, threads);
       const std::string what = std::string(qnt_isa_name(isa)) + " threads " +
                                std::to_string(threads);
-      for (int64_t mode : {int64_t{QNT_WEIGHT_ONLY_F32}, int64_t{QNT_WEIGHT_ONLY_INT8_ACT}}) {
+      for (int64_t mode : {int64_t{QNT_WEIGHT_ONLY_F32}, int64_t{QNT_WEIGHT_ONLY_INT8_ACT},
+                           int64_t{QNT_WEIGHT_ONLY_INT8_BLOCK}}) {
         qnt_status st;
         check(run_prepared(c.c, wq.t, tb.t, mode, tx.t, M, N, &st),
               what + " prepared mode " + std::to_string(mode));

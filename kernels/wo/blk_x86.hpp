@@ -1,0 +1,151 @@
+// The block-dot mode's kernel on AVX-512 VNNI (QNT_WEIGHT_ONLY_INT8_BLOCK; layout in wo.hpp).
+// Compiled in the AVX-512 VNNI table's translation unit only.
+//
+// Features go across the vector: one zmm holds 16 features' int32 block sums, and a step of 64
+// packed bytes is vpdpbusd's unsigned operand for those 16 features and 4 elements (8 for 4-bit
+// codes: the low nibbles, then the high ones), the activations' 4 bytes its broadcast signed
+// operand. So a block costs, per row and 16 features, B / 4 vpdpbusd, then one vcvtdq2ps, one
+// vmulps (sx * sw) and one fma: the rule's float work is once per block, and the nibbles are
+// split once per step for every row of the tile.
+//
+// Exactness: vpdpbusd multiplies u8 by s8 (each product fits int16) and adds four of them to the
+// int32 lane with wrap-around (not vpdpbusds, which saturates). The lane starts at zc * (minus
+// the block's sum of qx), so that it ends at sum((operand - zc) * qx) = sum(v * qx) modulo 2^32,
+// the rule's p. The float part is the rule's: (float)p, sx * sw rounded, one fma per block in
+// order.
+#pragma once
+
+#include "kernels/ref/ops_ref.hpp"
+#include "kernels/wo/wo.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace qnt::kern {
+namespace {  // (one translation unit: wo_x86.hpp's convention)
+namespace wo {
+namespace blk_detail {
+
+inline __m512i bcast4(const int8_t *p) noexcept {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// NF4's operands kNF4Int8[c] + 128, for vpshufb (the same 16 bytes in each 128-bit lane).
+inline __m512i nf4_table() noexcept {
+  alignas(16) uint8_t t[16];
+  for (int c = 0; c < 16; ++c) t[c] = static_cast<uint8_t>(ref::kNF4Int8[c] + 128);
+  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(t)));
+}
+
+// R rows (from row r0) against PN panels (from panel p) over all of K.
+template <int R, int PN, WoCode C>
+inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, float *out,
+                 size_t ldo) noexcept {
+  constexpr bool kFour = C != WoCode::Byte;
+  constexpr size_t kPer = kFour ? 8 : 4;
+  constexpr size_t F = kWoBlkPanel;
+  const __m512i mask = _mm512_set1_epi8(0x0f);
+  const __m512i table = C == WoCode::NF4 ? nf4_table() : _mm512_setzero_si512();
+  const uint8_t *codes[PN];
+  const float *scales[PN];
+  const uint8_t *zcs[PN];
+  for (int q = 0; q < PN; ++q) {
+    codes[q] = w.data + (p + static_cast<size_t>(q)) * w.panel_stride;
+    scales[q] = reinterpret_cast<const float *>(codes[q] + w.code_bytes);
+    zcs[q] = codes[q] + w.code_bytes + 4 * F * w.blocks;
+  }
+  const int8_t *qx[R];
+  for (int r = 0; r < R; ++r) qx[r] = x.qx + (r0 + static_cast<size_t>(r)) * x.qx_stride;
+  const float *sx = x.sx + r0 * x.blk_stride;
+  const int32_t *nsum = x.nsum + r0 * x.blk_stride;
+  const size_t bs = x.blk_stride;
+  __m512 acc[R][PN];
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < PN; ++q) acc[r][q] = _mm512_setzero_ps();
+  for (size_t j = 0; j < w.blocks; ++j) {
+    __m512i s[R][PN];
+    for (int q = 0; q < PN; ++q) {
+      const __m512i zc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(zcs[q] + F * j)));
+      for (int r = 0; r < R; ++r)
+        s[r][q] = _mm512_mullo_epi32(zc, _mm512_set1_epi32(nsum[static_cast<size_t>(r) * bs + j]));
+    }
+    const size_t t1 = std::min(w.steps, (j + 1) * w.block_steps);
+    for (size_t t = j * w.block_steps; t < t1; ++t) {
+      for (int q = 0; q < PN; ++q) {
+        const __m512i raw = _mm512_loadu_si512(codes[q] + 64 * t);
+        if constexpr (kFour) {
+          __m512i lo = _mm512_and_si512(raw, mask);
+          __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
+          if constexpr (C == WoCode::NF4) {
+            lo = _mm512_shuffle_epi8(table, lo);
+            hi = _mm512_shuffle_epi8(table, hi);
+          }
+          for (int r = 0; r < R; ++r) s[r][q] = _mm512_dpbusd_epi32(s[r][q], lo, bcast4(qx[r] + kPer * t));
+          for (int r = 0; r < R; ++r) s[r][q] = _mm512_dpbusd_epi32(s[r][q], hi, bcast4(qx[r] + kPer * t + 4));
+        } else {
+          for (int r = 0; r < R; ++r) s[r][q] = _mm512_dpbusd_epi32(s[r][q], raw, bcast4(qx[r] + kPer * t));
+        }
+      }
+    }
+    for (int q = 0; q < PN; ++q) {
+      const __m512 sw = _mm512_loadu_ps(scales[q] + F * j);
+      for (int r = 0; r < R; ++r) {
+        const __m512 d = _mm512_mul_ps(sw, _mm512_set1_ps(sx[static_cast<size_t>(r) * bs + j]));
+        acc[r][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r][q]), d, acc[r][q]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < PN; ++q) _mm512_storeu_ps(out + static_cast<size_t>(r) * ldo + F * static_cast<size_t>(q), acc[r][q]);
+}
+
+constexpr int kRows = 6;  // rows a tile beside two panels
+
+// rows (1 .. kRows) against PN panels.
+template <int PN, WoCode C>
+inline void rows_tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, size_t rows,
+                      float *out, size_t ldo) noexcept {
+  switch (rows) {
+    case 1: return tile<1, PN, C>(w, p, x, r0, out, ldo);
+    case 2: return tile<2, PN, C>(w, p, x, r0, out, ldo);
+    case 3: return tile<3, PN, C>(w, p, x, r0, out, ldo);
+    case 4: return tile<4, PN, C>(w, p, x, r0, out, ldo);
+    case 5: return tile<5, PN, C>(w, p, x, r0, out, ldo);
+    default: return tile<6, PN, C>(w, p, x, r0, out, ldo);
+  }
+}
+
+template <WoCode C>
+void run(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t rows, float *out,
+         size_t ldo) noexcept {
+  constexpr size_t F = kWoBlkPanel;
+  size_t p = p0;
+  if (rows == 1) {  // four streams of weights at once
+    for (; p + 4 <= p1; p += 4) tile<1, 4, C>(w, p, x, 0, out + F * (p - p0), ldo);
+  }
+  for (; p + 2 <= p1; p += 2)
+    for (size_t r0 = 0; r0 < rows; r0 += kRows)
+      rows_tile<2, C>(w, p, x, r0, std::min<size_t>(kRows, rows - r0), out + r0 * ldo + F * (p - p0), ldo);
+  for (; p < p1; ++p)
+    for (size_t r0 = 0; r0 < rows; r0 += kRows)
+      rows_tile<1, C>(w, p, x, r0, std::min<size_t>(kRows, rows - r0), out + r0 * ldo + F * (p - p0), ldo);
+}
+
+}  // namespace blk_detail
+
+void blk_vnni(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t rows,
+                     float *out, size_t ldo) noexcept {
+  switch (w.code) {
+    case WoCode::Int4: return blk_detail::run<WoCode::Int4>(w, p0, p1, x, rows, out, ldo);
+    case WoCode::NF4: return blk_detail::run<WoCode::NF4>(w, p0, p1, x, rows, out, ldo);
+    default: return blk_detail::run<WoCode::Byte>(w, p0, p1, x, rows, out, ldo);
+  }
+}
+
+}  // namespace wo
+}  // namespace
+}  // namespace qnt::kern
