@@ -155,7 +155,8 @@ void wo_blk_generic(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x
         float s = 0.0f;
         for (size_t j = 0; j < w.blocks; ++j) {
           // sum(operand * qx) - zc * sum(qx), in uint32 (the wrap-around is defined).
-          uint32_t acc = static_cast<uint32_t>(zcs[j * F + f]) * static_cast<uint32_t>(x.nsum[r * x.blk_stride + j]);
+          const auto ns = static_cast<uint32_t>(x.nsum[r * x.blk_stride + j]);
+          uint32_t acc = w.zc_const >= 0 ? ns : static_cast<uint32_t>(zcs[j * F + f]) * ns;
           const size_t t1 = std::min(w.steps, (j + 1) * w.block_steps);
           for (size_t t = j * w.block_steps; t < t1; ++t)
             for (size_t e = 0; e < per_step; ++e) {

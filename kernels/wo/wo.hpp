@@ -130,11 +130,13 @@ struct WoBlkArgs {
   size_t code_bytes = 0;   // per panel: 64 * steps
   size_t panel_stride = 0; // bytes: codes, scales, zero points
   const uint8_t *data = nullptr;  // panel 0
+  int32_t zc_const = -1;   // zc of every feature and block, or -1: they vary (read the bytes)
 };
 
 // The activations of the block-dot mode: rows of qx (stride qx_stride bytes, zero past K up to
-// the panels' steps), and per row and block sx and minus the sum of the block's qx (stride
-// blk_stride elements).
+// the panels' steps), and per row and block sx and minus the sum of the block's qx, times
+// w.zc_const when that is set (stride blk_stride elements; wrapped to int32): the block sums'
+// starting value (times zc when the zero points vary).
 struct WoBlkActs {
   const int8_t *qx = nullptr;
   size_t qx_stride = 0;

@@ -400,6 +400,11 @@ class PreparedWeightOnly final : public Prepared {
       return L.granularity == QNT_GRANULARITY_PER_AXIS ? n % static_cast<size_t>(L.dim)
                                                        : L.group_of(n * K);
     };
+    auto zc_at = [&](size_t g) { return a.code == WoCode::NF4 ? 128 : spec.zero_points[g] + offset; };
+    a.zc_const = zc_at(param(0, 0));
+    for (size_t n = 0; n < N; ++n)
+      for (size_t j = 0; j < a.blocks; ++j)
+        if (zc_at(param(n, j)) != a.zc_const) a.zc_const = -1;
     const uint8_t *src = w.data();
     const size_t grain = std::max<size_t>(1, (size_t{1} << 16) / a.panel_stride);
     const size_t workers = parallel_workers(ctx.threads(), pb_.panels, grain);
@@ -434,7 +439,7 @@ class PreparedWeightOnly final : public Prepared {
         for (size_t j = 0; j < blocks; ++j) {
           const size_t g = param(n, j);
           scales[j * F + f] = a.code == WoCode::NF4 ? spec.scales[g] / 127.0f : spec.scales[g];
-          zcs[j * F + f] = static_cast<uint8_t>(a.code == WoCode::NF4 ? 128 : spec.zero_points[g] + offset);
+          zcs[j * F + f] = static_cast<uint8_t>(zc_at(g));
         }
       }
     });
@@ -457,6 +462,7 @@ class PreparedWeightOnly final : public Prepared {
     auto *qx = reinterpret_cast<int8_t *>(base + rows * bstride * 8);
     const std::vector<int32_t> zeros(nb, 0);
     const auto B = static_cast<size_t>(act_block_);
+    const uint32_t zc = a.zc_const >= 0 ? static_cast<uint32_t>(a.zc_const) : 1u;
     parallel_for(ctx.threads(), rows, std::max<size_t>(1, 16384 / K), [&](size_t r0, size_t r1) {
       for (size_t r = r0; r < r1; ++r) {
         int8_t *q = qx + r * qstride;
@@ -465,7 +471,8 @@ class PreparedWeightOnly final : public Prepared {
         for (size_t j = 0; j < nb; ++j) {
           int32_t sum = 0;
           for (size_t k = j * B; k < std::min(K, (j + 1) * B); ++k) sum += q[k];
-          nsum[r * bstride + j] = -sum;
+          // (in uint32: the product wraps, as the block sums do)
+          nsum[r * bstride + j] = static_cast<int32_t>(static_cast<uint32_t>(-sum) * zc);
         }
       }
     });
@@ -478,7 +485,7 @@ class PreparedWeightOnly final : public Prepared {
     const kern::WoBlkFn fn = wo_->blk != nullptr ? wo_->blk : &kern::wo_blk_generic;
     const auto threads = static_cast<size_t>(std::max(ctx.threads(), 1));
     const size_t chunk = (pb_.panels + threads - 1) / threads;
-    constexpr size_t kSlice = 8;  // panels a kernel call
+    constexpr size_t kSlice = 12;  // panels a kernel call (a multiple of the VNNI tiles: 3 and 4)
     parallel_for(ctx.threads(), pb_.panels, chunk, [&](size_t p0, size_t p1) {
       std::vector<float> o(rows * F * kSlice);
       for (size_t s0 = p0; s0 < p1; s0 += kSlice) {

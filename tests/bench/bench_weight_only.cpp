@@ -243,7 +243,9 @@ void row(const std::string &work, int threads, double qs, const std::string &pee
   std::fflush(stdout);
 }
 
-const char *mode_name(int64_t mode) { return mode == QNT_WEIGHT_ONLY_F32 ? "f32" : "int8act"; }
+const char *mode_name(int64_t mode) {
+  return mode == QNT_WEIGHT_ONLY_F32 ? "f32" : mode == QNT_WEIGHT_ONLY_INT8_ACT ? "int8act" : "int8blk";
+}
 
 void bench_shape(int64_t N, int64_t K, int threads, double bw, double fma_gflops) {
   qnt_context *ctx = nullptr;
@@ -268,7 +270,7 @@ void bench_shape(int64_t N, int64_t K, int threads, double bw, double fma_gflops
   for (const Format &f : formats) {
     T wq;
     wq.t = quantized(w, N, K, f);
-    for (int64_t mode : {QNT_WEIGHT_ONLY_INT8_ACT, QNT_WEIGHT_ONLY_F32}) {
+    for (int64_t mode : {QNT_WEIGHT_ONLY_INT8_BLOCK, QNT_WEIGHT_ONLY_INT8_ACT, QNT_WEIGHT_ONLY_F32}) {
       // Copies rotated so that their total exceeds the last-level cache.
       std::vector<qnt_prepared *> ps;
       size_t bytes = 0;
@@ -297,7 +299,7 @@ void bench_shape(int64_t N, int64_t K, int threads, double bw, double fma_gflops
           row(work, threads, qs, "fma_peak", 2.0 * M * N * K / (fma_gflops * 1e9),
               static_cast<double>(bytes));
         }
-        if (M == 16 && mode == QNT_WEIGHT_ONLY_INT8_ACT) {
+        if (M == 16 && mode != QNT_WEIGHT_ONLY_F32) {
           static double cached_s = 0;
           static std::string cached_for;
           const std::string key = shape + std::to_string(threads);

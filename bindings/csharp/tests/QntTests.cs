@@ -74,7 +74,7 @@ namespace Qnt.Tests {
       using (var qp = ctx.CalibrateMinmax(w, DType.I4, Scheme.SYMMETRIC, Granularity.PER_BLOCK, 1, 32))
       using (var wq = new Tensor(DType.I4, new long[] { 24, 160 }, qp)) {
         ctx.Quantize(w, wq);
-        foreach (var mode in new[] { WeightOnlyMode.F32, WeightOnlyMode.INT8_ACT }) {
+        foreach (var mode in new[] { WeightOnlyMode.F32, WeightOnlyMode.INT8_ACT, WeightOnlyMode.INT8_BLOCK }) {
           using (var desc = new OpDesc())
           using (var y = new Tensor(DType.F32, new long[] { 3, 24 })) {
             desc.Set(OpOption.WEIGHT_ONLY_MODE, mode);

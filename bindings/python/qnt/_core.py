@@ -136,7 +136,7 @@ def _enum(cls, v):
 
 # --- the library ------------------------------------------------------------------------------
 def version() -> str:
-    """libqnt's version ("0.11.6"), qnt_version_string."""
+    """libqnt's version ("0.12.0"), qnt_version_string."""
     return lib.qnt_version_string().decode()
 
 
@@ -994,14 +994,15 @@ _NAMED = {
     "act_quant": {"per_tensor": _capi.QNT_ACT_PER_TENSOR, "per_row": _capi.QNT_ACT_PER_ROW},
     "layout": {"nchw": _capi.QNT_LAYOUT_NCHW, "nhwc": _capi.QNT_LAYOUT_NHWC},
     "weight_only_mode": {"f32": _capi.QNT_WEIGHT_ONLY_F32, "int8_act": _capi.QNT_WEIGHT_ONLY_INT8_ACT,
-                         "int8_token": _capi.QNT_WEIGHT_ONLY_INT8_TOKEN},
+                         "int8_token": _capi.QNT_WEIGHT_ONLY_INT8_TOKEN, "int8_block": _capi.QNT_WEIGHT_ONLY_INT8_BLOCK},
 }
 
 
 class OpDesc(_Handle):
     """An operator's options (qnt_op_desc), from keywords: stride=(h, w) or s, padding=(top, left,
     bottom, right) or p, dilation, groups, relu, act_quant ("per_tensor" | "per_row"),
-    reduce_range, layout ("nchw" | "nhwc"), weight_only_mode ("f32" | "int8_act")."""
+    reduce_range, layout ("nchw" | "nhwc"), weight_only_mode ("f32" | "int8_act" | "int8_token" |
+    "int8_block")."""
     _destroy = "qnt_op_desc_destroy"
 
     def __init__(self, **options):
@@ -1326,7 +1327,8 @@ class PreparedLinearStatic(Prepared):
 
 class PreparedLinearWeightOnly(Prepared):
     """linear_weight_only with constant w and bias (qnt_prepared_create_linear_weight_only);
-    mode "f32" (exact float), "int8_act" (W4A8 / W8A8) or "int8_token" (ternary or binary
+    mode "f32" (exact float), "int8_act" (W4A8 / W8A8), "int8_block" (W4A8 / W8A8 with one exact
+    integer dot product per block: the mode for batches) or "int8_token" (ternary or binary
     weights, int8 activations per token: BitNet b1.58)."""
 
     def __init__(self, w: Tensor, bias: Any = None, *, mode: str = "f32", ctx: Optional[Context] = None):

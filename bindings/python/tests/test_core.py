@@ -316,6 +316,8 @@ def test_static_linear_and_weight_only():
     assert np.allclose(one, x.astype(np.float64) @ deq.T, rtol=1e-5, atol=1e-4)
     w8a8 = qnt.PreparedLinearWeightOnly(w4, mode="int8_act")
     assert np.allclose(np.from_dlpack(w8a8(x)), one, rtol=0.05, atol=0.2)
+    blk = qnt.PreparedLinearWeightOnly(w4, mode="int8_block")
+    assert np.allclose(np.from_dlpack(blk(x)), one, rtol=0.05, atol=0.2)
 
 
 def test_ternary_per_token_layer_is_bitnets_rule():

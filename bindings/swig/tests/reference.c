@@ -5,7 +5,8 @@
  *   q<i>.bin     the quantized bytes of case i; back<i>.bin its dequantized f32
  *   w.bin, wx.bin, bias.bin: a [24, 160] f32 weight, a [3, 160] input, a [24] bias
  *   lin<mode>.bin  the prepared weight-only linear's output ([3, 24] f32) with w as int4 per
- *                  block of 32 (min-max symmetric), mode 0 (f32) and 1 (int8 activations)
+ *                  block of 32 (min-max symmetric), mode 0 (f32), 1 (int8 activations) and 3
+ *                  (block-dot)
  * usage: reference OUTDIR */
 #include <qnt/qnt.h>
 
@@ -121,7 +122,7 @@ int main(int argc, char **argv) {
                                1, 32, &wqp));
     CHECK(qnt_tensor_create(QNT_DTYPE_I4, wshape, 2, wqp, &wq));
     CHECK(qnt_quantize(NULL, wt, wq));
-    for (mode = 0; mode <= 1; ++mode) {
+    for (mode = 0; mode <= 3; mode += mode == 1 ? 2 : 1) {  /* 0, 1, 3 */
       qnt_op_desc *d = NULL;
       qnt_prepared *op = NULL;
       qnt_tensor *y = NULL;

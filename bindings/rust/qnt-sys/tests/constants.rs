@@ -140,6 +140,10 @@ fn every_constant_matches_the_c_compiler() {
             "QNT_WEIGHT_ONLY_INT8_TOKEN",
             qnt_sys::QNT_WEIGHT_ONLY_INT8_TOKEN as i128,
         ),
+        (
+            "QNT_WEIGHT_ONLY_INT8_BLOCK",
+            qnt_sys::QNT_WEIGHT_ONLY_INT8_BLOCK as i128,
+        ),
         ("QNT_LAYOUT_NCHW", qnt_sys::QNT_LAYOUT_NCHW as i128),
         ("QNT_LAYOUT_NHWC", qnt_sys::QNT_LAYOUT_NHWC as i128),
         ("QNT_ACT_PER_TENSOR", qnt_sys::QNT_ACT_PER_TENSOR as i128),

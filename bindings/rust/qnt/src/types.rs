@@ -408,6 +408,9 @@ raw_enum! {
         /// Ternary or binary weights, activations quantized to int8 per row by absmax, one exact
         /// int32 dot product per output (BitNet b1.58; since 0.9).
         Int8Token = QNT_WEIGHT_ONLY_INT8_TOKEN,
+        /// Int8Act's activations and weights, one exact int32 dot product per block and one
+        /// float sum per output: the mode for batches (since 0.12).
+        Int8Block = QNT_WEIGHT_ONLY_INT8_BLOCK,
     }
 }
 

@@ -252,7 +252,11 @@ fn weight_only_linear_matches_the_c_api_bit_for_bit() {
             let x = rng.floats((m * k) as usize, 1.0, true);
             let xt = Tensor::from_slice(&x, &[m, k], None).unwrap();
             let cx = c::tensor(DType::F32, &[m, k], None, Some(&f32_bytes(&x)));
-            for mode in [WeightOnlyMode::F32, WeightOnlyMode::Int8Act] {
+            for mode in [
+                WeightOnlyMode::F32,
+                WeightOnlyMode::Int8Act,
+                WeightOnlyMode::Int8Block,
+            ] {
                 let desc = OpDesc::builder().weight_only_mode(mode).build().unwrap();
                 let layer =
                     Prepared::linear_weight_only(&ctx, &w, Some(&bias_t), Some(&desc)).unwrap();

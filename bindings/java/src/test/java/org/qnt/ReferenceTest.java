@@ -74,7 +74,7 @@ class ReferenceTest {
         QParams qp = ctx.calibrateMinmax(w, DType.I4, Scheme.SYMMETRIC, Granularity.PER_BLOCK, 1, 32);
         Tensor wq = new Tensor(DType.I4, new long[] {24, 160}, qp)) {
       ctx.quantize(w, wq);
-      for (int mode : new int[] {WeightOnlyMode.F32, WeightOnlyMode.INT8_ACT}) {
+      for (int mode : new int[] {WeightOnlyMode.F32, WeightOnlyMode.INT8_ACT, WeightOnlyMode.INT8_BLOCK}) {
         try (OpDesc desc = new OpDesc();
             Tensor y = new Tensor(DType.F32, new long[] {3, 24})) {
           desc.set(OpOption.WEIGHT_ONLY_MODE, mode);
