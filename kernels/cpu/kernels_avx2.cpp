@@ -4,6 +4,7 @@
 #include "kernels/gemm/tiles_x86.hpp"
 #include "kernels/simd/kernels.hpp"
 #include "kernels/simd/tables.hpp"
+#include "kernels/wo/blk_x86.hpp"
 #include "kernels/wo/wo_x86.hpp"
 
 namespace qnt::simd {
@@ -27,7 +28,8 @@ constexpr kern::GemmKernel kGemm{"avx2", kern::Split256::kMR, kern::Split256::kN
                                  kern::DwPairs256::kBlock, kern::DwPairs256::kGroup, kern::DwPairs256::kBytes};
 constexpr kern::WoKernels kWo{"avx2", &kern::wo::f32_256, &kern::wo::int8_256,
                               &kern::wo::dot256, &kern::wo::dequant256, true, true,
-                              &kern::wo::token256, &kern::wo::f32_batch256};
+                              &kern::wo::token256, &kern::wo::f32_batch256, true,
+                              &kern::wo::blk256_kernel};
 constexpr kern::KernelTable kTable =
     make_table<xsimd::avx2>("avx2", QNT_ISA_AVX2, &kGemm, &kWo);
 }  // namespace

@@ -4,6 +4,7 @@
 #include "kernels/gemm/tiles_x86.hpp"
 #include "kernels/simd/kernels.hpp"
 #include "kernels/simd/tables.hpp"
+#include "kernels/wo/blk_x86.hpp"
 #include "kernels/wo/wo_x86.hpp"
 
 namespace qnt::simd {
@@ -17,7 +18,8 @@ constexpr kern::GemmKernel kGemm{"avx512", kern::Split512::kMR, kern::Split512::
 // The f32 weight-only kernel with 16-entry vpermps; the int8 mode keeps AVX2's vpmaddubsw.
 constexpr kern::WoKernels kWo{"avx512", &kern::wo::f32_512, &kern::wo::int8_256,
                               &kern::wo::dot512, &kern::wo::dequant512, true, true,
-                              &kern::wo::token256, nullptr, /*dequant_batches=*/false};
+                              &kern::wo::token256, nullptr, /*dequant_batches=*/false,
+                              &kern::wo::blk256_kernel};
 constexpr kern::KernelTable kTable =
     make_table<xsimd::avx512bw>("avx512", QNT_ISA_AVX512, &kGemm, &kWo);
 }  // namespace

@@ -1,5 +1,6 @@
-// The block-dot mode's kernel on AVX-512 VNNI (QNT_WEIGHT_ONLY_INT8_BLOCK; layout in wo.hpp).
-// Compiled in the AVX-512 VNNI table's translation unit only.
+// The block-dot mode's kernels (QNT_WEIGHT_ONLY_INT8_BLOCK; layout in wo.hpp): AVX-512 VNNI
+// (compiled in that table's translation unit) and AVX2 (the AVX2 and AVX-512 tables), each
+// under its ISA's macro.
 //
 // Features go across the vector: one zmm holds 16 features' int32 block sums, and a step of 64
 // packed bytes is vpdpbusd's unsigned operand for those 16 features and 4 elements (8 for 4-bit
@@ -27,6 +28,8 @@
 namespace qnt::kern {
 namespace {  // (one translation unit: wo_x86.hpp's convention)
 namespace wo {
+
+#if defined(__AVX512VNNI__)
 namespace blk_detail {
 
 inline __m512i bcast4(const int8_t *p) noexcept {
@@ -147,7 +150,7 @@ void run(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t ro
 
 }  // namespace blk_detail
 
-void blk_vnni(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t rows,
+inline void blk_vnni(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t rows,
              float *out, size_t ldo) noexcept {
   const bool vary = w.zc_const < 0;
   switch (w.code) {
@@ -161,6 +164,119 @@ void blk_vnni(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size
                   : blk_detail::run<WoCode::Byte, false>(w, p0, p1, x, rows, out, ldo);
   }
 }
+#endif  // __AVX512VNNI__
+
+#if defined(__AVX2__)
+// The AVX2 kernel (the AVX2 and AVX-512 tables): 8 features a ymm, a panel's step as two halves
+// (features 0-7, 8-15). Without vpdpbusd, each dword of unsigned operands (4 elements of a
+// feature) is split into its even and odd bytes as int16 (vpand, vpsrlw), and so are the
+// activations' 4 bytes (sign-extended: vpsllw + vpsraw, vpsraw); two vpmaddwd give the dword's
+// four products, each at most 255 * 127, summed exactly in int32. (vpmaddubsw would saturate its
+// pair sums on operands above 128, as NF4's and bytes' are.)
+namespace blk256 {
+
+inline __m256i bcast4(const int8_t *p) noexcept {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+template <int R, WoCode C, bool kVary>
+inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, float *out,
+                 size_t ldo) noexcept {
+  constexpr bool kFour = C != WoCode::Byte;
+  constexpr size_t kPer = kFour ? 8 : 4;
+  constexpr size_t F = kWoBlkPanel;
+  const __m256i mask4 = _mm256_set1_epi8(0x0f), mask_even = _mm256_set1_epi16(0x00ff);
+  alignas(16) uint8_t tb[16];
+  for (int c = 0; c < 16; ++c) tb[c] = static_cast<uint8_t>(ref::kNF4Int8[c] + 128);
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(tb)));
+  const uint8_t *codes = w.data + p * w.panel_stride;
+  const auto *scales = reinterpret_cast<const float *>(codes + w.code_bytes);
+  const uint8_t *zcs = codes + w.code_bytes + 4 * F * w.blocks;
+  const int8_t *qx[R];
+  for (int r = 0; r < R; ++r) qx[r] = x.qx + (r0 + static_cast<size_t>(r)) * x.qx_stride;
+  const float *sx = x.sx + r0 * x.blk_stride;
+  const int32_t *nsum = x.nsum + r0 * x.blk_stride;
+  const size_t bs = x.blk_stride;
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (size_t j = 0; j < w.blocks; ++j) {
+    __m256i s[R][2];
+    for (int h = 0; h < 2; ++h) {
+      if constexpr (kVary) {
+        const __m256i zc = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(zcs + F * j + 8 * h)));
+        for (int r = 0; r < R; ++r)
+          s[r][h] = _mm256_mullo_epi32(zc, _mm256_set1_epi32(nsum[static_cast<size_t>(r) * bs + j]));
+      } else {  // (nsum holds zc * -sum)
+        for (int r = 0; r < R; ++r) s[r][h] = _mm256_set1_epi32(nsum[static_cast<size_t>(r) * bs + j]);
+      }
+    }
+    const size_t t1 = std::min(w.steps, (j + 1) * w.block_steps);
+    for (size_t t = j * w.block_steps; t < t1; ++t) {
+      for (int e = 0; e < (kFour ? 2 : 1); ++e) {  // the step's quads (low nibbles, high ones)
+        __m256i xe[R], xo[R];
+        for (int r = 0; r < R; ++r) {
+          const __m256i b = bcast4(qx[r] + kPer * t + 4 * static_cast<size_t>(e));
+          xe[r] = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8);
+          xo[r] = _mm256_srai_epi16(b, 8);
+        }
+        for (int h = 0; h < 2; ++h) {
+          __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + 64 * t + 32 * static_cast<size_t>(h)));
+          if constexpr (kFour) {
+            v = _mm256_and_si256(e == 0 ? v : _mm256_srli_epi16(v, 4), mask4);
+            if constexpr (C == WoCode::NF4) v = _mm256_shuffle_epi8(table, v);
+          }
+          const __m256i we = _mm256_and_si256(v, mask_even), wo = _mm256_srli_epi16(v, 8);
+          for (int r = 0; r < R; ++r)
+            s[r][h] = _mm256_add_epi32(s[r][h], _mm256_add_epi32(_mm256_madd_epi16(we, xe[r]),
+                                                                 _mm256_madd_epi16(wo, xo[r])));
+        }
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m256 sw = _mm256_loadu_ps(scales + F * j + 8 * static_cast<size_t>(h));
+      for (int r = 0; r < R; ++r) {
+        const __m256 d = _mm256_mul_ps(sw, _mm256_set1_ps(sx[static_cast<size_t>(r) * bs + j]));
+        acc[r][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[r][h]), d, acc[r][h]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(out + static_cast<size_t>(r) * ldo + 8 * static_cast<size_t>(h), acc[r][h]);
+}
+
+template <WoCode C, bool V>
+void run(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t rows, float *out,
+         size_t ldo) noexcept {
+  constexpr size_t F = kWoBlkPanel;
+  for (size_t p = p0; p < p1; ++p)
+    for (size_t r0 = 0; r0 < rows; r0 += 2) {
+      float *o = out + r0 * ldo + F * (p - p0);
+      if (rows - r0 >= 2)
+        tile<2, C, V>(w, p, x, r0, o, ldo);
+      else
+        tile<1, C, V>(w, p, x, r0, o, ldo);
+    }
+}
+
+}  // namespace blk256
+
+inline void blk256_kernel(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t rows,
+                          float *out, size_t ldo) noexcept {
+  const bool vary = w.zc_const < 0;
+  switch (w.code) {
+    case WoCode::Int4:
+      return vary ? blk256::run<WoCode::Int4, true>(w, p0, p1, x, rows, out, ldo)
+                  : blk256::run<WoCode::Int4, false>(w, p0, p1, x, rows, out, ldo);
+    case WoCode::NF4:
+      return blk256::run<WoCode::NF4, false>(w, p0, p1, x, rows, out, ldo);
+    default:
+      return vary ? blk256::run<WoCode::Byte, true>(w, p0, p1, x, rows, out, ldo)
+                  : blk256::run<WoCode::Byte, false>(w, p0, p1, x, rows, out, ldo);
+  }
+}
+#endif  // __AVX2__
 
 }  // namespace wo
 }  // namespace

@@ -314,7 +314,7 @@ void check_wo_half(qnt_dtype xd, qnt_dtype yd, int64_t mode, qnt_dtype wd) {
 }  // namespace
 
 TEST(F16Bf16, WeightOnlyW4A16) {
-  for (int64_t mode : {QNT_WEIGHT_ONLY_F32, QNT_WEIGHT_ONLY_INT8_ACT})
+  for (int64_t mode : {QNT_WEIGHT_ONLY_F32, QNT_WEIGHT_ONLY_INT8_ACT, QNT_WEIGHT_ONLY_INT8_BLOCK})
     for (qnt_dtype wd : {QNT_DTYPE_I4, QNT_DTYPE_U4, QNT_DTYPE_NF4})
       for (qnt_dtype xd : {QNT_DTYPE_F16, QNT_DTYPE_BF16}) {
         SCOPED_TRACE(std::string(qnt_dtype_name(wd)) + " x " + qnt_dtype_name(xd));

@@ -331,7 +331,7 @@ TEST(Gpu, WeightOnlyBothModesEveryBatch) {
     make_f32(b, {c.N}, bias);
     to_device(bdev, b.t);
     to_device(wdev, w.t);
-    for (int64_t mode : {QNT_WEIGHT_ONLY_F32, QNT_WEIGHT_ONLY_INT8_ACT}) {
+    for (int64_t mode : {QNT_WEIGHT_ONLY_F32, QNT_WEIGHT_ONLY_INT8_ACT, QNT_WEIGHT_ONLY_INT8_BLOCK}) {
       qnt_op_desc *desc = nullptr;
       ASSERT_EQ(qnt_op_desc_create(&desc), QNT_OK);
       ASSERT_EQ(qnt_op_desc_set(desc, QNT_OP_WEIGHT_ONLY_MODE, mode), QNT_OK);

@@ -1,4 +1,4 @@
-// The AVX-512 and AVX-512 VNNI weight-only kernels (kernels/wo/wo_x86.hpp) on any x86-64: their
+// The AVX-512 and AVX-512 VNNI weight-only kernels (kernels/wo/wo_x86.hpp, blk_x86.hpp) on any x86-64: their
 // source compiled over a scalar model of the AVX-512 intrinsics they use, so that their logic
 // (the packed layouts, block and unit boundaries, masks, row and K tails, the zero-point
 // corrections) is tested on machines without AVX-512 too; where AVX-512 runs, test_weight_only
@@ -238,6 +238,7 @@ inline V mask_set1_epi32(V src, Mask k, int32_t x) {
 #define QNT_TEST_DEFINED_VNNI
 #endif
 #include "kernels/wo/wo_x86.hpp"
+#include "kernels/wo/blk_x86.hpp"
 #if defined(QNT_TEST_DEFINED_F)
 #undef __AVX512F__
 #endif
@@ -259,11 +260,11 @@ inline V mask_set1_epi32(V src, Mask k, int32_t x) {
 
 namespace {
 
-// The f32 kernel with 16-entry vpermps, and the int8 kernel with vpdpbusd.
+// The f32 kernel with 16-entry vpermps, and the int8 and block-dot kernels with vpdpbusd.
 const qnt::kern::WoKernels kEmulated{"emulated_avx512_vnni", &qnt::kern::wo::f32_512,
                                      &qnt::kern::wo::int8_vnni, &qnt::kern::wo::dot512,
                                      &qnt::kern::wo::dequant512, true, true, nullptr,
-                                     nullptr, false};
+                                     nullptr, false, &qnt::kern::wo::blk_vnni};
 // The same with batches of 8 rows or more dequantized first (the tables' other choice).
 const qnt::kern::WoKernels kEmulatedDequant{"emulated_avx512_vnni_dequant", &qnt::kern::wo::f32_512,
                                             &qnt::kern::wo::int8_vnni, &qnt::kern::wo::dot512,
@@ -363,6 +364,13 @@ TEST(WoEmulatedAvx512, KernelsMatchTheReference) {
       for (int64_t M : {int64_t{1}, int64_t{3}, int64_t{6}})
         check(rng, f.d, f.g, f.block, f.affine, M, 1 + K % 9, K, QNT_WEIGHT_ONLY_INT8_ACT);
   }
+  // The block-dot mode: its tiles of 1 row x 4 panels, up to 4 rows x 3 panels and the single
+  // panels after them (N = 70: five panels of 16, the last partial; 200: thirteen).
+  for (int64_t K : {int64_t{1}, int64_t{33}, int64_t{128}, int64_t{300}})
+    for (const F &f : int8_formats)
+      for (int64_t M : {int64_t{1}, int64_t{5}})
+        for (int64_t N : {int64_t{1} + K % 9, int64_t{70}, int64_t{200}})
+          check(rng, f.d, f.g, f.block, f.affine, M, N, K, QNT_WEIGHT_ONLY_INT8_BLOCK);
   // The batch kernel's slices of 16 units: 33 units (B = 32: one chunk a unit), 18 (B = 64),
   // and per-row i8 (one unit of 17 chunks), at 2 to 4 rows.
   for (int64_t K : {int64_t{1100}, int64_t{2100}})
