@@ -239,8 +239,8 @@ TEST(WeightOnlyToken, HalfActivationsAndRefusals) {
   T w10;
   make_raw(w10, QNT_DTYPE_TERNARY, {2, 4}, qp.p, code10, 2);
   EXPECT_EQ(qnt_prepared_create_linear_weight_only(nullptr, w10.t, nullptr, d, &bad.p), QNT_ERR_INVALID_ARGUMENT);
-  // and the one-shot call stays the f32 mode; the mode's value range grew by one
-  EXPECT_EQ(qnt_op_desc_set(d, QNT_OP_WEIGHT_ONLY_MODE, 3), QNT_ERR_INVALID_ARGUMENT);
+  // and the one-shot call stays the f32 mode; the mode's value range ends at the block-dot mode
+  EXPECT_EQ(qnt_op_desc_set(d, QNT_OP_WEIGHT_ONLY_MODE, QNT_WEIGHT_ONLY_INT8_BLOCK + 1), QNT_ERR_INVALID_ARGUMENT);
   qnt_op_desc_destroy(d);
 }
 
