@@ -74,7 +74,10 @@ inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, fl
   for (size_t j = 0; j < w.blocks; ++j) {
     __m512i s[R][PN];
     for (int q = 0; q < PN; ++q) {
+      // The next tile's scales (and zero points) of this block, beside its codes below.
+      _mm_prefetch(reinterpret_cast<const char *>(scales[q] + F * j) + ahead, _MM_HINT_T1);
       if constexpr (kVary) {
+        _mm_prefetch(reinterpret_cast<const char *>(zcs[q] + F * j) + ahead, _MM_HINT_T1);
         const __m512i zc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(zcs[q] + F * j)));
         for (int r = 0; r < R; ++r)
           s[r][q] = _mm512_mullo_epi32(zc, _mm512_set1_epi32(nsum[static_cast<size_t>(r) * bs + j]));
