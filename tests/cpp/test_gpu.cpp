@@ -297,7 +297,7 @@ TEST(Gpu, PreparedStaticLinearAndMatmulOnABoundContext) {
   qnt_context_destroy(ctx);
 }
 
-TEST(Gpu, WeightOnlyBothModesEveryBatch) {
+TEST(Gpu, WeightOnlyEveryModeEveryBatch) {
   REQUIRE_GPU();
   qnt_context *ctx = nullptr;
   ASSERT_EQ(qnt_context_create(&ctx), QNT_OK);
