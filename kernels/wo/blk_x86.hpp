@@ -24,10 +24,28 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace qnt::kern {
 namespace {  // (one translation unit: wo_x86.hpp's convention)
 namespace wo {
+
+// run(code, vary) with w's code and whether its zero points vary, as compile-time constants
+// (std::integral_constant; NF4's zc is always 128).
+template <class Run>
+inline void blk_dispatch(const WoBlkArgs &w, Run &&run) noexcept {
+  using Int4 = std::integral_constant<WoCode, WoCode::Int4>;
+  using Byte = std::integral_constant<WoCode, WoCode::Byte>;
+  const bool vary = w.zc_const < 0;
+  switch (w.code) {
+    case WoCode::Int4:
+      return vary ? run(Int4{}, std::true_type{}) : run(Int4{}, std::false_type{});
+    case WoCode::NF4:
+      return run(std::integral_constant<WoCode, WoCode::NF4>{}, std::false_type{});
+    default:
+      return vary ? run(Byte{}, std::true_type{}) : run(Byte{}, std::false_type{});
+  }
+}
 
 #if defined(__AVX512VNNI__)
 namespace blk_detail {
@@ -154,18 +172,10 @@ void run(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t ro
 }  // namespace blk_detail
 
 inline void blk_vnni(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t rows,
-             float *out, size_t ldo) noexcept {
-  const bool vary = w.zc_const < 0;
-  switch (w.code) {
-    case WoCode::Int4:
-      return vary ? blk_detail::run<WoCode::Int4, true>(w, p0, p1, x, rows, out, ldo)
-                  : blk_detail::run<WoCode::Int4, false>(w, p0, p1, x, rows, out, ldo);
-    case WoCode::NF4:  // (zc is always 128)
-      return blk_detail::run<WoCode::NF4, false>(w, p0, p1, x, rows, out, ldo);
-    default:
-      return vary ? blk_detail::run<WoCode::Byte, true>(w, p0, p1, x, rows, out, ldo)
-                  : blk_detail::run<WoCode::Byte, false>(w, p0, p1, x, rows, out, ldo);
-  }
+                     float *out, size_t ldo) noexcept {
+  blk_dispatch(w, [&](auto code, auto vary) {
+    blk_detail::run<decltype(code)::value, decltype(vary)::value>(w, p0, p1, x, rows, out, ldo);
+  });
 }
 #endif  // __AVX512VNNI__
 
@@ -265,19 +275,11 @@ void run(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t ro
 
 }  // namespace blk256
 
-inline void blk256_kernel(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t rows,
-                          float *out, size_t ldo) noexcept {
-  const bool vary = w.zc_const < 0;
-  switch (w.code) {
-    case WoCode::Int4:
-      return vary ? blk256::run<WoCode::Int4, true>(w, p0, p1, x, rows, out, ldo)
-                  : blk256::run<WoCode::Int4, false>(w, p0, p1, x, rows, out, ldo);
-    case WoCode::NF4:
-      return blk256::run<WoCode::NF4, false>(w, p0, p1, x, rows, out, ldo);
-    default:
-      return vary ? blk256::run<WoCode::Byte, true>(w, p0, p1, x, rows, out, ldo)
-                  : blk256::run<WoCode::Byte, false>(w, p0, p1, x, rows, out, ldo);
-  }
+inline void blk256_kernel(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x,
+                          size_t rows, float *out, size_t ldo) noexcept {
+  blk_dispatch(w, [&](auto code, auto vary) {
+    blk256::run<decltype(code)::value, decltype(vary)::value>(w, p0, p1, x, rows, out, ldo);
+  });
 }
 #endif  // __AVX2__
 
