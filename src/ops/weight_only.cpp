@@ -79,6 +79,15 @@ RowBlocks row_blocks(const GroupLayout &L, int64_t K) {
   return r;
 }
 
+// The parameter of (feature n, block j) of weights with K columns: blocks along K, or one per
+// row (per tensor, or per output feature), without the layout's divisions per call.
+size_t param_of(const GroupLayout &L, const RowBlocks &rb, size_t K, size_t n, size_t j) {
+  if (!rb.single) return n * rb.blocks + j;
+  if (L.granularity == QNT_GRANULARITY_PER_TENSOR) return 0;
+  return L.granularity == QNT_GRANULARITY_PER_AXIS ? n % static_cast<size_t>(L.dim)
+                                                   : L.group_of(n * K);
+}
+
 // The packed weights of the f32 and int8 kernels (layout in kernels/wo/wo.hpp).
 struct PackedWeights {
   kern::WoPanelArgs base;  // everything but the pointers
@@ -289,15 +298,7 @@ class PreparedWeightOnly final : public Prepared {
     // The zero point each (feature, block) needs in the kernels' terms (see wo.hpp).
     const int32_t offset = dt == QNT_DTYPE_I4 ? 8 : dt == QNT_DTYPE_I8 ? 128 : 0;
     const bool has_zp = a.code != WoCode::NF4;
-    // The parameter of (feature n, block j): blocks along K, or one per row (per tensor, or per
-    // output feature), without the layout's divisions per call.
-    const GroupLayout &L = spec.layout;
-    auto param = [&](size_t n, size_t j) -> size_t {
-      if (!rb.single) return n * rb.blocks + j;
-      if (L.granularity == QNT_GRANULARITY_PER_TENSOR) return 0;
-      return L.granularity == QNT_GRANULARITY_PER_AXIS ? n % static_cast<size_t>(L.dim)
-                                                       : L.group_of(n * K);
-    };
+    auto param = [&](size_t n, size_t j) { return param_of(spec.layout, rb, K, n, j); };
     auto zp_at = [&](size_t n, size_t j) { return spec.zero_points[param(n, j)] + offset; };
     auto scale_at = [&](size_t n, size_t j) {
       const float s = spec.scales[param(n, j)];
@@ -393,13 +394,7 @@ class PreparedWeightOnly final : public Prepared {
     pb_.data.reset(new uint8_t[pb_.bytes]);
     a.data = pb_.data.get();
     const int32_t offset = dt == QNT_DTYPE_I4 ? 8 : dt == QNT_DTYPE_I8 ? 128 : 0;
-    const GroupLayout &L = spec.layout;
-    auto param = [&](size_t n, size_t j) -> size_t {  // as pack's
-      if (!rb.single) return n * rb.blocks + j;
-      if (L.granularity == QNT_GRANULARITY_PER_TENSOR) return 0;
-      return L.granularity == QNT_GRANULARITY_PER_AXIS ? n % static_cast<size_t>(L.dim)
-                                                       : L.group_of(n * K);
-    };
+    auto param = [&](size_t n, size_t j) { return param_of(spec.layout, rb, K, n, j); };
     auto zc_at = [&](size_t g) { return a.code == WoCode::NF4 ? 128 : spec.zero_points[g] + offset; };
     a.zc_const = zc_at(param(0, 0));
     for (size_t n = 0; n < N; ++n)
