@@ -11,10 +11,10 @@
 //
 // Exactness: vpdpbusd multiplies u8 by s8 (each product fits int16) and adds four of them to the
 // int32 lane with wrap-around (not vpdpbusds, which saturates). The lane starts at zc * (minus
-// the block's sum of qx; a broadcast from the activations' side when zc is the same for every
-// feature and block, else zc's bytes times it by vpmulld), so that it ends at sum((operand - zc) * qx) = sum(v * qx) modulo 2^32,
-// the rule's p. The float part is the rule's: (float)p, sx * sw rounded, one fma per block in
-// order.
+// the block's sum of qx): a broadcast from the activations' side when zc is the same for every
+// feature and block, else zc's bytes times it by vpmulld. So it ends at
+// sum((operand - zc) * qx) = sum(v * qx) modulo 2^32, the rule's p. The float part is the
+// rule's: (float)p, sx * sw rounded, one fma per block in order.
 #pragma once
 
 #include "kernels/ref/ops_ref.hpp"

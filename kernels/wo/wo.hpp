@@ -1,5 +1,6 @@
 // The weight-only linear layer's kernels (qnt_linear_weight_only and its prepared form): the
-// packed layout of the weights, and the two kernel signatures of a kernel table.
+// packed layouts of the weights (the f32 and int8-activation modes here; the block-dot and
+// per-token modes below), and the kernel signatures of a kernel table.
 //
 // Packed weights. Output features are packed in panels of kWoPanel, each panel contiguous
 // (one stream from memory), the last one padded with zero features:
