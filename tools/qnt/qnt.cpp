@@ -1203,11 +1203,11 @@ int bench(int threads_opt) {
   check(qnt_tensor_wrap(QNT_DTYPE_F32, xshape, 2, nullptr, xv.data(), 4 * xv.size(), &xp), "x");
   check(qnt_tensor_wrap(QNT_DTYPE_F32, yshape, 2, nullptr, yv.data(), 4 * yv.size(), &yp), "y");
   const TensorP xt(xp), yt(yp);
-  std::printf("%-44s %8s %10s %10s %8s\n", "work", "threads", "time (ms)", "GB/s", "share");
+  std::printf("%-46s %8s %10s %10s %8s\n", "work", "threads", "time (ms)", "GB/s", "share");
   for (int th : counts) {
     check(qnt_context_set_num_threads(c, th), "threads");
     const double bw = read_bandwidth(th);
-    std::printf("%-44s %8d %10s %10.2f %8s\n", "read bandwidth (streaming sum, 512 MiB)", th, "", bw, "1");
+    std::printf("%-46s %8d %10s %10.2f %8s\n", "read bandwidth (streaming sum, 512 MiB)", th, "", bw, "1");
     for (int64_t block : {int64_t{32}, int64_t{128}}) {
       qnt_qparams *qp = nullptr;
       check(qnt_calibrate_minmax(c, wf.get(), QNT_DTYPE_I4, QNT_SCHEME_SYMMETRIC, QNT_GRANULARITY_PER_BLOCK, 1, block,
@@ -1220,12 +1220,15 @@ int bench(int threads_opt) {
       check(qnt_quantize(c, wf.get(), q4.get()), "quantize");
       const double bytes = static_cast<double>(N * K / 2) + static_cast<double>(N * K / block) * 4.0;
       const int copies = static_cast<int>(std::max(2.0, 2.0 * 64e6 / bytes + 1));
-      for (int64_t mode : {int64_t{QNT_WEIGHT_ONLY_INT8_ACT}, int64_t{QNT_WEIGHT_ONLY_F32}}) {
+      for (int64_t mode : {int64_t{QNT_WEIGHT_ONLY_INT8_BLOCK}, int64_t{QNT_WEIGHT_ONLY_INT8_ACT},
+                           int64_t{QNT_WEIGHT_ONLY_F32}}) {
         const double t = time_weight_only(c, q4.get(), mode, copies, xt.get(), yt.get());
         char label[80];
         std::snprintf(label, sizeof label, "weight-only int4 b%lld %s, M1 4096x4096", static_cast<long long>(block),
-                      mode == QNT_WEIGHT_ONLY_F32 ? "f32 mode" : "W4A8");
-        std::printf("%-44s %8d %10.3f %10.2f %8.2f\n", label, th, 1e3 * t, bytes / t / 1e9, bytes / t / 1e9 / bw);
+                      mode == QNT_WEIGHT_ONLY_F32        ? "f32 mode"
+                      : mode == QNT_WEIGHT_ONLY_INT8_ACT ? "W4A8"
+                                                         : "block-dot");
+        std::printf("%-46s %8d %10.3f %10.2f %8.2f\n", label, th, 1e3 * t, bytes / t / 1e9, bytes / t / 1e9 / bw);
       }
     }
     // Ternary weights (BitNet's absmean rule), the per-token mode: 2 bits a weight.
@@ -1240,7 +1243,7 @@ int bench(int threads_opt) {
       const double bytes = static_cast<double>(N * K / 4);
       const int copies = static_cast<int>(std::max(2.0, 2.0 * 64e6 / bytes + 1));
       const double t = time_weight_only(c, q2.get(), QNT_WEIGHT_ONLY_INT8_TOKEN, copies, xt.get(), yt.get());
-      std::printf("%-44s %8d %10.3f %10.2f %8.2f\n", "ternary per token (W1.58A8), M1 4096x4096", th, 1e3 * t,
+      std::printf("%-46s %8d %10.3f %10.2f %8.2f\n", "ternary per token (W1.58A8), M1 4096x4096", th, 1e3 * t,
                   bytes / t / 1e9, bytes / t / 1e9 / bw);
     }
     // int8 GEMM, prepared B
@@ -1258,7 +1261,7 @@ int bench(int threads_opt) {
     check(qnt_prepared_create_matmul(c, b8.get(), nullptr, nullptr, &mm), "matmul");
     const double t = best_of(10, [&] { check(qnt_prepared_run(c, mm, a8.get(), c32.get()), "matmul"); });
     qnt_prepared_destroy(mm);
-    std::printf("%-44s %8d %10.3f %10s %8s   %.1f GOPS (u8 x s8 -> s32)\n", "int8 GEMM 1024^3, prepared B", th, 1e3 * t,
+    std::printf("%-46s %8d %10.3f %10s %8s   %.1f GOPS (u8 x s8 -> s32)\n", "int8 GEMM 1024^3, prepared B", th, 1e3 * t,
                 "", "", 2.0 * static_cast<double>(M * GK * GN) / t / 1e9);
   }
   std::printf("(share: of the read bandwidth measured above, on the same thread count)\n");
