@@ -6,6 +6,8 @@
 //    over copies whose total exceeds the last-level cache, so every step reads them from DRAM;
 //  - the FMA peak (independent vfmadd231ps chains in assembly), for the f32 mode at batch 16;
 //  - oneDNN's f32 and u8s8s32 matmul of the same shape (weights reordered once, rotated too).
+// Each format runs in the three modes (rows int8blk: block-dot, int8act: int8 activations, f32),
+// batch 1 against the roofline, batch 16 of the two int8 modes against oneDNN's u8s8s32 GEMM.
 // Then the weight conversion time (f32 -> int4 / NF4, calibrated, quantized and prepared), and
 // the int8 mode's accuracy against the f32 mode (output SQNR) on LLM-like data.
 // Prints TSV: work  threads  qnt_s  limit_or_peer  peer_s  ratio(peer_s / qnt_s)  bytes  GB/s
