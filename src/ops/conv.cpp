@@ -295,7 +295,8 @@ class PreparedConv final : public Prepared {
       for (const GemmB &f : fast_) ternary = ternary && f.ternary;
       for (GemmB &f : fast_) f.ternary = ternary;
       // The direct form's weight sums per tap and filter (run_direct), from the packed bytes.
-      if (kernel_->conv_tile != nullptr && G == 1 && Cg % 4 == 0) {
+      // (No channels: no sums, and packed B is empty; direct_fits then refuses the direct form.)
+      if (kernel_->conv_tile != nullptr && G == 1 && Cg > 0 && Cg % 4 == 0) {
         const GemmB &b = fast_[0];
         const auto taps = static_cast<size_t>(KH * KW), groups = static_cast<size_t>(Cg / 4);
         const auto mz = static_cast<size_t>(M);

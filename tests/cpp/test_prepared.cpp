@@ -300,7 +300,10 @@ TEST(Prepared, Conv2dEqualsOneShot) {
     int64_t n, c, h, w, m, k, stride, pad, dil, groups;
   };
   for (const Case &c : {Case{1, 3, 8, 8, 4, 3, 1, 1, 1, 1}, Case{2, 4, 9, 7, 8, 3, 2, 1, 1, 2},
-                        Case{1, 8, 6, 6, 8, 3, 1, 2, 2, 8}, Case{1, 1, 1, 1, 2, 1, 1, 0, 1, 1}}) {
+                        Case{1, 8, 6, 6, 8, 3, 1, 2, 2, 8}, Case{1, 1, 1, 1, 2, 1, 1, 0, 1, 1},
+                        // No input channels (found by fuzz_api: packing the empty B for the
+                        // direct form's tap sums offset a null pointer).
+                        Case{1, 0, 5, 5, 4, 3, 1, 1, 1, 1}}) {
     const auto xv = random_bytes(rng, static_cast<size_t>(c.n * c.c * c.h * c.w));
     const auto wv = random_bytes(rng, static_cast<size_t>(c.m * (c.c / c.groups) * c.k * c.k));
     QP qx, qy, qw;
