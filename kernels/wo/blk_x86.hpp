@@ -23,6 +23,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -54,6 +55,13 @@ inline __m512i bcast4(const int8_t *p) noexcept {
   int32_t v;
   std::memcpy(&v, p, 4);
   return _mm512_set1_epi32(v);
+}
+
+// Requests the line `off` bytes past p into L2. The address is made as an integer: it may lie
+// past the packed weights' end (the last tiles'), where a prefetch is harmless but a pointer
+// may not point.
+inline void prefetch_l2(const void *p, size_t off) noexcept {
+  _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(p) + off), _MM_HINT_T1);
 }
 
 // NF4's operands kNF4Int8[c] + 128, for vpshufb (the same 16 bytes in each 128-bit lane).
@@ -93,9 +101,9 @@ inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, fl
     __m512i s[R][PN];
     for (int q = 0; q < PN; ++q) {
       // The next tile's scales (and zero points) of this block, beside its codes below.
-      _mm_prefetch(reinterpret_cast<const char *>(scales[q] + F * j) + ahead, _MM_HINT_T1);
+      prefetch_l2(scales[q] + F * j, ahead);
       if constexpr (kVary) {
-        _mm_prefetch(reinterpret_cast<const char *>(zcs[q] + F * j) + ahead, _MM_HINT_T1);
+        prefetch_l2(zcs[q] + F * j, ahead);
         const __m512i zc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(zcs[q] + F * j)));
         for (int r = 0; r < R; ++r)
           s[r][q] = _mm512_mullo_epi32(zc, _mm512_set1_epi32(nsum[static_cast<size_t>(r) * bs + j]));
@@ -107,7 +115,7 @@ inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, fl
     for (size_t t = j * w.block_steps; t < t1; ++t) {
       for (int q = 0; q < PN; ++q) {
         // The same line of the panel PN places on (the next tile's) into L2.
-        _mm_prefetch(reinterpret_cast<const char *>(codes[q] + ahead + 64 * t), _MM_HINT_T1);
+        prefetch_l2(codes[q], ahead + 64 * t);
         const __m512i raw = _mm512_loadu_si512(codes[q] + 64 * t);
         if constexpr (kFour) {
           __m512i lo = _mm512_and_si512(raw, mask);

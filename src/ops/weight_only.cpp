@@ -464,10 +464,11 @@ class PreparedWeightOnly final : public Prepared {
         quantize_act_row(xs + r * K, q, sx + r * bstride, zeros.data());
         std::memset(q + K, 0, kp - K);
         for (size_t j = 0; j < nb; ++j) {
-          int32_t sum = 0;
-          for (size_t k = j * B; k < std::min(K, (j + 1) * B); ++k) sum += q[k];
-          // (in uint32: the product wraps, as the block sums do)
-          nsum[r * bstride + j] = static_cast<int32_t>(static_cast<uint32_t>(-sum) * zc);
+          // In uint32: the sum and the product wrap, as the rule's block sums do (a block of K
+          // elements may pass INT32_MAX).
+          uint32_t sum = 0;
+          for (size_t k = j * B; k < std::min(K, (j + 1) * B); ++k) sum += static_cast<uint32_t>(int32_t{q[k]});
+          nsum[r * bstride + j] = static_cast<int32_t>((0u - sum) * zc);
         }
       }
     });
