@@ -13,10 +13,12 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -25,6 +27,15 @@
 
 namespace qnt::ops {
 namespace {
+
+// One step of a short wait on another thread (a row being copied).
+inline void spin_pause() {
+#if defined(__SSE2__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
 
 struct Geometry {
   int64_t stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w,
@@ -690,27 +701,57 @@ class PreparedConv final : public Prepared {
     }
     const size_t task_count = bounds.size() - 1;
     in_nhwc(ctx, s, x, y, padded_bytes, [&](const uint8_t *xin, uint8_t *yd, uint8_t *xp) {
-      // The padded image, a row of it at a time.
+      // The padded image, a row of it at a time, made by the tasks themselves as their tiles
+      // first need it (in the one parallel region: no second fork and join, no barrier). Row
+      // r's state: 0 not made, 1 being made (by the thread that claimed it), 2 made. A thread
+      // that finds a row being made waits for that copy of one row, which waits on nothing.
       const auto prow = static_cast<size_t>(d.Wp) * cz;
       const auto rows_total = static_cast<size_t>(s.N * d.Hp);
-      parallel_for(ctx.threads(), rows_total, 16, [&](size_t r0, size_t r1) {
-        for (size_t r = r0; r < r1; ++r) {
-          const auto img = static_cast<int64_t>(r) / d.Hp, h = static_cast<int64_t>(r) % d.Hp - g_.pad_top;
-          uint8_t *dst = xp + r * prow;
-          if (h < 0 || h >= s.H) {
-            std::memset(dst, pad, prow);
+      std::unique_ptr<std::atomic<uint8_t>[]> states(new std::atomic<uint8_t>[rows_total]);
+      for (size_t r = 0; r < rows_total; ++r) states[r].store(0, std::memory_order_relaxed);
+      auto state = [&](size_t r) -> std::atomic<uint8_t> & { return states[r]; };
+      auto make_row = [&](size_t r) {
+        const auto img = static_cast<int64_t>(r) / d.Hp, h = static_cast<int64_t>(r) % d.Hp - g_.pad_top;
+        uint8_t *dst = xp + r * prow;
+        if (h < 0 || h >= s.H) {
+          std::memset(dst, pad, prow);
+          return;
+        }
+        const auto left = static_cast<size_t>(g_.pad_left) * cz, inner = static_cast<size_t>(s.W) * cz;
+        std::memset(dst, pad, left);
+        copy_flip(dst + left, xin + static_cast<size_t>((img * s.H + h) * s.W) * cz, inner, flip);
+        std::memset(dst + left + inner, pad, prow - left - inner);
+      };
+      auto ensure_rows = [&](size_t r0, size_t r1) {  // rows r0 .. r1 (inclusive) made
+        for (size_t r = r0; r <= r1 && r < rows_total; ++r) {
+          if (state(r).load(std::memory_order_acquire) == 2) continue;
+          uint8_t expected = 0;
+          if (state(r).compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+            make_row(r);
+            state(r).store(2, std::memory_order_release);
             continue;
           }
-          const auto left = static_cast<size_t>(g_.pad_left) * cz, inner = static_cast<size_t>(s.W) * cz;
-          std::memset(dst, pad, left);
-          copy_flip(dst + left, xin + static_cast<size_t>((img * s.H + h) * s.W) * cz, inner, flip);
-          std::memset(dst + left + inner, pad, prow - left - inner);
+          while (state(r).load(std::memory_order_acquire) != 2) spin_pause();
         }
-      });
+      };
+      // The slack past the images (read only by tiles' dropped rows).
       std::memset(xp + static_cast<size_t>(s.N) * image_bytes, pad,
                   padded_bytes - static_cast<size_t>(s.N) * image_bytes);
+      // The padded rows a tile reads: from its first row's window to its last computed row's,
+      // with the kernel's extent (rows past the images are the slack).
+      const size_t reach = static_cast<size_t>((wdims_[2] - 1) * g_.dilation_h) * prow +
+                           static_cast<size_t>((wdims_[3] - 1) * g_.dilation_w + 1) * cz;
       const size_t image_pixels = static_cast<size_t>(s.OH * s.OW);
-      parallel_for(ctx.threads(), task_count, 1, [&](size_t t0, size_t t1) {
+      // Each worker first makes its share of the rows, in order (as the separate copying
+      // region did), so that none makes them all for tiles that span the image (an edge
+      // column's lines along H come early in a plan).
+      const size_t workers = parallel_workers(ctx.threads(), task_count, 1);
+      std::vector<uint8_t> started(workers, 0);
+      parallel_for_workers(ctx.threads(), task_count, 1, [&](size_t t0, size_t t1, size_t wk) {
+        if (started[wk] == 0) {
+          started[wk] = 1;
+          ensure_rows(wk * rows_total / workers, (wk + 1) * rows_total / workers - 1);
+        }
         alignas(64) int32_t acc[16 * 64];
         for (size_t task = t0; task < t1; ++task) {
           const size_t i0 = bounds[task], i1 = bounds[task + 1];
@@ -721,6 +762,10 @@ class PreparedConv final : public Prepared {
               const size_t img = i / per_image;
               const DirectPlan::Tile &t = d.tiles[i % per_image];
               const std::vector<size_t> &off = d.sets[t.set];
+              if (nt == 0 && workers > 1) {  // (one worker made every row first)
+                const size_t first = img * image_bytes + t.a;
+                ensure_rows(first / prow, (first + (t.computed - 1) * t.a_step + reach - 1) / prow);
+              }
               std::memcpy(acc, start.data() + t.set * mz + n0, tile_cols * sizeof(int32_t));
               (t.computed == mr ? k.conv_tile : k.conv_tile4)(
                   xp + img * image_bytes + t.a, t.a_step, off.data(), off.size() / 2,
