@@ -20,7 +20,7 @@ constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni51
                                  &kern::Vnni512::conv<4>};
 constexpr kern::WoKernels kWo{"avx512_vnni", &kern::wo::f32_512, &kern::wo::int8_vnni,
                               &kern::wo::dot512, &kern::wo::dequant512, true, true,
-                              &kern::wo::token256, nullptr, /*dequant_batches=*/false,
+                              &kern::wo::token_vnni, nullptr, /*dequant_batches=*/false,
                               &kern::wo::blk_vnni};
 constexpr kern::KernelTable make() {
   kern::KernelTable t{};

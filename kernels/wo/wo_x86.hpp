@@ -38,6 +38,21 @@ constexpr int P = kWoPanel;
 alignas(16) constexpr uint8_t kNF4U8[16] = {1,   40,  61,  78,  92,  105, 116, 128,
                                             138, 148, 159, 171, 184, 199, 220, 255};
 
+// a - b modulo 2^32 (the per-token sums: sum(c * qx) may wrap; sum(c * qx) - xsum fits int32).
+inline int32_t wrap_sub(int32_t a, int32_t b) noexcept {
+  return static_cast<int32_t>(static_cast<uint32_t>(a) - static_cast<uint32_t>(b));
+}
+
+// Where the batch-1 per-token kernels request the weights ahead of their use: the rows this
+// many bytes on (at least 16 rows; the rows of one call are contiguous, and so are the calls of
+// a worker), from the current block of rows. On the 2-core Zen 4 (4096^2 ternary, batch 1,
+// weights from DRAM) the next block of 4 rows alone read at 12-13 GB/s on one thread, 8 rows on
+// 20, 16 rows and more on 21 (the read roofline there: 22-27); two threads 22 -> 28-29 GB/s.
+inline uintptr_t token_ahead(const uint8_t *rows, size_t row_bytes) noexcept {
+  const size_t ahead = std::max<size_t>(16 * row_bytes, size_t{16} << 10);
+  return reinterpret_cast<uintptr_t>(rows) + ahead;
+}
+
 inline uint32_t mask_of(size_t left) noexcept {
   return left >= 16 ? 0xFFFFu : (1u << left) - 1u;
 }
@@ -783,6 +798,48 @@ inline void int8_vnni(const WoPanelArgs &w, const WoActs &a, size_t rows, float 
 }
 
 #endif  // __AVX512VNNI__
+
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+// The per-token mode on AVX-512 VNNI (the avx512_vnni table): token256's loops with vpdpbusd on
+// 256-bit vectors, so that a 32-byte group and a plane's 32 activations meet in the layout's own
+// order. c (0..2, unsigned) times qx (signed), four products a lane added to the int32 sums
+// directly (wrapping: exact modulo 2^32, and sum(c * qx) - xsum = sum(v * qx) fits int32 for
+// K <= kMaxK): no 16-bit stage, so a group and feature takes a load, 3 shifts, 4 ands and 4
+// vpdpbusd (token_rows256: 4 vpmaddubsw and 4 additions, and a widening every 16 groups). On
+// Zen 4 a 256-bit vpdpbusd does half a 512-bit one's products at twice its rate.
+// One row of activations, F features; each feature's four planes in their own sums (one
+// vpdpbusd a group in each dependency chain).
+template <int F>
+inline void token_rows_vnni(const uint8_t *w, size_t row_bytes, size_t groups, const int8_t *qx,
+                            int32_t xsum, int32_t *acc, uintptr_t next) noexcept {
+  const __m256i m3 = _mm256_set1_epi8(3);
+  __m256i s[F][4];
+  for (int f = 0; f < F; ++f)
+    for (int p = 0; p < 4; ++p) s[f][p] = _mm256_setzero_si256();
+  for (size_t g = 0; g < groups; ++g) {
+    for (size_t l = 0; l < F * 32; l += 64)
+      _mm_prefetch(reinterpret_cast<const char *>(next + F * 32 * g + l), _MM_HINT_T1);
+    const auto *xg = reinterpret_cast<const __m256i *>(qx + 128 * g);
+    const __m256i x0 = _mm256_loadu_si256(xg), x1 = _mm256_loadu_si256(xg + 1);
+    const __m256i x2 = _mm256_loadu_si256(xg + 2), x3 = _mm256_loadu_si256(xg + 3);
+    for (int f = 0; f < F; ++f) {
+      const __m256i v = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i *>(w + static_cast<size_t>(f) * row_bytes + 32 * g));
+      s[f][0] = _mm256_dpbusd_epi32(s[f][0], _mm256_and_si256(_mm256_srli_epi16(v, 6), m3), x0);
+      s[f][1] = _mm256_dpbusd_epi32(s[f][1], _mm256_and_si256(_mm256_srli_epi16(v, 4), m3), x1);
+      s[f][2] = _mm256_dpbusd_epi32(s[f][2], _mm256_and_si256(_mm256_srli_epi16(v, 2), m3), x2);
+      s[f][3] = _mm256_dpbusd_epi32(s[f][3], _mm256_and_si256(v, m3), x3);
+    }
+  }
+  for (int f = 0; f < F; ++f) {
+    const __m256i t = _mm256_add_epi32(_mm256_add_epi32(s[f][0], s[f][1]), _mm256_add_epi32(s[f][2], s[f][3]));
+    __m128i h = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
+    acc[f] = wrap_sub(_mm_cvtsi128_si32(h), xsum);
+  }
+}
+#endif  // __AVX512VNNI__ && __AVX512VL__
 
 #if defined(__AVX2__)
 
@@ -1655,11 +1712,12 @@ inline void int8_256(const WoPanelArgs &w, const WoActs &a, size_t rows, float *
 // (c unsigned, qx signed): pairs of products at most 2 * 2 * 127 = 508 in magnitude, so it never
 // saturates; 16-bit sums take 16 groups (64 additions, at most 32512) before they are widened
 // into 32-bit sums by vpmaddwd. acc = sum(c * qx) - xsum, exact.
-// `next` (or null): the F rows after these, requested into L2 as the loop goes (F rows are
-// F * 32 bytes a group, contiguous), two lines a group.
+// `next`: where F rows ahead begin (token_ahead; an address, maybe past the weights, where a
+// prefetch is harmless), requested into L2 as the loop goes (F rows are F * 32 bytes a group,
+// contiguous), two lines a group.
 template <int F>
 inline void token_rows256(const uint8_t *w, size_t row_bytes, size_t groups, const int8_t *qx,
-                          int32_t xsum, int32_t *acc, const uint8_t *next) noexcept {
+                          int32_t xsum, int32_t *acc, uintptr_t next) noexcept {
   const __m256i m3 = _mm256_set1_epi8(3), ones16 = _mm256_set1_epi16(1);
   __m256i s32[F];
   for (int f = 0; f < F; ++f) s32[f] = _mm256_setzero_si256();
@@ -1668,8 +1726,8 @@ inline void token_rows256(const uint8_t *w, size_t row_bytes, size_t groups, con
     __m256i s16[F];
     for (int f = 0; f < F; ++f) s16[f] = _mm256_setzero_si256();
     for (size_t g = g0; g < g1; ++g) {
-      if (next != nullptr)
-        for (int l = 0; l < F * 32; l += 64) __builtin_prefetch(next + static_cast<size_t>(F) * 32 * g + l, 0, 2);
+      for (size_t l = 0; l < F * 32; l += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(next + F * 32 * g + l), _MM_HINT_T1);
       const int8_t *xg = qx + 128 * g;
       const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xg));
       const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xg + 32));
@@ -1691,7 +1749,7 @@ inline void token_rows256(const uint8_t *w, size_t row_bytes, size_t groups, con
     __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s32[f]), _mm256_extracti128_si256(s32[f], 1));
     h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
     h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
-    acc[f] = _mm_cvtsi128_si32(h) - xsum;
+    acc[f] = wrap_sub(_mm_cvtsi128_si32(h), xsum);
   }
 }
 
@@ -1734,7 +1792,7 @@ inline void token_batch256(const uint8_t *row, size_t groups, const int8_t *qx, 
     __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
     h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
-    acc[static_cast<size_t>(r) * ld] = _mm_cvtsi128_si32(h) - xsum[r];
+    acc[static_cast<size_t>(r) * ld] = wrap_sub(_mm_cvtsi128_si32(h), xsum[r]);
   }
 }
 
@@ -1759,10 +1817,41 @@ inline void token256(const uint8_t *w, size_t row_bytes, size_t groups, size_t f
     size_t f = 0;
     for (; f + 4 <= feats; f += 4)
       token_rows256<4>(w + f * row_bytes, row_bytes, groups, x, xsum[r], a + f,
-                       f + 8 <= feats ? w + (f + 4) * row_bytes : nullptr);
-    for (; f < feats; ++f) token_rows256<1>(w + f * row_bytes, row_bytes, groups, x, xsum[r], a + f, nullptr);
+                       token_ahead(w + f * row_bytes, row_bytes));
+    for (; f < feats; ++f)
+      token_rows256<1>(w + f * row_bytes, row_bytes, groups, x, xsum[r], a + f,
+                       token_ahead(w + f * row_bytes, row_bytes));
   }
 }
+
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+// wo.hpp's WoTokenFn on AVX-512 VNNI: token256's plan, with token_rows_vnni for the last row.
+// The blocks of rows keep token_batch256: a vpdpbusd form with a sum per row and plane measured
+// level with it (GCC copied its 16 sums between registers around each vpdpbusd and spilled).
+inline void token_vnni(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats, const int8_t *qx,
+                       size_t xs, size_t rows, const int32_t *xsum, int32_t *acc, size_t ld) noexcept {
+  size_t r = 0;
+  auto batch = [&](auto rows_c) {
+    constexpr int B = decltype(rows_c)::value;
+    for (size_t f = 0; f < feats; ++f)
+      token_batch256<B>(w + f * row_bytes, groups, qx + r * xs, xs, xsum + r, acc + r * ld + f, ld);
+    r += B;
+  };
+  while (rows - r >= 4) batch(std::integral_constant<int, 4>{});
+  if (rows - r >= 2) batch(std::integral_constant<int, 2>{});
+  if (r < rows) {
+    const int8_t *x = qx + r * xs;
+    int32_t *a = acc + r * ld;
+    size_t f = 0;
+    for (; f + 4 <= feats; f += 4)
+      token_rows_vnni<4>(w + f * row_bytes, row_bytes, groups, x, xsum[r], a + f,
+                         token_ahead(w + f * row_bytes, row_bytes));
+    for (; f < feats; ++f)
+      token_rows_vnni<1>(w + f * row_bytes, row_bytes, groups, x, xsum[r], a + f,
+                         token_ahead(w + f * row_bytes, row_bytes));
+  }
+}
+#endif  // __AVX512VNNI__ && __AVX512VL__
 
 #endif  // __AVX2__
 

@@ -154,6 +154,62 @@ inline V mask_set1_epi32(V src, Mask k, int32_t x) {
     if (k & (1u << i)) put32(src, i, static_cast<uint32_t>(x));
   return src;
 }
+
+// The 256-bit instructions of the per-token row kernel (token_rows_vnni, AVX-512 VL + VNNI).
+struct Y {
+  uint8_t b[32];
+};
+inline uint32_t y32(const Y &v, int i) {
+  uint32_t x;
+  std::memcpy(&x, v.b + 4 * i, 4);
+  return x;
+}
+inline Y zero256() { return Y{}; }
+inline Y loadu256(const void *p) {
+  Y v;
+  std::memcpy(v.b, p, 32);
+  return v;
+}
+inline Y set1_epi8_256(char x) {
+  Y v;
+  std::memset(v.b, static_cast<unsigned char>(x), 32);
+  return v;
+}
+inline Y srli_epi16_256(Y a, int n) {  // VPSRLW
+  for (int i = 0; i < 16; ++i) {
+    uint16_t x;
+    std::memcpy(&x, a.b + 2 * i, 2);
+    x = n > 15 ? 0 : static_cast<uint16_t>(x >> n);
+    std::memcpy(a.b + 2 * i, &x, 2);
+  }
+  return a;
+}
+inline Y and256(Y a, Y b) {
+  for (int i = 0; i < 32; ++i) a.b[i] &= b.b[i];
+  return a;
+}
+inline Y add_epi32_256(Y a, Y b) {
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t x = y32(a, i) + y32(b, i);
+    std::memcpy(a.b + 4 * i, &x, 4);
+  }
+  return a;
+}
+// VPDPBUSD on 8 lanes: four u8 (a) x s8 (b) products added to src, wrapping.
+inline Y dpbusd256(Y src, Y a, Y b) {
+  for (int i = 0; i < 8; ++i) {
+    uint32_t s = y32(src, i);
+    for (int j = 0; j < 4; ++j)
+      s += static_cast<uint32_t>(static_cast<int32_t>(a.b[4 * i + j]) *
+                                 static_cast<int32_t>(static_cast<int8_t>(b.b[4 * i + j])));
+    std::memcpy(src.b + 4 * i, &s, 4);
+  }
+  return src;
+}
+inline __m128i low128(Y v) { return _mm_loadu_si128(reinterpret_cast<const __m128i *>(v.b)); }
+inline __m128i extract128(Y v, int i) {  // VEXTRACTI128
+  return _mm_loadu_si128(reinterpret_cast<const __m128i *>(v.b + 16 * (i & 1)));
+}
 }  // namespace emu
 
 // Some of these are macros when not optimizing.
@@ -237,6 +293,30 @@ inline V mask_set1_epi32(V src, Mask k, int32_t x) {
 #define __AVX512VNNI__ 1
 #define QNT_TEST_DEFINED_VNNI
 #endif
+#if !defined(__AVX512VL__)
+#define __AVX512VL__ 1
+#define QNT_TEST_DEFINED_VL
+#endif
+#undef __m256i
+#define __m256i emu::Y
+#undef _mm256_setzero_si256
+#define _mm256_setzero_si256 emu::zero256
+#undef _mm256_loadu_si256
+#define _mm256_loadu_si256 emu::loadu256
+#undef _mm256_set1_epi8
+#define _mm256_set1_epi8 emu::set1_epi8_256
+#undef _mm256_srli_epi16
+#define _mm256_srli_epi16 emu::srli_epi16_256
+#undef _mm256_and_si256
+#define _mm256_and_si256 emu::and256
+#undef _mm256_add_epi32
+#define _mm256_add_epi32 emu::add_epi32_256
+#undef _mm256_dpbusd_epi32
+#define _mm256_dpbusd_epi32 emu::dpbusd256
+#undef _mm256_castsi256_si128
+#define _mm256_castsi256_si128 emu::low128
+#undef _mm256_extracti128_si256
+#define _mm256_extracti128_si256 emu::extract128
 #include "kernels/wo/wo_x86.hpp"
 #include "kernels/wo/blk_x86.hpp"
 #if defined(QNT_TEST_DEFINED_F)
@@ -244,6 +324,9 @@ inline V mask_set1_epi32(V src, Mask k, int32_t x) {
 #endif
 #if defined(QNT_TEST_DEFINED_VNNI)
 #undef __AVX512VNNI__
+#endif
+#if defined(QNT_TEST_DEFINED_VL)
+#undef __AVX512VL__
 #endif
 
 #include "capi/boundary.hpp"
@@ -381,6 +464,42 @@ TEST(WoEmulatedAvx512, KernelsMatchTheReference) {
   // qx passes 32767, so the zero-point term must be a 32-bit product.
   check(rng, QNT_DTYPE_I8, QNT_GRANULARITY_PER_AXIS, 0, false, 2, 3, 8370, QNT_WEIGHT_ONLY_INT8_ACT, true);
   check(rng, QNT_DTYPE_U8, QNT_GRANULARITY_PER_TENSOR, 0, true, 3, 3, 8370, QNT_WEIGHT_ONLY_INT8_ACT, true);
+}
+
+// The per-token mode's AVX-512 VNNI row kernel (token_rows_vnni, 4 features and 1) against the
+// plain C++ kernel, on the packed layout directly: 1 to 40 groups, random codes (0..2) and
+// activations, and the extremes (every code 2 with qx 127, every code 0 with qx -127: the
+// largest sums of c * qx, which the final - xsum brings back).
+TEST(WoEmulatedAvx512, TokenRowsMatchTheGenericKernel) {
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<int> code(0, 2), act(-127, 127);
+  for (size_t groups : {size_t{1}, size_t{2}, size_t{7}, size_t{32}, size_t{40}})
+    for (int extreme = 0; extreme < 3; ++extreme) {
+      const size_t row_bytes = 32 * groups, feats = 4;
+      std::vector<uint8_t> w(feats * row_bytes);
+      std::vector<int8_t> qx(128 * groups);
+      for (auto &b : w) {
+        if (extreme == 0)
+          b = static_cast<uint8_t>(code(rng) << 6 | code(rng) << 4 | code(rng) << 2 | code(rng));
+        else
+          b = extreme == 1 ? 0xAA : 0x00;  // codes 2, or 0
+      }
+      int32_t xsum = 0;
+      for (auto &v : qx) {
+        v = static_cast<int8_t>(extreme == 0 ? act(rng) : extreme == 1 ? 127 : -127);
+        xsum += v;
+      }
+      std::vector<int32_t> want(feats), got4(feats, -1), got1(feats, -1);
+      qnt::kern::wo_token_generic(w.data(), row_bytes, groups, feats, qx.data(), qx.size(), 1, &xsum,
+                                  want.data(), feats);
+      const uintptr_t ahead = qnt::kern::wo::token_ahead(w.data(), row_bytes);
+      qnt::kern::wo::token_rows_vnni<4>(w.data(), row_bytes, groups, qx.data(), xsum, got4.data(), ahead);
+      for (size_t f = 0; f < feats; ++f)
+        qnt::kern::wo::token_rows_vnni<1>(w.data() + f * row_bytes, row_bytes, groups, qx.data(), xsum,
+                                          got1.data() + f, ahead);
+      ASSERT_EQ(got4, want) << "groups " << groups << " extreme " << extreme;
+      ASSERT_EQ(got1, want) << "groups " << groups << " extreme " << extreme;
+    }
 }
 
 }  // namespace
