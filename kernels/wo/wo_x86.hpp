@@ -1796,12 +1796,13 @@ inline void token_batch256(const uint8_t *row, size_t groups, const int8_t *qx, 
   }
 }
 
-// wo.hpp's WoTokenFn: one row of activations through token_rows256 (4 features at a time, the
-// next 4 prefetched: the weights come from DRAM), more in blocks of 4 and 2 rows through
-// token_batch256 feature by feature (the weights are reused from cache; blocks of 8 rows
-// spilled their 16-bit sums to the stack and were no faster).
-inline void token256(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats, const int8_t *qx,
-                     size_t xs, size_t rows, const int32_t *xsum, int32_t *acc, size_t ld) noexcept {
+// wo.hpp's WoTokenFn's plan: rows in blocks of 4 and 2 through token_batch256 feature by feature
+// (the weights are reused from cache; blocks of 8 rows spilled their 16-bit sums to the stack and
+// were no faster), the last row 4 features at a time through the row kernel, which requests the
+// rows ahead (the weights come from DRAM): row(F, w_f, qx, xsum, acc, next) for F = 4 or 1.
+template <class Row>
+inline void token_plan(const uint8_t *w, size_t row_bytes, size_t feats, size_t groups, const int8_t *qx,
+                       size_t xs, size_t rows, const int32_t *xsum, int32_t *acc, size_t ld, Row &&row) noexcept {
   size_t r = 0;
   auto batch = [&](auto rows_c) {
     constexpr int B = decltype(rows_c)::value;
@@ -1816,40 +1817,33 @@ inline void token256(const uint8_t *w, size_t row_bytes, size_t groups, size_t f
     int32_t *a = acc + r * ld;
     size_t f = 0;
     for (; f + 4 <= feats; f += 4)
-      token_rows256<4>(w + f * row_bytes, row_bytes, groups, x, xsum[r], a + f,
-                       token_ahead(w + f * row_bytes, row_bytes));
+      row(std::integral_constant<int, 4>{}, w + f * row_bytes, x, xsum[r], a + f,
+          token_ahead(w + f * row_bytes, row_bytes));
     for (; f < feats; ++f)
-      token_rows256<1>(w + f * row_bytes, row_bytes, groups, x, xsum[r], a + f,
-                       token_ahead(w + f * row_bytes, row_bytes));
+      row(std::integral_constant<int, 1>{}, w + f * row_bytes, x, xsum[r], a + f,
+          token_ahead(w + f * row_bytes, row_bytes));
   }
 }
 
+// wo.hpp's WoTokenFn (the avx2 and avx512 tables): the row kernel token_rows256.
+inline void token256(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats, const int8_t *qx,
+                     size_t xs, size_t rows, const int32_t *xsum, int32_t *acc, size_t ld) noexcept {
+  token_plan(w, row_bytes, feats, groups, qx, xs, rows, xsum, acc, ld,
+             [&](auto fc, const uint8_t *wf, const int8_t *x, int32_t s, int32_t *a, uintptr_t next) {
+               token_rows256<decltype(fc)::value>(wf, row_bytes, groups, x, s, a, next);
+             });
+}
+
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-// wo.hpp's WoTokenFn on AVX-512 VNNI: token256's plan, with token_rows_vnni for the last row.
-// The blocks of rows keep token_batch256: a vpdpbusd form with a sum per row and plane measured
-// level with it (GCC copied its 16 sums between registers around each vpdpbusd and spilled).
+// wo.hpp's WoTokenFn on AVX-512 VNNI: the row kernel token_rows_vnni. The blocks of rows keep
+// token_batch256: a vpdpbusd form with a sum per row and plane measured level with it (GCC
+// copied its 16 sums between registers around each vpdpbusd and spilled).
 inline void token_vnni(const uint8_t *w, size_t row_bytes, size_t groups, size_t feats, const int8_t *qx,
                        size_t xs, size_t rows, const int32_t *xsum, int32_t *acc, size_t ld) noexcept {
-  size_t r = 0;
-  auto batch = [&](auto rows_c) {
-    constexpr int B = decltype(rows_c)::value;
-    for (size_t f = 0; f < feats; ++f)
-      token_batch256<B>(w + f * row_bytes, groups, qx + r * xs, xs, xsum + r, acc + r * ld + f, ld);
-    r += B;
-  };
-  while (rows - r >= 4) batch(std::integral_constant<int, 4>{});
-  if (rows - r >= 2) batch(std::integral_constant<int, 2>{});
-  if (r < rows) {
-    const int8_t *x = qx + r * xs;
-    int32_t *a = acc + r * ld;
-    size_t f = 0;
-    for (; f + 4 <= feats; f += 4)
-      token_rows_vnni<4>(w + f * row_bytes, row_bytes, groups, x, xsum[r], a + f,
-                         token_ahead(w + f * row_bytes, row_bytes));
-    for (; f < feats; ++f)
-      token_rows_vnni<1>(w + f * row_bytes, row_bytes, groups, x, xsum[r], a + f,
-                         token_ahead(w + f * row_bytes, row_bytes));
-  }
+  token_plan(w, row_bytes, feats, groups, qx, xs, rows, xsum, acc, ld,
+             [&](auto fc, const uint8_t *wf, const int8_t *x, int32_t s, int32_t *a, uintptr_t next) {
+               token_rows_vnni<decltype(fc)::value>(wf, row_bytes, groups, x, s, a, next);
+             });
 }
 #endif  // __AVX512VNNI__ && __AVX512VL__
 
