@@ -155,7 +155,14 @@ inline V mask_set1_epi32(V src, Mask k, int32_t x) {
   return src;
 }
 
-// The 256-bit instructions of the per-token row kernel (token_rows_vnni, AVX-512 VL + VNNI).
+}  // namespace emu
+
+namespace {
+namespace tok256 {
+// The 256-bit instructions of the per-token row kernel (token_rows_vnni, AVX-512 VL + VNNI), in
+// a namespace of their own with internal linkage: test_xnor_emulated.cpp has its own 256-bit
+// model under the same names (emu::Y, emu::loadu256, ...), and two inline definitions of one
+// name would be one function to the linker (not inlined at -O0, one TU's would serve both).
 struct Y {
   uint8_t b[32];
 };
@@ -210,7 +217,8 @@ inline __m128i low128(Y v) { return _mm_loadu_si128(reinterpret_cast<const __m12
 inline __m128i extract128(Y v, int i) {  // VEXTRACTI128
   return _mm_loadu_si128(reinterpret_cast<const __m128i *>(v.b + 16 * (i & 1)));
 }
-}  // namespace emu
+}  // namespace tok256
+}  // namespace
 
 // Some of these are macros when not optimizing.
 #undef __m512
@@ -298,25 +306,25 @@ inline __m128i extract128(Y v, int i) {  // VEXTRACTI128
 #define QNT_TEST_DEFINED_VL
 #endif
 #undef __m256i
-#define __m256i emu::Y
+#define __m256i ::tok256::Y
 #undef _mm256_setzero_si256
-#define _mm256_setzero_si256 emu::zero256
+#define _mm256_setzero_si256 ::tok256::zero256
 #undef _mm256_loadu_si256
-#define _mm256_loadu_si256 emu::loadu256
+#define _mm256_loadu_si256 ::tok256::loadu256
 #undef _mm256_set1_epi8
-#define _mm256_set1_epi8 emu::set1_epi8_256
+#define _mm256_set1_epi8 ::tok256::set1_epi8_256
 #undef _mm256_srli_epi16
-#define _mm256_srli_epi16 emu::srli_epi16_256
+#define _mm256_srli_epi16 ::tok256::srli_epi16_256
 #undef _mm256_and_si256
-#define _mm256_and_si256 emu::and256
+#define _mm256_and_si256 ::tok256::and256
 #undef _mm256_add_epi32
-#define _mm256_add_epi32 emu::add_epi32_256
+#define _mm256_add_epi32 ::tok256::add_epi32_256
 #undef _mm256_dpbusd_epi32
-#define _mm256_dpbusd_epi32 emu::dpbusd256
+#define _mm256_dpbusd_epi32 ::tok256::dpbusd256
 #undef _mm256_castsi256_si128
-#define _mm256_castsi256_si128 emu::low128
+#define _mm256_castsi256_si128 ::tok256::low128
 #undef _mm256_extracti128_si256
-#define _mm256_extracti128_si256 emu::extract128
+#define _mm256_extracti128_si256 ::tok256::extract128
 #include "kernels/wo/wo_x86.hpp"
 #include "kernels/wo/blk_x86.hpp"
 #if defined(QNT_TEST_DEFINED_F)
