@@ -43,8 +43,10 @@ GemmPlan::GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int 
   row_bytes = b.groups * kern::kGemmGroup;
   K = static_cast<size_t>(b.K);
   // Blocks: up to 96 rows of A, as many as fill half the L2 (the rest holds the B panel of the
-  // tile being run), and 256 columns; halved (columns first) until every thread has two tasks,
-  // so that every shape uses every thread.
+  // tile being run), and 256 columns; halved until every thread has two tasks, so that every
+  // shape uses every thread: rows first while a block keeps 8 panels or more (each worker then
+  // packs its own rows of A, where blocks of columns had two workers pack the same m-block:
+  // 256^2 on two threads 41.5 -> 39.5 us on the Zen 4), then columns, then rows.
   size_t l2 = hw::machine().cache_bytes[2];
   if (l2 == 0) l2 = size_t{256} << 10;  // unknown: a small L2
   const size_t fit = std::max<size_t>(2, l2 / 2 / std::max<size_t>(1, a_panel_bytes));
@@ -62,7 +64,7 @@ GemmPlan::GemmPlan(const kern::GemmKernel &k, const GemmB &b, int64_t rows, int 
     count();
   }
   while (blocks == nullptr && count() < want && (nb > 1 || mb > 1)) {
-    if (nb > 1)
+    if (nb > 1 && mb < 8)
       nb = (nb + 1) / 2;
     else
       mb = (mb + 1) / 2;

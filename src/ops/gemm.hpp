@@ -153,6 +153,12 @@ struct GemmPlan {
            const TuneValue *blocks = nullptr);
   static constexpr size_t kHeaderBytes = 64;  // before each worker's scratch: its packed m-block
   size_t tasks() const noexcept { return m_blocks * n_blocks; }
+  // Block i's first m-panel (n-tile): the panels shared out as evenly as the block count
+  // allows (sizes differ by one at most; mb and nb are the largest), so that the workers'
+  // contiguous runs of tasks hold equal work. (Blocks of mb with the remainder last had given
+  // one of two workers 45 panels and the other 41 at 512^2.)
+  size_t m_begin(size_t i) const noexcept { return i * std::max<size_t>(1, m_panels) / m_blocks; }
+  size_t n_begin(size_t i) const noexcept { return i * std::max<size_t>(1, n_tiles) / n_blocks; }
   size_t worker_bytes() const noexcept;
   // The scratch the run needs: every worker's A block, row terms and row buffer.
   size_t scratch_bytes() const noexcept { return workers * worker_bytes(); }
@@ -239,7 +245,7 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
     std::memcpy(&packed, header, sizeof packed);
     for (size_t t = t0; t < t1; ++t) {
       const size_t mi = t / plan.n_blocks, ni = t % plan.n_blocks;
-      const size_t p0 = mi * plan.mb, p1 = std::min(plan.m_panels, p0 + plan.mb);
+      const size_t p0 = plan.m_begin(mi), p1 = std::min(plan.m_panels, plan.m_begin(mi + 1));
       if (packed != mi) {
         // A source with rows() writes the block's rows at once: they are evenly spaced in apack
         // with the a_rows kernels (a_panel_bytes = mr * row stride).
@@ -269,10 +275,10 @@ void gemm_run(const Context &ctx, const GemmPlan &plan, const GemmB &b, uint8_t 
         packed = mi;
         std::memcpy(header, &packed, sizeof packed);
       }
-      const size_t n_end = std::min(plan.n_tiles, (ni + 1) * plan.nb);
+      const size_t n_end = std::min(plan.n_tiles, plan.n_begin(ni + 1));
       // With several A panels to meet it, a B panel is first unpacked for the kernel.
       const bool unpack = plan.unpack && p1 - p0 >= 2;
-      for (size_t nt = ni * plan.nb; nt < n_end; ++nt) {
+      for (size_t nt = plan.n_begin(ni); nt < n_end; ++nt) {
         const auto n0 = static_cast<int64_t>(nt * plan.tile_cols);
         const int cols = static_cast<int>(
             std::min<int64_t>(static_cast<int64_t>(plan.tile_cols), b.N - n0));
