@@ -709,7 +709,6 @@ class PreparedConv final : public Prepared {
       const auto rows_total = static_cast<size_t>(s.N * d.Hp);
       std::unique_ptr<std::atomic<uint8_t>[]> states(new std::atomic<uint8_t>[rows_total]);
       for (size_t r = 0; r < rows_total; ++r) states[r].store(0, std::memory_order_relaxed);
-      auto state = [&](size_t r) -> std::atomic<uint8_t> & { return states[r]; };
       auto make_row = [&](size_t r) {
         const auto img = static_cast<int64_t>(r) / d.Hp, h = static_cast<int64_t>(r) % d.Hp - g_.pad_top;
         uint8_t *dst = xp + r * prow;
@@ -724,14 +723,14 @@ class PreparedConv final : public Prepared {
       };
       auto ensure_rows = [&](size_t r0, size_t r1) {  // rows r0 .. r1 (inclusive) made
         for (size_t r = r0; r <= r1 && r < rows_total; ++r) {
-          if (state(r).load(std::memory_order_acquire) == 2) continue;
+          if (states[r].load(std::memory_order_acquire) == 2) continue;
           uint8_t expected = 0;
-          if (state(r).compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+          if (states[r].compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
             make_row(r);
-            state(r).store(2, std::memory_order_release);
+            states[r].store(2, std::memory_order_release);
             continue;
           }
-          while (state(r).load(std::memory_order_acquire) != 2) spin_pause();
+          while (states[r].load(std::memory_order_acquire) != 2) spin_pause();
         }
       };
       // The slack past the images (read only by tiles' dropped rows).
