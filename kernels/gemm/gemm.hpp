@@ -157,6 +157,39 @@ using GemmConvTileFn = void (*)(const uint8_t *a, size_t row_stride, const size_
                                 size_t taps, size_t tap_groups, const int8_t *b,
                                 size_t panel_stride, int32_t *c, size_t ldc) noexcept;
 
+// The direct convolution's epilogue folded into its next tile (GemmKernel::conv_fused): jobs of
+// one row of the previous tile (its kGemmConvJobVectors * 16 outputs), each its int32 sums
+// (acc), the multipliers and f32 biases of their channels, and where their bytes go. The rules are gemm_epilogue's
+// modes 1 (divide false: v = (float)acc * m) and 3 (divide: v = ((float)acc * m + bias) / sy)
+// for finite multipliers and biases, no relu and no i32 bias: v clamped to [lo, hi] = [qmin -
+// zy, qmax - zy], rounded to nearest even, plus zy, its low byte stored. Bit for bit the
+// epilogue's (the same instructions, the same order).
+// Each job carries the constants (the assembly reads them beside the pointers).
+constexpr int kGemmConvJobVectors = 4;
+struct GemmConvJob {
+  const int32_t *acc;
+  uint8_t *out;
+  const float *mult;
+  const float *bias;  // (divide)
+  float lo, hi, sy;
+  int32_t zy;
+};
+static_assert(sizeof(GemmConvJob) == 48 && offsetof(GemmConvJob, lo) == 32 &&
+                  offsetof(GemmConvJob, zy) == 44,
+              "the conv tile's assembly reads jobs at these offsets");
+struct GemmConvJobs {
+  const GemmConvJob *next = nullptr, *end = nullptr;  // the jobs not done yet
+  bool divide = false;
+};
+// GemmConvTileFn that also does one of the jobs at the start of each of its taps, where
+// the multiplies leave the pipes of the conversions, compares and stores idle (jobs->next moves
+// on); GemmConvJobsFn does the jobs left.
+using GemmConvFusedFn = void (*)(const uint8_t *a, size_t row_stride, const size_t *tap_off,
+                                 size_t taps, size_t tap_groups, const int8_t *b,
+                                 size_t panel_stride, int32_t *c, size_t ldc,
+                                 GemmConvJobs *jobs) noexcept;
+using GemmConvJobsFn = void (*)(GemmConvJobs *jobs) noexcept;
+
 // The binary GEMM (qnt_binary_matmul): rows of bits in uint64 words (element k of a row in bit
 // k % 64 of word k / 64), `words` a row, a multiple of 4, zero past K in both operands. For
 // r < rows (a multiple of kXnorMR) and j < kXnorNR: pop[r * ld + j] = the number of bits set in
@@ -205,6 +238,11 @@ struct GemmKernel {
   // Optional: conv_tile's form for 4 rows, so that a line of the direct convolution is cut into
   // tiles of mr and of 4 rows with fewer rows dropped (26 = 3 * 6 + 2 * 4).
   GemmConvTileFn conv_tile4 = nullptr;
+  // Optional: conv_tile and conv_tile4 with the previous tile's epilogue folded in, and the
+  // jobs' own loop (all three or none).
+  GemmConvFusedFn conv_fused = nullptr;
+  GemmConvFusedFn conv_fused4 = nullptr;
+  GemmConvJobsFn conv_jobs = nullptr;
 };
 
 // The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.

@@ -746,12 +746,27 @@ class PreparedConv final : public Prepared {
       // column's lines along H come early in a plan).
       const size_t workers = parallel_workers(ctx.threads(), task_count, 1);
       std::vector<uint8_t> started(workers, 0);
+      // With a kernel's conv_fused and an 8-bit output of the requantizing modes (finite
+      // scales and biases, no relu, no i32 bias), a tile's epilogue runs as jobs inside the
+      // next tile (GemmConvJobs): its accumulators and jobs alternate between two buffers.
+      const bool fused = k.conv_fused != nullptr && k.conv_fused4 != nullptr &&
+                         k.conv_jobs != nullptr && epi.vector == k.epilogue && epi.finite &&
+                         !epi.relu && epi.bias_i32 == nullptr &&
+                         tile_cols == 16 * kern::kGemmConvJobVectors &&
+                         (epi.mode == Epilogue::Mode::Requantize ||
+                          (epi.mode == Epilogue::Mode::FloatQuantize && epi.bias_f32 != nullptr));
+      kern::GemmConvJobs proto;
+      proto.divide = epi.mode == Epilogue::Mode::FloatQuantize;
+      const auto lo = static_cast<float>(epi.qmin - epi.zy), hi = static_cast<float>(epi.qmax - epi.zy);
       parallel_for_workers(ctx.threads(), task_count, 1, [&](size_t t0, size_t t1, size_t wk) {
         if (started[wk] == 0) {
           started[wk] = 1;
           ensure_rows(wk * rows_total / workers, (wk + 1) * rows_total / workers - 1);
         }
-        alignas(64) int32_t acc[16 * 64];
+        alignas(64) int32_t accs[2][16 * 64];
+        kern::GemmConvJob job_lists[2][16];
+        kern::GemmConvJobs jobs = proto;  // the previous tile's, if any
+        int cur = 0;
         for (size_t task = t0; task < t1; ++task) {
           const size_t i0 = bounds[task], i1 = bounds[task + 1];
           for (size_t nt = 0; nt < n_tiles; ++nt) {
@@ -765,16 +780,38 @@ class PreparedConv final : public Prepared {
                 const size_t first = img * image_bytes + t.a;
                 ensure_rows(first / prow, (first + (t.computed - 1) * t.a_step + reach - 1) / prow);
               }
+              int32_t *acc = accs[cur];
               std::memcpy(acc, start.data() + t.set * mz + n0, tile_cols * sizeof(int32_t));
-              (t.computed == mr ? k.conv_tile : k.conv_tile4)(
-                  xp + img * image_bytes + t.a, t.a_step, off.data(), off.size() / 2,
-                  cz / kern::kGemmGroup, bp, b.panel_stride(), acc, tile_cols);
+              const uint8_t *at = xp + img * image_bytes + t.a;
               const size_t m = img * image_pixels + t.pixel;
-              epi.block(acc, tile_cols, static_cast<int>(t.rows), n0, tile_cols, yd, m * mz + n0,
-                        t.pixel_step * mz);
+              if (!fused) {
+                (t.computed == mr ? k.conv_tile : k.conv_tile4)(
+                    at, t.a_step, off.data(), off.size() / 2, cz / kern::kGemmGroup, bp,
+                    b.panel_stride(), acc, tile_cols);
+                epi.block(acc, tile_cols, static_cast<int>(t.rows), n0, tile_cols, yd,
+                          m * mz + n0, t.pixel_step * mz);
+                continue;
+              }
+              (t.computed == mr ? k.conv_fused : k.conv_fused4)(
+                  at, t.a_step, off.data(), off.size() / 2, cz / kern::kGemmGroup, bp,
+                  b.panel_stride(), acc, tile_cols, &jobs);
+              k.conv_jobs(&jobs);  // those the tile's taps left
+              // This tile's jobs, for the next.
+              kern::GemmConvJob *list = job_lists[cur];
+              size_t n = 0;
+              const float *mult = epi.multiplier.data() + n0;
+              const float *bias = epi.bias_f32 != nullptr ? epi.bias_f32 + n0 : nullptr;
+              uint8_t *out = yd + m * mz + n0;
+              for (size_t r = 0; r < t.rows; ++r)
+                list[n++] = {acc + r * tile_cols, out + r * t.pixel_step * mz, mult, bias, lo, hi,
+                             epi.sy, epi.zy};
+              jobs.next = list;
+              jobs.end = list + n;
+              cur ^= 1;
             }
           }
         }
+        if (fused) k.conv_jobs(&jobs);  // the last tile's
       });
     });
   }

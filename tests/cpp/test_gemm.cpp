@@ -677,12 +677,16 @@ std::vector<int64_t> conv_x_shape(const ConvCase &cc, int layout) {
 // One random convolution of the case's shape (dtypes, zero points, output mode, bias, relu
 // from rng and iter) through the one-shot and the prepared call: every fast set at 1, 2 and 3
 // threads against the reference. symmetric: weight zero points 0 for i8, 128 for u8.
+// kind >= 0 sets the output (kind % 4), the bias (kind / 4 % 3) and relu (kind / 12 % 2)
+// instead of iter.
 void check_conv_case(const ConvCase &cc, int layout, int iter, std::mt19937 &rng, bool symmetric,
-                     WKind wk = WKind::Bytes) {
+                     WKind wk = WKind::Bytes, int kind = -1) {
   const qnt_dtype xd = pick_int8(rng), wd = wkind_dtype(wk, rng);
   if (wk != WKind::Bytes) symmetric = true;
-  const int out = iter % 4;  // 0 i32, 1 u8, 2 i8, 3 f32
-  const int bias_kind = (iter / 4) % 3;  // none, i32, f32 (not with i32 y)
+  const int how = kind >= 0 ? kind : iter;
+  const int out = how % 4;  // 0 i32, 1 u8, 2 i8, 3 f32
+  const int bias_kind = (how / 4) % 3;  // none, i32, f32 (not with i32 y)
+  const int relu = kind >= 0 ? kind / 12 % 2 : iter % 2;
   QP xq, wq, yq;
   per_tensor(xq, xd, pick_scale(rng), pick_zp(rng, xd));
   if (symmetric) {  // zero points 0 (i8) or 128 (u8): b' = w - zw needs no row sums
@@ -705,7 +709,7 @@ void check_conv_case(const ConvCase &cc, int layout, int iter, std::mt19937 &rng
   if (out == 1 || out == 2) per_tensor(yq, yd, pick_scale(rng), pick_zp(rng, yd));
   Desc d;
   set_conv(d, cc, layout);
-  if (out != 0) d.set(QNT_OP_FUSE_RELU, iter % 2);
+  if (out != 0) d.set(QNT_OP_FUSE_RELU, relu);
   const std::vector<int64_t> xs = conv_x_shape(cc, layout);
   const auto xv = random_bytes(rng, static_cast<size_t>(cc.N * cc.C * cc.H * cc.W), iter % 5 == 0);
   const auto wcount = static_cast<size_t>(cc.M * (cc.C / cc.groups) * cc.KH * cc.KW);
@@ -785,6 +789,26 @@ TEST(Gemm, ConvDirect) {
   for (const ConvCase &cc : cases)
     for (int layout : {QNT_LAYOUT_NCHW, QNT_LAYOUT_NHWC})
       for (int rep = 0; rep < 2; ++rep) check_conv_case(cc, layout, ++iter, rng, true);
+}
+
+// The direct convolution with its epilogue folded into the next tile (a kernel's conv_fused:
+// u8 and i8 outputs without relu, an f32 bias or none): rows of 6 and 4-row tiles, tiles with
+// fewer taps than rows (5 x 5 borders; 1 x 1 and 1 x 2 kernels, whose jobs are mostly left to
+// conv_jobs), two and four n-tiles (jobs of the previous n-tile's channels), batches; and the
+// same shapes with relu or an i32 bias (the separate epilogue), all against the reference.
+TEST(Gemm, ConvDirectFusedEpilogue) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  const ConvCase cases[] = {
+      {2, 16, 10, 30, 64, 3, 3, 1, 1, 1, 1}, {1, 12, 14, 14, 128, 5, 5, 1, 2, 1, 1},
+      {1, 20, 6, 26, 64, 1, 1, 1, 0, 1, 1},  {1, 8, 9, 9, 256, 3, 3, 1, 1, 1, 1},
+      {2, 4, 7, 11, 64, 1, 2, 1, 0, 1, 1},   {1, 64, 8, 8, 64, 3, 3, 2, 1, 1, 1},
+  };
+  std::mt19937 rng(41);
+  int iter = 0;
+  // u8 / i8 output, no bias (mode 1) or f32 (mode 3), no relu; then relu, and an i32 bias.
+  const int kinds[] = {1, 2, 9, 10, 13, 14, 5};
+  for (const ConvCase &cc : cases)
+    for (int kind : kinds) check_conv_case(cc, QNT_LAYOUT_NHWC, ++iter, rng, true, WKind::Bytes, kind);
 }
 
 // Ternary and binary weights (values -1, 0, +1 as i8, or the packed dtypes, which the ops
