@@ -481,6 +481,8 @@ class PreparedConv final : public Prepared {
     std::vector<std::vector<size_t>> set_taps;  // each set's taps (i * KW + j)
     std::vector<Tile> tiles;                    // one image's
     size_t multiplies = 0;                      // tiles' computed rows times their taps
+    std::vector<size_t> work_before;            // per tile, the multiplies of the tiles before it
+    std::vector<uint32_t> set_sums;             // per set and filter, its taps' weight sums (mod 2^32)
     bool ok = false;                            // every pixel has a tap inside the image
   };
 
@@ -606,6 +608,18 @@ class PreparedConv final : public Prepared {
         add_lines(oh0, oh1, ow0, ow1, nc * computed(nr) < nr * computed(nc), set_of(r[2], r[3], c[2], c[3]));
       }
     }
+    d.work_before.reserve(d.tiles.size() + 1);
+    size_t work = 0;
+    for (const DirectPlan::Tile &t : d.tiles) {
+      d.work_before.push_back(work);
+      work += t.computed * d.set_taps[t.set].size();
+    }
+    d.work_before.push_back(work);
+    const auto mz = static_cast<size_t>(s.M);
+    d.set_sums.assign(d.sets.size() * mz, 0);
+    for (size_t t = 0; t < d.sets.size(); ++t)
+      for (size_t j = 0; j < mz; ++j)
+        for (size_t tap : d.set_taps[t]) d.set_sums[t * mz + j] += static_cast<uint32_t>(tap_sum_[tap * mz + j]);
     d.ok = true;
     return d;
   }
@@ -673,12 +687,8 @@ class PreparedConv final : public Prepared {
         (static_cast<size_t>(s.N) * image_bytes + mr * step + 64 + 63) / 64 * 64;
     // Each tap set's starting accumulators: -za' times its taps' weight sums (modulo 2^32).
     std::vector<int32_t> start(d.sets.size() * mz);
-    for (size_t t = 0; t < d.sets.size(); ++t)
-      for (size_t j = 0; j < mz; ++j) {
-        uint32_t sum = 0;
-        for (size_t tap : d.set_taps[t]) sum += static_cast<uint32_t>(tap_sum_[tap * mz + j]);
-        start[t * mz + j] = static_cast<int32_t>(0u - sum * static_cast<uint32_t>(za));
-      }
+    for (size_t i = 0; i < start.size(); ++i)
+      start[i] = static_cast<int32_t>(0u - d.set_sums[i] * static_cast<uint32_t>(za));
     // Tasks: runs of tiles over the images, as many for every thread and of equal work (a
     // tile's computed rows times its taps: a border tile runs fewer), up to about 16 tiles.
     const size_t per_image = d.tiles.size();
@@ -689,15 +699,23 @@ class PreparedConv final : public Prepared {
     const size_t tasks = std::min(total_tiles, rounds * threads);
     std::vector<size_t> bounds{0};  // task i: tiles bounds[i] .. bounds[i + 1]
     {
+      // Task b ends after the first tile i whose work up to and with it reaches b / tasks of
+      // the total (the last one takes the rest): found in the plan's running sums.
       const size_t total = static_cast<size_t>(s.N) * d.multiplies;
-      size_t done = 0;
-      for (size_t i = 0; i < total_tiles; ++i) {
-        const DirectPlan::Tile &t = d.tiles[i % per_image];
-        done += t.computed * d.set_taps[t.set].size();
-        // Close a task once its share is reached (the last one takes the rest).
-        if (bounds.size() < tasks && done * tasks >= total * bounds.size()) bounds.push_back(i + 1);
+      auto done = [&](size_t i) {  // the work of tiles 0 .. i - 1
+        return (i / per_image) * d.multiplies + d.work_before[i % per_image];
+      };
+      for (size_t b = 1; b < tasks; ++b) {
+        size_t lo = bounds.back() + 1, hi = total_tiles;  // the first i with done(i) * tasks >= total * b
+        while (lo < hi) {
+          const size_t mid = lo + (hi - lo) / 2;
+          if (done(mid) * tasks >= total * b) hi = mid;
+          else lo = mid + 1;
+        }
+        if (lo >= total_tiles) break;
+        bounds.push_back(lo);
       }
-      if (bounds.back() != total_tiles) bounds.push_back(total_tiles);
+      bounds.push_back(total_tiles);
     }
     const size_t task_count = bounds.size() - 1;
     in_nhwc(ctx, s, x, y, padded_bytes, [&](const uint8_t *xin, uint8_t *yd, uint8_t *xp) {
