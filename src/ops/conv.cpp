@@ -699,17 +699,18 @@ class PreparedConv final : public Prepared {
     const size_t tasks = std::min(total_tiles, rounds * threads);
     std::vector<size_t> bounds{0};  // task i: tiles bounds[i] .. bounds[i + 1]
     {
-      // Task b ends after the first tile i whose work up to and with it reaches b / tasks of
-      // the total (the last one takes the rest): found in the plan's running sums.
+      // Task t - 1 ends where the work of the tiles before reaches t / tasks of the total (the
+      // last one takes the rest): found in the plan's running sums.
       const size_t total = static_cast<size_t>(s.N) * d.multiplies;
       auto done = [&](size_t i) {  // the work of tiles 0 .. i - 1
         return (i / per_image) * d.multiplies + d.work_before[i % per_image];
       };
-      for (size_t b = 1; b < tasks; ++b) {
-        size_t lo = bounds.back() + 1, hi = total_tiles;  // the first i with done(i) * tasks >= total * b
+      for (size_t task = 1; task < tasks; ++task) {
+        // The first tile i with done(i) * tasks >= total * task.
+        size_t lo = bounds.back() + 1, hi = total_tiles;
         while (lo < hi) {
           const size_t mid = lo + (hi - lo) / 2;
-          if (done(mid) * tasks >= total * b) hi = mid;
+          if (done(mid) * tasks >= total * task) hi = mid;
           else lo = mid + 1;
         }
         if (lo >= total_tiles) break;
