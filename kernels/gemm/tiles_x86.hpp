@@ -106,6 +106,26 @@ struct RowDispatch {
   "vmovdqa64 %%zmm8, %%zmm28\n\t" "vmovdqa64 %%zmm9, %%zmm29\n\t"               \
   "vmovdqa64 %%zmm10, %%zmm30\n\t" "vmovdqa64 %%zmm11, %%zmm31\n\t"
 
+// The direct convolution's tile (Vnni512::conv, conv_fused): the accumulators from c's first row
+// (FILL copies them to the others), then per tap: JOB (conv_fused's epilogue job, or nothing),
+// the tap's A rows and B groups from its pair of offsets (9 scalar instructions), and its
+// groups as in the GEMM tile; then STORE.
+#define QNT_VNNI_CONV_TEXT(FILL, JOB, ROWS, STORE)                                           \
+  "vmovdqu32 (%[c]), %%zmm8\n\t" "vmovdqu32 64(%[c]), %%zmm9\n\t"                             \
+  "vmovdqu32 128(%[c]), %%zmm10\n\t" "vmovdqu32 192(%[c]), %%zmm11\n\t"                       \
+  FILL                                                                                        \
+  "1:\n\t"                                                                                    \
+  JOB                                                                                         \
+  "mov (%[off]), %[at]\n\t" "add %[a], %[at]\n\t"                                             \
+  "lea (%[at], %[s], 2), %[a3]\n\t" "add %[s], %[a3]\n\t"                                     \
+  "mov 8(%[off]), %[b]\n\t" "add %[b0], %[b]\n\t"                                             \
+  "lea (%[b], %[ps], 2), %[b3]\n\t" "add %[ps], %[b3]\n\t"                                    \
+  "mov %[tg], %[g]\n\t"                                                                       \
+  "2:\n\t"                                                                                    \
+  QNT_VNNI_LOAD_B ROWS QNT_VNNI_NEXT("at", "a3", "2b")                                        \
+  "add $16, %[off]\n\t" "dec %[t]\n\t" "jnz 1b\n\t"                                           \
+  STORE
+
 // mr 6 x np 4 (64 columns): 24 accumulators, 4 B vectors, A broadcast from its rows (a_rows:
 // row r at a + r * gemm_row_stride(groups)): per group 4 loads, 6 broadcasts and 24 vpdpbusd, nothing else
 // but the loop's 6 scalar instructions. The
@@ -157,19 +177,7 @@ struct Vnni512 {
     // groups as in the GEMM tile. ldc, tap_groups and b are read from memory there, so that
     // the operands fit the 15 usable registers.
 #define QNT_VNNI_CONV(FILL, ROWS, STORE, CLOBBER)                                           \
-  __asm__ volatile("vmovdqu32 (%[c]), %%zmm8\n\t" "vmovdqu32 64(%[c]), %%zmm9\n\t"           \
-                   "vmovdqu32 128(%[c]), %%zmm10\n\t" "vmovdqu32 192(%[c]), %%zmm11\n\t"     \
-                   FILL                                                                      \
-                   "1:\n\t"                                                                  \
-                   "mov (%[off]), %[at]\n\t" "add %[a], %[at]\n\t"                           \
-                   "lea (%[at], %[s], 2), %[a3]\n\t" "add %[s], %[a3]\n\t"                   \
-                   "mov 8(%[off]), %[b]\n\t" "add %[b0], %[b]\n\t"                           \
-                   "lea (%[b], %[ps], 2), %[b3]\n\t" "add %[ps], %[b3]\n\t"                  \
-                   "mov %[tg], %[g]\n\t"                                                     \
-                   "2:\n\t"                                                                  \
-                   QNT_VNNI_LOAD_B ROWS QNT_VNNI_NEXT("at", "a3", "2b")                      \
-                   "add $16, %[off]\n\t" "dec %[t]\n\t" "jnz 1b\n\t"                         \
-                   STORE                                                                     \
+  __asm__ volatile(QNT_VNNI_CONV_TEXT(FILL, "", ROWS, STORE)                                \
                    : [at] "+&r"(at), [a3] "+&r"(a3), [g] "+&r"(g), [b] "+&r"(bt),            \
                      [b3] "+&r"(b3), [off] "+r"(off), [t] "+r"(taps), [c] "+r"(c)            \
                    : [a] "r"(a), [ps] "r"(ps), [s] "r"(s), [b0] "m"(b), [tg] "m"(tap_groups), \
@@ -236,20 +244,7 @@ struct Vnni512 {
   QNT_VNNI_JOBV(DIV, "", "") QNT_VNNI_JOBV(DIV, "64", "16") QNT_VNNI_JOBV(DIV, "128", "32")     \
   QNT_VNNI_JOBV(DIV, "192", "48") "add $48, %[jp]\n\t" "3:\n\t"
 #define QNT_VNNI_CONV_FUSED(FILL, ROWS, STORE, CLOBBER, JOB)                                 \
-  __asm__ volatile("vmovdqu32 (%[c]), %%zmm8\n\t" "vmovdqu32 64(%[c]), %%zmm9\n\t"           \
-                   "vmovdqu32 128(%[c]), %%zmm10\n\t" "vmovdqu32 192(%[c]), %%zmm11\n\t"     \
-                   FILL                                                                      \
-                   "1:\n\t"                                                                  \
-                   JOB                                                                       \
-                   "mov (%[off]), %[at]\n\t" "add %[a], %[at]\n\t"                           \
-                   "lea (%[at], %[s], 2), %[a3]\n\t" "add %[s], %[a3]\n\t"                   \
-                   "mov 8(%[off]), %[b]\n\t" "add %[b0], %[b]\n\t"                           \
-                   "lea (%[b], %[ps], 2), %[b3]\n\t" "add %[ps], %[b3]\n\t"                  \
-                   "mov %[tg], %[g]\n\t"                                                     \
-                   "2:\n\t"                                                                  \
-                   QNT_VNNI_LOAD_B ROWS QNT_VNNI_NEXT("at", "a3", "2b")                      \
-                   "add $16, %[off]\n\t" "dec %[t]\n\t" "jnz 1b\n\t"                         \
-                   STORE                                                                     \
+  __asm__ volatile(QNT_VNNI_CONV_TEXT(FILL, JOB, ROWS, STORE)                               \
                    : [at] "+&r"(at), [a3] "+&r"(a3), [g] "+&r"(g), [b] "+&r"(bt),            \
                      [b3] "+&r"(b3), [off] "+r"(off), [t] "+r"(taps), [c] "+r"(c),           \
                      [jp] "+r"(jp), [jt] "+&r"(jt)                                           \
@@ -324,6 +319,7 @@ struct Vnni512 {
 #undef QNT_VNNI_ZERO_ROW0
 #undef QNT_VNNI_FILL4
 #undef QNT_VNNI_FILL6
+#undef QNT_VNNI_CONV_TEXT
 #endif
 
 #if defined(__AVX512BW__)
