@@ -110,9 +110,7 @@ constexpr ZeroBases kZeroBases = make_zero_bases();
 inline __m512 lut512(const WoPanelArgs &w, size_t blk, int p) noexcept {
   const __m512 s = _mm512_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
   if (w.code == WoCode::NF4) return _mm512_mul_ps(_mm512_loadu_ps(ref::kNF4Codebook), s);
-  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512i v = _mm512_sub_epi32(iota, _mm512_set1_epi32(zc_of(w, blk, p)));
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(v), s);
+  return _mm512_mul_ps(_mm512_loadu_ps(kZeroBases.v[zc_of(w, blk, p) & 15]), s);
 }
 
 // The chunks of 16 elements in order of K: chunk t is in group t / 8, in the low (t / 4 even)
