@@ -159,12 +159,12 @@ using GemmConvTileFn = void (*)(const uint8_t *a, size_t row_stride, const size_
 
 // The direct convolution's epilogue folded into its next tile (GemmKernel::conv_fused): jobs of
 // one row of the previous tile (its kGemmConvJobVectors * 16 outputs), each its int32 sums
-// (acc), the multipliers and f32 biases of their channels, and where their bytes go. The rules are gemm_epilogue's
-// modes 1 (divide false: v = (float)acc * m) and 3 (divide: v = ((float)acc * m + bias) / sy)
-// for finite multipliers and biases, no relu and no i32 bias: v clamped to [lo, hi] = [qmin -
-// zy, qmax - zy], rounded to nearest even, plus zy, its low byte stored. Bit for bit the
-// epilogue's (the same instructions, the same order).
-// Each job carries the constants (the assembly reads them beside the pointers).
+// (acc), the multipliers and f32 biases of their channels, and where their bytes go. The rules
+// are gemm_epilogue's modes 1 (divide false: v = (float)acc * m) and 3 (divide: v = ((float)acc
+// * m + bias) / sy) for finite multipliers and biases, no relu and no i32 bias: v clamped to
+// [lo, hi] = [qmin - zy, qmax - zy], rounded to nearest even, plus zy, its low byte stored. Bit
+// for bit the epilogue's (the same instructions, the same order). Each job carries the
+// constants (the assembly reads them beside the pointers).
 constexpr int kGemmConvJobVectors = 4;
 struct GemmConvJob {
   const int32_t *acc;

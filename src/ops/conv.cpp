@@ -770,7 +770,7 @@ class PreparedConv final : public Prepared {
       // next tile (GemmConvJobs): its accumulators and jobs alternate between two buffers.
       const bool fused = k.conv_fused != nullptr && k.conv_fused4 != nullptr &&
                          k.conv_jobs != nullptr && epi.vector == k.epilogue && epi.finite &&
-                         !epi.relu && epi.bias_i32 == nullptr &&
+                         !epi.relu && epi.bias_i32 == nullptr && mr <= 16 &&
                          tile_cols == 16 * kern::kGemmConvJobVectors &&
                          (epi.mode == Epilogue::Mode::Requantize ||
                           (epi.mode == Epilogue::Mode::FloatQuantize && epi.bias_f32 != nullptr));
@@ -783,7 +783,7 @@ class PreparedConv final : public Prepared {
           ensure_rows(wk * rows_total / workers, (wk + 1) * rows_total / workers - 1);
         }
         alignas(64) int32_t accs[2][16 * 64];
-        kern::GemmConvJob job_lists[2][16];
+        kern::GemmConvJob job_lists[2][16];  // (a job a row: mr <= 16)
         kern::GemmConvJobs jobs = proto;  // the previous tile's, if any
         int cur = 0;
         for (size_t task = t0; task < t1; ++task) {
