@@ -208,8 +208,9 @@ struct Vnni512 {
 #endif
   }
 
-  // GemmConvFusedFn: conv<R> with up to three of the previous tile's epilogue jobs at the start
-  // of each tap, in zmm5 (free in both tiles), the constants broadcast from memory ({1to16}).
+  // GemmConvFusedFn: conv<R> with one of the previous tile's epilogue jobs (a row: 4 vectors
+  // of 16 outputs) at the start of each tap, in zmm5 (free in both tiles), the constants
+  // broadcast from the job ({1to16}).
   // Each job is conv_jobs's intrinsics as instructions, in their order: vcvtdq2ps, vmulps by the
   // multipliers, (divide: vaddps of the biases, vdivps by sy), vmaxps lo, vminps hi,
   // vcvtps2dq {rn-sae}, vpaddd zy, vpmovdb. Beside the tap's 16 or more groups of 24 vpdpbusd,
@@ -225,6 +226,7 @@ struct Vnni512 {
     const uint8_t *at = nullptr, *a3 = nullptr;
     const int8_t *bt = nullptr, *b3 = nullptr;
     size_t g = 0;
+    static_assert(kGemmConvJobVectors == 4, "a job is the tile's 4 vectors (offsets below)");
     const GemmConvJob *jp = jobs->next, *const jend = jobs->end;
     const uint8_t *jt = nullptr;
 #define QNT_VNNI_JOBV(DIV, OA, OO)                                                             \
