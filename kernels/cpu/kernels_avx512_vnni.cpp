@@ -18,7 +18,7 @@ constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni51
                                   &kern::dw_expand<kern::DwVnni>, &kern::dw_row<kern::DwVnni>,
                                   kern::DwVnni::kBlock, kern::DwVnni::kGroup, kern::DwVnni::kBytes,
                                  &kern::Vnni512::conv<4>, &kern::Vnni512::conv_fused<6>,
-                                 &kern::Vnni512::conv_fused<4>, &kern::conv_jobs_avx512};
+                                 &kern::Vnni512::conv_fused<4>};
 constexpr kern::WoKernels kWo{"avx512_vnni", &kern::wo::f32_512, &kern::wo::int8_vnni,
                               &kern::wo::dot512, &kern::wo::dequant512, true, true,
                               &kern::wo::token_vnni, nullptr, /*dequant_batches=*/false,

@@ -183,12 +183,11 @@ struct GemmConvJobs {
 };
 // GemmConvTileFn that also does one of the jobs at the start of each of its taps, where
 // the multiplies leave the pipes of the conversions, compares and stores idle (jobs->next moves
-// on); GemmConvJobsFn does the jobs left.
+// on); the caller runs the epilogue for the rows of jobs left.
 using GemmConvFusedFn = void (*)(const uint8_t *a, size_t row_stride, const size_t *tap_off,
                                  size_t taps, size_t tap_groups, const int8_t *b,
                                  size_t panel_stride, int32_t *c, size_t ldc,
                                  GemmConvJobs *jobs) noexcept;
-using GemmConvJobsFn = void (*)(GemmConvJobs *jobs) noexcept;
 
 // The binary GEMM (qnt_binary_matmul): rows of bits in uint64 words (element k of a row in bit
 // k % 64 of word k / 64), `words` a row, a multiple of 4, zero past K in both operands. For
@@ -238,11 +237,10 @@ struct GemmKernel {
   // Optional: conv_tile's form for 4 rows, so that a line of the direct convolution is cut into
   // tiles of mr and of 4 rows with fewer rows dropped (26 = 3 * 6 + 2 * 4).
   GemmConvTileFn conv_tile4 = nullptr;
-  // Optional: conv_tile and conv_tile4 with the previous tile's epilogue folded in, and the
-  // jobs' own loop (all three or none).
+  // Optional: conv_tile and conv_tile4 with the previous tile's epilogue folded in (both or
+  // neither; the epilogue's instructions are those of this kernel's `epilogue`).
   GemmConvFusedFn conv_fused = nullptr;
   GemmConvFusedFn conv_fused4 = nullptr;
-  GemmConvJobsFn conv_jobs = nullptr;
 };
 
 // The portable kernel (plain C++, vectorized by the compiler): mr 4, np 1, a_bytes 4.

@@ -211,7 +211,8 @@ struct Vnni512 {
   // GemmConvFusedFn: conv<R> with one of the previous tile's epilogue jobs (a row: 4 vectors
   // of 16 outputs) at the start of each tap, in zmm5 (free in both tiles), the constants
   // broadcast from the job ({1to16}).
-  // Each job is conv_jobs's intrinsics as instructions, in their order: vcvtdq2ps, vmulps by the
+  // Each job is Epi512::put16's intrinsics (modes 1 and 3) as instructions, in their order:
+  // vcvtdq2ps, vmulps by the
   // multipliers, (divide: vaddps of the biases, vdivps by sy), vmaxps lo, vminps hi,
   // vcvtps2dq {rn-sae}, vpaddd zy, vpmovdb. Beside the tap's 16 or more groups of 24 vpdpbusd,
   // they issue on the pipes that the multiplies leave idle (on Zen 4 a conversion, compare,
@@ -271,7 +272,7 @@ struct Vnni512 {
 #undef QNT_VNNI_DIV
 #undef QNT_VNNI_NODIV
     jobs->next = jp;
-#else  // the emulated suite: the tile, its jobs left to conv_jobs
+#else  // the emulated suite: the tile, its jobs left to the caller
     conv<R>(a, s, off, taps, tap_groups, b, ps, c, ldc);
 #endif
   }
@@ -1392,23 +1393,6 @@ inline void gemm_epilogue_avx512(const GemmEpilogueArgs &e, const int32_t *acc, 
     case 2: return epilogue_rows_avx512<2>(e, acc, acc_ld, rows, c0, n, y, i0, y_ld);
     default: return epilogue_rows_avx512<3>(e, acc, acc_ld, rows, c0, n, y, i0, y_ld);
   }
-}
-
-// GemmConvJobsFn: the jobs left (Vnni512::conv_fused's, as intrinsics): Epi512::put16's
-// modes 1 and 3 for finite values, no relu, no i32 bias and whole rows of 16.
-inline void conv_jobs_avx512(GemmConvJobs *jobs) noexcept {
-  for (const GemmConvJob *j = jobs->next; j < jobs->end; ++j)
-    for (int p = 0; p < kGemmConvJobVectors; ++p) {
-      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(j->acc + 16 * p)),
-                               _mm512_loadu_ps(j->mult + 16 * p));
-      if (jobs->divide)
-        v = _mm512_div_ps(_mm512_add_ps(v, _mm512_loadu_ps(j->bias + 16 * p)), _mm512_set1_ps(j->sy));
-      const __m512 c = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(j->lo)), _mm512_set1_ps(j->hi));
-      const __m512i q = _mm512_add_epi32(
-          _mm512_cvt_roundps_epi32(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), _mm512_set1_epi32(j->zy));
-      _mm_storeu_si128(reinterpret_cast<__m128i *>(j->out + 16 * p), _mm512_cvtepi32_epi8(q));
-    }
-  jobs->next = jobs->end;
 }
 
 // Depthwise (GemmDepthwiseFn) on 32 channels at a time: x and w widened to int16 (x - zx and

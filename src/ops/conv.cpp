@@ -769,7 +769,7 @@ class PreparedConv final : public Prepared {
       // scales and biases, no relu, no i32 bias), a tile's epilogue runs as jobs inside the
       // next tile (GemmConvJobs): its accumulators and jobs alternate between two buffers.
       const bool fused = k.conv_fused != nullptr && k.conv_fused4 != nullptr &&
-                         k.conv_jobs != nullptr && epi.vector == k.epilogue && epi.finite &&
+                         epi.vector == k.epilogue && epi.finite &&
                          !epi.relu && epi.bias_i32 == nullptr && mr <= 16 &&
                          tile_cols == 16 * kern::kGemmConvJobVectors &&
                          (epi.mode == Epilogue::Mode::Requantize ||
@@ -785,6 +785,21 @@ class PreparedConv final : public Prepared {
         alignas(64) int32_t accs[2][16 * 64];
         kern::GemmConvJob job_lists[2][16];  // (a job a row: mr <= 16)
         kern::GemmConvJobs jobs = proto;  // the previous tile's, if any
+        // The previous tile's rows (jobs.next - first of them are done), for the epilogue of
+        // those its successor's taps left (a tile with fewer taps than rows; the last tile).
+        struct {
+          const kern::GemmConvJob *first = nullptr;
+          const int32_t *acc = nullptr;
+          size_t n0 = 0, y0 = 0, y_ld = 0;
+        } prev;
+        auto finish = [&] {
+          const auto done = static_cast<size_t>(jobs.next - prev.first);
+          const auto left = static_cast<size_t>(jobs.end - jobs.next);
+          if (left > 0)
+            epi.block(prev.acc + done * tile_cols, tile_cols, static_cast<int>(left), prev.n0,
+                      tile_cols, yd, prev.y0 + done * prev.y_ld, prev.y_ld);
+          jobs.next = jobs.end;
+        };
         int cur = 0;
         for (size_t task = t0; task < t1; ++task) {
           const size_t i0 = bounds[task], i1 = bounds[task + 1];
@@ -814,7 +829,7 @@ class PreparedConv final : public Prepared {
               (t.computed == mr ? k.conv_fused : k.conv_fused4)(
                   at, t.a_step, off.data(), off.size() / 2, cz / kern::kGemmGroup, bp,
                   b.panel_stride(), acc, tile_cols, &jobs);
-              k.conv_jobs(&jobs);  // those the tile's taps left
+              finish();
               // This tile's jobs, for the next.
               kern::GemmConvJob *list = job_lists[cur];
               size_t n = 0;
@@ -826,11 +841,16 @@ class PreparedConv final : public Prepared {
                              epi.sy, epi.zy};
               jobs.next = list;
               jobs.end = list + n;
+              prev.first = list;
+              prev.acc = acc;
+              prev.n0 = n0;
+              prev.y0 = m * mz + n0;
+              prev.y_ld = t.pixel_step * mz;
               cur ^= 1;
             }
           }
         }
-        if (fused) k.conv_jobs(&jobs);  // the last tile's
+        if (fused) finish();  // the last tile's
       });
     });
   }

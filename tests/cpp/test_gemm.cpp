@@ -794,7 +794,7 @@ TEST(Gemm, ConvDirect) {
 // The direct convolution with its epilogue folded into the next tile (a kernel's conv_fused:
 // u8 and i8 outputs without relu, an f32 bias or none): rows of 6 and 4-row tiles, tiles with
 // fewer taps than rows (5 x 5 borders; 1 x 1 and 1 x 2 kernels, whose jobs are mostly left to
-// conv_jobs), two and four n-tiles (jobs of the previous n-tile's channels), batches; and the
+// the separate epilogue), two and four n-tiles (jobs of the previous n-tile's channels), batches; and the
 // same shapes with relu or an i32 bias (the separate epilogue), all against the reference.
 TEST(Gemm, ConvDirectFusedEpilogue) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
