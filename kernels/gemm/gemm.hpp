@@ -191,16 +191,22 @@ using GemmConvFusedFn = void (*)(const uint8_t *a, size_t row_stride, const size
 
 // The binary GEMM (qnt_binary_matmul): rows of bits in uint64 words (element k of a row in bit
 // k % 64 of word k / 64), `words` a row, a multiple of 4, zero past K in both operands. For
-// r < rows (a multiple of kXnorMR) and j < kXnorNR: pop[r * ld + j] = the number of bits set in
-// a_r XOR b_j over the row (a_r at a + r * words, b_j at b + j * words). Exact; the op makes
-// K - 2 * pop of it, the sum of the products of the +-1 values.
+// r < rows (a multiple of kXnorMR) and j < kXnorNR: out[r * ld + j] = k - 2 * pop, where pop
+// is the number of bits set in a_r XOR b_j over the row (a_r at a + r * words, b_j at
+// b + j * words) and k the row's K: the sum of the products of the +-1 values, exact (pop <= K
+// <= 2^31 - 1, so the result is in [-K, K]). The op passes its i32 output itself as `out`.
 constexpr int kXnorMR = 2, kXnorNR = 3;
 using GemmXnorFn = void (*)(const uint64_t *a, size_t rows, const uint64_t *b, size_t words,
-                            int32_t *pop, size_t ld) noexcept;
+                            int32_t k, int32_t *out, size_t ld) noexcept;
+
+// k - 2 * pop for a count of at most k (kernels' last step).
+inline int32_t xnor_result(int32_t k, uint64_t pop) noexcept {
+  return static_cast<int32_t>(int64_t{k} - 2 * static_cast<int64_t>(pop));
+}
 
 // The portable binary GEMM: __builtin_popcountll per word (kernels/gemm/generic.cpp).
-void xnor_generic(const uint64_t *a, size_t rows, const uint64_t *b, size_t words, int32_t *pop,
-                  size_t ld) noexcept;
+void xnor_generic(const uint64_t *a, size_t rows, const uint64_t *b, size_t words, int32_t k,
+                  int32_t *out, size_t ld) noexcept;
 
 struct GemmKernel {
   const char *name;

@@ -31,14 +31,14 @@ void generic_tile(const uint8_t *a, const int8_t *b, size_t panel_stride, size_t
 
 }  // namespace
 
-void xnor_generic(const uint64_t *a, size_t rows, const uint64_t *b, size_t words, int32_t *pop,
-                  size_t ld) noexcept {
+void xnor_generic(const uint64_t *a, size_t rows, const uint64_t *b, size_t words, int32_t k,
+                  int32_t *out, size_t ld) noexcept {
   for (size_t r = 0; r < rows; ++r)
     for (int j = 0; j < kXnorNR; ++j) {
       const uint64_t *x = a + r * words, *y = b + static_cast<size_t>(j) * words;
-      int64_t n = 0;
-      for (size_t w = 0; w < words; ++w) n += __builtin_popcountll(x[w] ^ y[w]);
-      pop[r * ld + static_cast<size_t>(j)] = static_cast<int32_t>(n);
+      uint64_t n = 0;
+      for (size_t w = 0; w < words; ++w) n += static_cast<uint64_t>(__builtin_popcountll(x[w] ^ y[w]));
+      out[r * ld + static_cast<size_t>(j)] = xnor_result(k, n);
     }
 }
 

@@ -736,8 +736,8 @@ struct Tern256 {
 // each XOR counted by nibbles through a 16-entry vpshufb table (the low nibble masked, the high
 // one shifted down and masked), the byte counts (at most 8 a step) summed in bytes for 31
 // steps (at most 248), then into 64-bit sums by vpsadbw. Exact.
-inline void xnor_avx2(const uint64_t *a, size_t rows, const uint64_t *b, size_t words, int32_t *pop,
-                      size_t ld) noexcept {
+inline void xnor_avx2(const uint64_t *a, size_t rows, const uint64_t *b, size_t words, int32_t k,
+                      int32_t *out, size_t ld) noexcept {
   const __m256i lut = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1,
                                        2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
   const __m256i low = _mm256_set1_epi8(0x0F);
@@ -769,14 +769,14 @@ inline void xnor_avx2(const uint64_t *a, size_t rows, const uint64_t *b, size_t 
       }
       const __m256i zero = _mm256_setzero_si256();
       const __m256i c[6] = {c0, c1, c2, c3, c4, c5};
-      for (int k = 0; k < 6; ++k) {
-        auto *t = reinterpret_cast<__m256i *>(tot[k]);
-        _mm256_store_si256(t, _mm256_add_epi64(_mm256_load_si256(t), _mm256_sad_epu8(c[k], zero)));
+      for (int i = 0; i < 6; ++i) {
+        auto *t = reinterpret_cast<__m256i *>(tot[i]);
+        _mm256_store_si256(t, _mm256_add_epi64(_mm256_load_si256(t), _mm256_sad_epu8(c[i], zero)));
       }
     }
-    for (int k = 0; k < 6; ++k)
-      pop[(r + static_cast<size_t>(k / 3)) * ld + static_cast<size_t>(k % 3)] =
-          static_cast<int32_t>(tot[k][0] + tot[k][1] + tot[k][2] + tot[k][3]);
+    for (int i = 0; i < 6; ++i)
+      out[(r + static_cast<size_t>(i / 3)) * ld + static_cast<size_t>(i % 3)] =
+          xnor_result(k, tot[i][0] + tot[i][1] + tot[i][2] + tot[i][3]);
   }
 }
 

@@ -22,6 +22,14 @@ namespace {
 // element 0 in bit 0) into `words` uint64, zero past K.
 void row_words(const uint8_t *bits, size_t bytes, size_t r, size_t K, uint64_t *out, size_t words) {
   std::memset(out, 0, words * 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  // Rows of whole bytes: the words are the row's bytes as they are (little-endian: element
+  // 8 * b + i in bit i of byte b is bit 8 * (b % 8) + i of word b / 8), zero past K.
+  if (K % 8 == 0) {
+    std::memcpy(out, bits + r * (K / 8), K / 8);
+    return;
+  }
+#endif
   const size_t first = r * K;
   for (size_t w = 0; w * 64 < K; ++w) {
     const size_t pos = first + 64 * w, n = std::min<size_t>(64, K - 64 * w);
@@ -133,19 +141,37 @@ class PreparedBinaryMatmul final : public Prepared {
       for (size_t r = r0; r < r1; ++r) row_words(a.data(), a.byte_size(), r, Ku, aw.data() + r * words_, words_);
     });
     // Tasks: triples of b's rows; within a task, a in blocks of rows that stay in L2 (64 KiB).
+    // An i32 y takes the kernel's results in place (pairs of rows inside M, triples inside N);
+    // the rest (an f32 y, the padded row, the columns past N) pass through a buffer.
     const size_t triples = bw_.size() / words_ / kern::kXnorNR;
     const size_t mb =
         std::max<size_t>(kern::kXnorMR, (size_t{65536} / (words_ * 8)) / kern::kXnorMR * kern::kXnorMR);
+    const auto Mz = static_cast<size_t>(M), Nz = static_cast<size_t>(N);
+    const auto k32 = static_cast<int32_t>(K);
+    auto *yi = reinterpret_cast<int32_t *>(y.data());
+    auto *yf = reinterpret_cast<float *>(y.data());
     parallel_for(ctx.threads(), triples, 1, [&](size_t t0, size_t t1) {
-      std::vector<int32_t> pop(mb * kern::kXnorNR);
+      std::vector<int32_t> buf(mb * kern::kXnorNR);
       for (size_t m0 = 0; m0 < Mp; m0 += mb) {
         const size_t rows = std::min(mb, Mp - m0);
+        const size_t in_place = f32 ? 0 : std::min(rows, (Mz - m0) / kern::kXnorMR * kern::kXnorMR);
         for (size_t t = t0; t < t1; ++t) {
           const size_t n0 = t * kern::kXnorNR;
-          xnor(aw.data() + m0 * words_, rows, bw_.data() + n0 * words_, words_, pop.data(), kern::kXnorNR);
-          for (size_t r = 0; r < rows && m0 + r < static_cast<size_t>(M); ++r)
-            for (size_t j = 0; j < static_cast<size_t>(kern::kXnorNR) && n0 + j < static_cast<size_t>(N); ++j)
-              put(m0 + r, n0 + j, K - 2 * static_cast<int64_t>(pop[r * kern::kXnorNR + j]));
+          const size_t first = n0 + kern::kXnorNR <= Nz ? in_place : 0;
+          if (first > 0)
+            xnor(aw.data() + m0 * words_, first, bw_.data() + n0 * words_, words_, k32, yi + m0 * Nz + n0, Nz);
+          if (first == rows) continue;
+          xnor(aw.data() + (m0 + first) * words_, rows - first, bw_.data() + n0 * words_, words_, k32,
+               buf.data(), kern::kXnorNR);
+          for (size_t r = first; r < rows && m0 + r < Mz; ++r)
+            for (size_t j = 0; j < static_cast<size_t>(kern::kXnorNR) && n0 + j < Nz; ++j) {
+              const int32_t v = buf[(r - first) * kern::kXnorNR + j];
+              const size_t i = (m0 + r) * Nz + n0 + j;
+              if (f32)
+                yf[i] = rules::canonical_nan(static_cast<float>(v) * (sa[m0 + r] * sb_[n0 + j]));
+              else
+                yi[i] = v;
+            }
         }
       }
     });
