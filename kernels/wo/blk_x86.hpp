@@ -80,6 +80,10 @@ inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, fl
   constexpr size_t F = kWoBlkPanel;
   const __m512i mask = _mm512_set1_epi8(0x0f);
   const __m512i table = C == WoCode::NF4 ? nf4_table() : _mm512_setzero_si512();
+  // Byte 0 of each dword into all four (vpshufb within 128-bit lanes).
+  [[maybe_unused]] const __m512i spread = _mm512_set_epi8(12, 12, 12, 12, 8, 8, 8, 8, 4, 4, 4, 4, 0, 0, 0, 0, 12, 12, 12, 12, 8, 8,
+                                         8, 8, 4, 4, 4, 4, 0, 0, 0, 0, 12, 12, 12, 12, 8, 8, 8, 8, 4, 4, 4, 4,
+                                         0, 0, 0, 0, 12, 12, 12, 12, 8, 8, 8, 8, 4, 4, 4, 4, 0, 0, 0, 0);
   const uint8_t *codes[PN];
   const float *scales[PN];
   const uint8_t *zcs[PN];
@@ -99,10 +103,20 @@ inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, fl
     for (int q = 0; q < PN; ++q) acc[r][q] = _mm512_setzero_ps();
   for (size_t j = 0; j < w.blocks; ++j) {
     __m512i s[R][PN];
+    // 4-bit codes with zero points that vary: each operand is c - zc + 16 (in [1, 31]), the
+    // bytes 16 - zc added to the split nibbles, so that every feature's sum starts at the same
+    // 16 * (minus the block's sum of qx) instead of a vpmulld of zc per row.
+    [[maybe_unused]] __m512i shift[PN];
     for (int q = 0; q < PN; ++q) {
       // The next tile's scales (and zero points) of this block, beside its codes below.
       prefetch_l2(scales[q] + F * j, ahead);
-      if constexpr (kVary) {
+      if constexpr (kVary && kFour) {
+        prefetch_l2(zcs[q] + F * j, ahead);
+        const __m512i zc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(zcs[q] + F * j)));
+        shift[q] = _mm512_sub_epi8(_mm512_set1_epi8(16), _mm512_shuffle_epi8(zc, spread));
+        for (int r = 0; r < R; ++r)
+          s[r][q] = _mm512_set1_epi32(static_cast<int32_t>(static_cast<uint32_t>(nsum[static_cast<size_t>(r) * bs + j]) << 4));
+      } else if constexpr (kVary) {
         prefetch_l2(zcs[q] + F * j, ahead);
         const __m512i zc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(zcs[q] + F * j)));
         for (int r = 0; r < R; ++r)
@@ -123,6 +137,10 @@ inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, fl
           if constexpr (C == WoCode::NF4) {
             lo = _mm512_shuffle_epi8(table, lo);
             hi = _mm512_shuffle_epi8(table, hi);
+          }
+          if constexpr (kVary) {
+            lo = _mm512_add_epi8(lo, shift[q]);
+            hi = _mm512_add_epi8(hi, shift[q]);
           }
           for (int r = 0; r < R; ++r) s[r][q] = _mm512_dpbusd_epi32(s[r][q], lo, bcast4(qx[r] + kPer * t));
           for (int r = 0; r < R; ++r) s[r][q] = _mm512_dpbusd_epi32(s[r][q], hi, bcast4(qx[r] + kPer * t + 4));

@@ -110,6 +110,24 @@ inline V shuffle_epi8(V a, V b) {
     r.b[j] = (b.b[j] & 0x80) ? 0 : a.b[(j / 16) * 16 + (b.b[j] & 15)];
   return r;
 }
+// VPADDB and VPSUBB: bytewise, wrapping.
+inline V add_epi8(V a, V b) {
+  for (int j = 0; j < 64; ++j) a.b[j] = static_cast<uint8_t>(a.b[j] + b.b[j]);
+  return a;
+}
+inline V sub_epi8(V a, V b) {
+  for (int j = 0; j < 64; ++j) a.b[j] = static_cast<uint8_t>(a.b[j] - b.b[j]);
+  return a;
+}
+// _mm512_set_epi8: the last argument is byte 0.
+template <class... T>
+inline V set_epi8(T... x) {
+  static_assert(sizeof...(T) == 64, "64 bytes");
+  const char in[64] = {static_cast<char>(x)...};
+  V v;
+  for (int j = 0; j < 64; ++j) v.b[j] = static_cast<uint8_t>(in[63 - j]);
+  return v;
+}
 inline V and_si512(V a, V b) {
   for (int j = 0; j < 64; ++j) a.b[j] &= b.b[j];
   return a;
@@ -273,6 +291,12 @@ inline __m128i extract128(Y v, int i) {  // VEXTRACTI128
 #define _mm512_shuffle_epi8 emu::shuffle_epi8
 #undef _mm512_and_si512
 #define _mm512_and_si512 emu::and_si512
+#undef _mm512_add_epi8
+#define _mm512_add_epi8 emu::add_epi8
+#undef _mm512_sub_epi8
+#define _mm512_sub_epi8 emu::sub_epi8
+#undef _mm512_set_epi8
+#define _mm512_set_epi8 emu::set_epi8
 #undef _mm512_xor_si512
 #define _mm512_xor_si512 emu::xor_si512
 #undef _mm512_sub_epi32
