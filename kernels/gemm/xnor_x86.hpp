@@ -76,84 +76,78 @@ inline void xnor_store(const __m256i *d, int32_t k, int32_t *out, size_t ld) noe
       out[static_cast<size_t>(i) * ld + static_cast<size_t>(j)] = xnor_result(k, n[3 * i + j]);
 }
 
+// R (3 or 2) rows of a (at a0, `words` apart) x 3 of b: R * 3 sums of vpxorq, vpopcntq
+// (64-bit counts) and vpaddq, which cannot overflow (at most 64 a word), 512 bits (8 words) a
+// step and two steps an iteration, every load kept in a register (QNT_XNOR_KEEP); then the last
+// 4 words and the stores (xnor_tail, xnor_store). Inlined into xnor_vpopcnt: as a function of
+// its own it ran 3-5 % slower.
+template <int R>
+__attribute__((always_inline)) inline void xnor_rows(const uint64_t *a0, const uint64_t *b0,
+                                                     size_t words, int32_t k, int32_t *out,
+                                                     size_t ld) noexcept {
+  static_assert(R == 2 || R == 3, "tiles of 3 or 2 rows");
+  const uint64_t *a1 = a0 + words, *a2 = a1 + words, *b1 = b0 + words, *b2 = b1 + words;
+  const size_t whole = words / 8 * 8;
+  __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
+          c7 = c0, c8 = c0;
+#pragma GCC unroll 2
+  for (size_t o = 0; o < whole; o += 8) {
+    __m512i x0 = _mm512_loadu_si512(a0 + o), x1 = _mm512_loadu_si512(a1 + o),
+            y0 = _mm512_loadu_si512(b0 + o), y1 = _mm512_loadu_si512(b1 + o),
+            y2 = _mm512_loadu_si512(b2 + o);
+    QNT_XNOR_KEEP(x0);
+    QNT_XNOR_KEEP(x1);
+    QNT_XNOR_KEEP(y0);
+    QNT_XNOR_KEEP(y1);
+    QNT_XNOR_KEEP(y2);
+    c0 = _mm512_add_epi64(c0, _mm512_popcnt_epi64(_mm512_xor_si512(x0, y0)));
+    c1 = _mm512_add_epi64(c1, _mm512_popcnt_epi64(_mm512_xor_si512(x0, y1)));
+    c2 = _mm512_add_epi64(c2, _mm512_popcnt_epi64(_mm512_xor_si512(x0, y2)));
+    c3 = _mm512_add_epi64(c3, _mm512_popcnt_epi64(_mm512_xor_si512(x1, y0)));
+    c4 = _mm512_add_epi64(c4, _mm512_popcnt_epi64(_mm512_xor_si512(x1, y1)));
+    c5 = _mm512_add_epi64(c5, _mm512_popcnt_epi64(_mm512_xor_si512(x1, y2)));
+    if constexpr (R == 3) {
+      __m512i x2 = _mm512_loadu_si512(a2 + o);
+      QNT_XNOR_KEEP(x2);
+      c6 = _mm512_add_epi64(c6, _mm512_popcnt_epi64(_mm512_xor_si512(x2, y0)));
+      c7 = _mm512_add_epi64(c7, _mm512_popcnt_epi64(_mm512_xor_si512(x2, y1)));
+      c8 = _mm512_add_epi64(c8, _mm512_popcnt_epi64(_mm512_xor_si512(x2, y2)));
+    }
+  }
+  __m256i d[3 * R];
+  d[0] = xnor_halves(c0);
+  d[1] = xnor_halves(c1);
+  d[2] = xnor_halves(c2);
+  d[3] = xnor_halves(c3);
+  d[4] = xnor_halves(c4);
+  d[5] = xnor_halves(c5);
+  if constexpr (R == 3) {
+    d[6] = xnor_halves(c6);
+    d[7] = xnor_halves(c7);
+    d[8] = xnor_halves(c8);
+  }
+  if (whole < words) xnor_tail<R>(a0, b0, words, d);
+  xnor_store<R>(d, k, out, ld);
+}
+
 // GemmXnorFn: the rows (a multiple of 2) in tiles of 3 rows of a x 3 of b, and of 2 for the
-// rest (rows = 3a + 2b). A tile's sums (nine or six) are vpxorq, vpopcntq (64-bit counts) and
-// vpaddq, which cannot overflow (at most 64 a word), 512 bits (8 words) a step, every load
-// kept in a register (QNT_XNOR_KEEP); the last 4 words (an odd multiple of 4) on 256 bits.
-// Exact.
+// rest (rows = 3a + 2b). Exact.
 //
 // Measured on Zen 4 (4096 x 4096, 66 rows, one thread, the kernel alone, best of 60
 // alternated): this form 0.95 cycles a 256-bit pair; tiles of 2 x 3 0.99, with two steps an
 // iteration 0.97-0.98; 3 x 3 one step an iteration 0.96-0.97; 3 x 4 0.95-0.96; 0.11.5-0.12.2's
 // 2 x 3 on 256-bit vectors 1.14 as the library compiled it. The floor of its instructions
-// alone (vpxorq + vpopcntq + vpaddq on registers) is 0.75. The same code with each tile in a
-// function of its own ran 3-5 % slower.
+// alone (vpxorq + vpopcntq + vpaddq on registers) is 0.75.
 inline void xnor_vpopcnt(const uint64_t *a, size_t rows, const uint64_t *b, size_t words,
                          int32_t k, int32_t *out, size_t ld) noexcept {
-  const uint64_t *b0 = b, *b1 = b + words, *b2 = b1 + words;
-  const size_t whole = words / 8 * 8;
   size_t threes = rows / 3, twos = rows % 3 / 2;
   if (rows % 3 == 1 && threes > 0) {  // 3 + 1 rows as 2 + 2
     threes -= 1;
     twos = 2;
   }
   size_t r = 0;
-  for (size_t t = 0; t < threes; ++t, r += 3) {
-    const uint64_t *a0 = a + r * words, *a1 = a0 + words, *a2 = a1 + words;
-    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0,
-            c7 = c0, c8 = c0;
-#pragma GCC unroll 2
-    for (size_t o = 0; o < whole; o += 8) {
-      __m512i x0 = _mm512_loadu_si512(a0 + o), x1 = _mm512_loadu_si512(a1 + o),
-              x2 = _mm512_loadu_si512(a2 + o), y0 = _mm512_loadu_si512(b0 + o),
-              y1 = _mm512_loadu_si512(b1 + o), y2 = _mm512_loadu_si512(b2 + o);
-      QNT_XNOR_KEEP(x0);
-      QNT_XNOR_KEEP(x1);
-      QNT_XNOR_KEEP(x2);
-      QNT_XNOR_KEEP(y0);
-      QNT_XNOR_KEEP(y1);
-      QNT_XNOR_KEEP(y2);
-      c0 = _mm512_add_epi64(c0, _mm512_popcnt_epi64(_mm512_xor_si512(x0, y0)));
-      c1 = _mm512_add_epi64(c1, _mm512_popcnt_epi64(_mm512_xor_si512(x0, y1)));
-      c2 = _mm512_add_epi64(c2, _mm512_popcnt_epi64(_mm512_xor_si512(x0, y2)));
-      c3 = _mm512_add_epi64(c3, _mm512_popcnt_epi64(_mm512_xor_si512(x1, y0)));
-      c4 = _mm512_add_epi64(c4, _mm512_popcnt_epi64(_mm512_xor_si512(x1, y1)));
-      c5 = _mm512_add_epi64(c5, _mm512_popcnt_epi64(_mm512_xor_si512(x1, y2)));
-      c6 = _mm512_add_epi64(c6, _mm512_popcnt_epi64(_mm512_xor_si512(x2, y0)));
-      c7 = _mm512_add_epi64(c7, _mm512_popcnt_epi64(_mm512_xor_si512(x2, y1)));
-      c8 = _mm512_add_epi64(c8, _mm512_popcnt_epi64(_mm512_xor_si512(x2, y2)));
-    }
-    __m256i d[9] = {xnor_halves(c0), xnor_halves(c1), xnor_halves(c2),
-                    xnor_halves(c3), xnor_halves(c4), xnor_halves(c5),
-                    xnor_halves(c6), xnor_halves(c7), xnor_halves(c8)};
-    if (whole < words) xnor_tail<3>(a0, b0, words, d);
-    xnor_store<3>(d, k, out + r * ld, ld);
-  }
-  for (size_t t = 0; t < twos; ++t, r += 2) {
-    const uint64_t *a0 = a + r * words, *a1 = a0 + words;
-    __m512i c0 = _mm512_setzero_si512(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
-#pragma GCC unroll 2
-    for (size_t o = 0; o < whole; o += 8) {
-      __m512i x0 = _mm512_loadu_si512(a0 + o), x1 = _mm512_loadu_si512(a1 + o),
-              y0 = _mm512_loadu_si512(b0 + o), y1 = _mm512_loadu_si512(b1 + o),
-              y2 = _mm512_loadu_si512(b2 + o);
-      QNT_XNOR_KEEP(x0);
-      QNT_XNOR_KEEP(x1);
-      QNT_XNOR_KEEP(y0);
-      QNT_XNOR_KEEP(y1);
-      QNT_XNOR_KEEP(y2);
-      c0 = _mm512_add_epi64(c0, _mm512_popcnt_epi64(_mm512_xor_si512(x0, y0)));
-      c1 = _mm512_add_epi64(c1, _mm512_popcnt_epi64(_mm512_xor_si512(x0, y1)));
-      c2 = _mm512_add_epi64(c2, _mm512_popcnt_epi64(_mm512_xor_si512(x0, y2)));
-      c3 = _mm512_add_epi64(c3, _mm512_popcnt_epi64(_mm512_xor_si512(x1, y0)));
-      c4 = _mm512_add_epi64(c4, _mm512_popcnt_epi64(_mm512_xor_si512(x1, y1)));
-      c5 = _mm512_add_epi64(c5, _mm512_popcnt_epi64(_mm512_xor_si512(x1, y2)));
-    }
-    __m256i d[6] = {xnor_halves(c0), xnor_halves(c1), xnor_halves(c2),
-                    xnor_halves(c3), xnor_halves(c4), xnor_halves(c5)};
-    if (whole < words) xnor_tail<2>(a0, b0, words, d);
-    xnor_store<2>(d, k, out + r * ld, ld);
-  }
+  for (size_t t = 0; t < threes; ++t, r += 3) xnor_rows<3>(a + r * words, b, words, k, out + r * ld, ld);
+  for (size_t t = 0; t < twos; ++t, r += 2) xnor_rows<2>(a + r * words, b, words, k, out + r * ld, ld);
 }
 #endif
 

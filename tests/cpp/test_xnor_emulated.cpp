@@ -25,23 +25,27 @@ inline uint64_t count(uint64_t x) {
   for (; x != 0; x &= x - 1) ++n;
   return n;
 }
+// VPXORQ, VPOPCNTQ and VPADDQ on any width (Z, Y or X: lane by lane).
+template <class T>
+inline T xorq(T a, T b) {
+  for (size_t i = 0; i < sizeof(a.q) / sizeof(a.q[0]); ++i) a.q[i] ^= b.q[i];
+  return a;
+}
+template <class T>
+inline T popcntq(T v) {
+  for (uint64_t &x : v.q) x = count(x);
+  return v;
+}
+template <class T>
+inline T addq(T a, T b) {
+  for (size_t i = 0; i < sizeof(a.q) / sizeof(a.q[0]); ++i) a.q[i] += b.q[i];
+  return a;
+}
 inline Z zero512() { return Z{}; }
 inline Z loadu512(const void *p) {  // VMOVDQU64
   Z v;
   std::memcpy(v.q, p, 64);
   return v;
-}
-inline Z xor512(Z a, Z b) {  // VPXORQ
-  for (int i = 0; i < 8; ++i) a.q[i] ^= b.q[i];
-  return a;
-}
-inline Z popcnt512(Z v) {  // VPOPCNTQ
-  for (uint64_t &x : v.q) x = count(x);
-  return v;
-}
-inline Z add512(Z a, Z b) {  // VPADDQ
-  for (int i = 0; i < 8; ++i) a.q[i] += b.q[i];
-  return a;
 }
 inline Y low256(Z v) { return Y{{v.q[0], v.q[1], v.q[2], v.q[3]}}; }  // a cast: the low half
 inline Y extract256(Z v, int i) {  // VEXTRACTI64X4
@@ -52,18 +56,6 @@ inline Y loadu256(const void *p) {
   Y v;
   std::memcpy(v.q, p, 32);
   return v;
-}
-inline Y xor256(Y a, Y b) {  // VPXOR
-  for (int i = 0; i < 4; ++i) a.q[i] ^= b.q[i];
-  return a;
-}
-inline Y popcnt256(Y v) {  // VPOPCNTQ
-  for (uint64_t &x : v.q) x = count(x);
-  return v;
-}
-inline Y add256(Y a, Y b) {  // VPADDQ
-  for (int i = 0; i < 4; ++i) a.q[i] += b.q[i];
-  return a;
 }
 inline Y unpacklo64(Y a, Y b) { return Y{{a.q[0], b.q[0], a.q[2], b.q[2]}}; }  // VPUNPCKLQDQ
 inline Y unpackhi64(Y a, Y b) { return Y{{a.q[1], b.q[1], a.q[3], b.q[3]}}; }  // VPUNPCKHQDQ
@@ -78,7 +70,6 @@ inline Y permute2x128(Y a, Y b, int imm) {  // VPERM2I128 (no zeroing bits used)
 }
 inline X low128(Y v) { return X{{v.q[0], v.q[1]}}; }  // a cast: the low half
 inline X extract128(Y v, int i) { return X{{v.q[2 * (i & 1)], v.q[2 * (i & 1) + 1]}}; }  // VEXTRACTI128
-inline X add128(X a, X b) { return X{{a.q[0] + b.q[0], a.q[1] + b.q[1]}}; }  // PADDQ
 inline void store256(Y *p, Y v) { std::memcpy(static_cast<void *>(p), v.q, 32); }  // VMOVDQA
 inline void store128(X *p, X v) { std::memcpy(static_cast<void *>(p), v.q, 16); }  // MOVDQA
 }  // namespace emu
@@ -94,11 +85,11 @@ inline void store128(X *p, X v) { std::memcpy(static_cast<void *>(p), v.q, 16); 
 #undef _mm512_loadu_si512
 #define _mm512_loadu_si512 emu::loadu512
 #undef _mm512_xor_si512
-#define _mm512_xor_si512 emu::xor512
+#define _mm512_xor_si512 emu::xorq
 #undef _mm512_popcnt_epi64
-#define _mm512_popcnt_epi64 emu::popcnt512
+#define _mm512_popcnt_epi64 emu::popcntq
 #undef _mm512_add_epi64
-#define _mm512_add_epi64 emu::add512
+#define _mm512_add_epi64 emu::addq
 #undef _mm512_castsi512_si256
 #define _mm512_castsi512_si256 emu::low256
 #undef _mm512_extracti64x4_epi64
@@ -106,11 +97,11 @@ inline void store128(X *p, X v) { std::memcpy(static_cast<void *>(p), v.q, 16); 
 #undef _mm256_loadu_si256
 #define _mm256_loadu_si256 emu::loadu256
 #undef _mm256_xor_si256
-#define _mm256_xor_si256 emu::xor256
+#define _mm256_xor_si256 emu::xorq
 #undef _mm256_popcnt_epi64
-#define _mm256_popcnt_epi64 emu::popcnt256
+#define _mm256_popcnt_epi64 emu::popcntq
 #undef _mm256_add_epi64
-#define _mm256_add_epi64 emu::add256
+#define _mm256_add_epi64 emu::addq
 #undef _mm256_unpacklo_epi64
 #define _mm256_unpacklo_epi64 emu::unpacklo64
 #undef _mm256_unpackhi_epi64
@@ -122,7 +113,7 @@ inline void store128(X *p, X v) { std::memcpy(static_cast<void *>(p), v.q, 16); 
 #undef _mm256_extracti128_si256
 #define _mm256_extracti128_si256 emu::extract128
 #undef _mm_add_epi64
-#define _mm_add_epi64 emu::add128
+#define _mm_add_epi64 emu::addq
 #undef _mm256_store_si256
 #define _mm256_store_si256 emu::store256
 #undef _mm_store_si128
