@@ -7,6 +7,7 @@
 #include "kernels/gemm/gemm.hpp"
 #include "kernels/registry.hpp"
 #include "ops/common.hpp"
+#include "ops/gemm.hpp"
 #include "ops/parallel.hpp"
 #include "ops/prepared.hpp"
 #include "ops/qops.hpp"
@@ -136,7 +137,7 @@ class PreparedBinaryMatmul final : public Prepared {
     }
     const kern::GemmXnorFn xnor = xnor_;
     const size_t Mp = (static_cast<size_t>(M) + kern::kXnorMR - 1) / kern::kXnorMR * kern::kXnorMR;
-    std::vector<uint64_t> aw(Mp * words_, 0);
+    std::vector<uint64_t, UninitializedAllocator<uint64_t>> aw(Mp * words_, 0);
     parallel_for(ctx.threads(), static_cast<size_t>(M), 64, [&](size_t r0, size_t r1) {
       for (size_t r = r0; r < r1; ++r) row_words(a.data(), a.byte_size(), r, Ku, aw.data() + r * words_, words_);
     });
@@ -187,7 +188,10 @@ class PreparedBinaryMatmul final : public Prepared {
   bool has_scales_ = false;
   std::vector<float> sb_;
   size_t words_ = 0;
-  std::vector<uint64_t> bw_;  // the kernels': rows of words, padded to whole triples
+  // The kernels': rows of words, padded to whole triples, 64-byte aligned as aw (with rows of
+  // whole cache lines no 512-bit load straddles two: the kernel ran 0.955 against 0.93 cycles
+  // a 256-bit pair on 16-byte aligned rows).
+  std::vector<uint64_t, UninitializedAllocator<uint64_t>> bw_;
   std::vector<uint8_t> bits_;  // the reference's: b's bits as given
 };
 

@@ -48,6 +48,10 @@ def main():
     rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
     header = [r for r in rows if r[0].startswith("#")]
     rows = [r for r in rows if not r[0].startswith("#") and r[0] != "work"]
+    # The tuning section's rows have their own columns (tuned time, untuned time, their ratio,
+    # the noise of two untuned runs, the parameters chosen): a table of their own, last.
+    tune = [r for r in rows if r[0].startswith("tune ")]
+    rows = [r for r in rows if not r[0].startswith("tune ")]
     try:
         tt = torch_times(quick)
     except Exception as e:  # no torch: the oneDNN columns alone
@@ -73,6 +77,14 @@ def main():
         share = f"{gops / limit:.2f}" if limit > 0 and peer != "roofline" else "—"
         print(f"| {work} | {threads} | {qs * 1e3:.3f} | {peer} | {ps * 1e3:.3f} | {float(ratio):.2f} | "
               f"{gops:.1f} | {limit:.1f} | {share} | {torch_cols} |")
+    if tune:
+        print()
+        print("| tuning (QNT_TUNING_MEASURE) | threads | tuned ms | untuned ms | untuned/tuned | noise | params |")
+        print("|---|---|---|---|---|---|---|")
+        for r in tune:
+            work, threads, ts, _, us, ratio, noise, params = (r + [""] * 8)[:8]
+            print(f"| {work[5:]} | {threads} | {float(ts) * 1e3:.3f} | {float(us) * 1e3:.3f} | "
+                  f"{float(ratio):.2f} | {noise.replace('noise ', '')} | {params.replace('params ', '')} |")
 
 
 main()
