@@ -134,9 +134,10 @@ __attribute__((always_inline)) inline void xnor_rows(const uint64_t *a0, const u
 // rest (rows = 3a + 2b). Exact.
 //
 // Measured on Zen 4 (4096 x 4096, 66 rows, one thread, the kernel alone, best of 60
-// alternated): this form 0.95 cycles a 256-bit pair; tiles of 2 x 3 0.99, with two steps an
-// iteration 0.97-0.98; 3 x 3 one step an iteration 0.96-0.97; 3 x 4 0.95-0.96; 0.11.5-0.12.2's
-// 2 x 3 on 256-bit vectors 1.14 as the library compiled it. The floor of its instructions
+// alternated, 16-byte aligned rows): this form 0.95 cycles a 256-bit pair (0.93 on 64-byte
+// aligned rows, as the driver's are); tiles of 2 x 3 0.99, with two steps an iteration
+// 0.97-0.98; 3 x 3 one step an iteration 0.96-0.97; 3 x 4 0.95-0.96; 0.11.5-0.12.2's 2 x 3 on
+// 256-bit vectors 1.14 as the library compiled it. The floor of its instructions
 // alone (vpxorq + vpopcntq + vpaddq on registers) is 0.75.
 inline void xnor_vpopcnt(const uint64_t *a, size_t rows, const uint64_t *b, size_t words,
                          int32_t k, int32_t *out, size_t ld) noexcept {
