@@ -117,6 +117,9 @@ struct KernelSet {
   // sets of a machine that has it, else the gemm kernel's xnor, else xnor_generic.
   GemmXnorFn xnor;
   const char *xnor_name;
+  // With AVX-512 VPOPCNTDQ (where xnor is its row kernel): the column kernel, which the binary
+  // op prefers; else null.
+  GemmXnorColsFn xnor_cols;
   std::string description;  // "family.dtype.run=isa" lines, as the context query returns them
 };
 

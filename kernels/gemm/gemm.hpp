@@ -204,6 +204,16 @@ inline int32_t xnor_result(int32_t k, uint64_t pop) noexcept {
   return static_cast<int32_t>(int64_t{k} - 2 * static_cast<int64_t>(pop));
 }
 
+// The binary GEMM with b's columns across the vector (AVX-512 VPOPCNTDQ, KernelSet::xnor_cols):
+// b packed in groups of kXnorColGroup columns, each group `words` steps of kXnorColGroup words
+// (word w of column 8g + j at b[(g * words + w) * 8 + j]), zero past K and in the padding
+// columns; a as for GemmXnorFn. For r < rows (any) and c < 8 * groups (groups <= 3):
+// out[r * ld + c] = k - 2 * pop(a_r XOR b_c), as xnor_result. Each lane of its sums is one
+// output, so no sum is reduced across lanes.
+constexpr int kXnorColGroup = 8;
+using GemmXnorColsFn = void (*)(const uint64_t *a, size_t rows, const uint64_t *b, size_t groups,
+                                size_t words, int32_t k, int32_t *out, size_t ld) noexcept;
+
 // The portable binary GEMM: __builtin_popcountll per word (kernels/gemm/generic.cpp).
 void xnor_generic(const uint64_t *a, size_t rows, const uint64_t *b, size_t words, int32_t k,
                   int32_t *out, size_t ld) noexcept;

@@ -63,7 +63,7 @@ class PreparedBinaryMatmul final : public Prepared {
  public:
   PreparedBinaryMatmul(const Context &ctx, const Tensor &b)
       : Prepared(QNT_PREPARED_BINARY_MATMUL, ctx.isa()), kernel_(ctx.kernels().gemm),
-        xnor_(ctx.kernels().xnor) {
+        xnor_(ctx.kernels().xnor), xnor_cols_(ctx.kernels().xnor_cols) {
     if (b.dtype() != QNT_DTYPE_BINARY) fail(QNT_ERR_DTYPE_MISMATCH, "b must be binary, not ", b.info().name);
     if (b.rank() != 2) fail(QNT_ERR_SHAPE_MISMATCH, "b must be [N, K], got ", shape_string(b.dims()));
     if (!b.on_cpu()) fail(QNT_ERR_UNSUPPORTED, "qnt_binary_matmul runs on host memory only in this release");
@@ -80,14 +80,31 @@ class PreparedBinaryMatmul final : public Prepared {
       return;
     }
     words_ = std::max<size_t>(4, (K + 255) / 256 * 4);
-    const size_t Np = (static_cast<size_t>(N_) + kern::kXnorNR - 1) / kern::kXnorNR * kern::kXnorNR;
+    const auto N = static_cast<size_t>(N_);
+    if (xnor_cols_ != nullptr) {
+      // Groups of 8 columns, word w of column 8g + j at (g * words + w) * 8 + j (gemm.hpp's
+      // GemmXnorColsFn), the padding columns zero.
+      constexpr size_t G = kern::kXnorColGroup;
+      bc_.assign((N + G - 1) / G * G * words_, 0);
+      parallel_for(ctx.threads(), N, 64, [&](size_t r0, size_t r1) {
+        std::vector<uint64_t> row(words_);
+        for (size_t r = r0; r < r1; ++r) {
+          row_words(b.data(), b.byte_size(), r, K, row.data(), words_);
+          for (size_t w = 0; w < words_; ++w) bc_[(r / G * words_ + w) * G + r % G] = row[w];
+        }
+      });
+      return;
+    }
+    const size_t Np = (N + kern::kXnorNR - 1) / kern::kXnorNR * kern::kXnorNR;
     bw_.assign(Np * words_, 0);
-    parallel_for(ctx.threads(), static_cast<size_t>(N_), 64, [&](size_t r0, size_t r1) {
+    parallel_for(ctx.threads(), N, 64, [&](size_t r0, size_t r1) {
       for (size_t r = r0; r < r1; ++r) row_words(b.data(), b.byte_size(), r, K, bw_.data() + r * words_, words_);
     });
   }
 
-  size_t packed_size() const noexcept override { return 8 * bw_.size() + bits_.size() + 4 * sb_.size(); }
+  size_t packed_size() const noexcept override {
+    return 8 * (bw_.size() + bc_.size()) + bits_.size() + 4 * sb_.size();
+  }
 
   void run(const Context &ctx, const Tensor &a, Tensor &y) const override {
     if (a.dtype() != QNT_DTYPE_BINARY) fail(QNT_ERR_DTYPE_MISMATCH, "a must be binary, not ", a.info().name);
@@ -141,19 +158,55 @@ class PreparedBinaryMatmul final : public Prepared {
     parallel_for(ctx.threads(), static_cast<size_t>(M), 64, [&](size_t r0, size_t r1) {
       for (size_t r = r0; r < r1; ++r) row_words(a.data(), a.byte_size(), r, Ku, aw.data() + r * words_, words_);
     });
-    // Tasks: triples of b's rows; within a task, a in blocks of rows that stay in L2 (64 KiB).
-    // An i32 y takes the kernel's results in place (pairs of rows inside M, triples inside N);
-    // the rest (an f32 y, the padded row, the columns past N) pass through a buffer.
-    const size_t triples = bw_.size() / words_ / kern::kXnorNR;
     const size_t mb =
         std::max<size_t>(kern::kXnorMR, (size_t{65536} / (words_ * 8)) / kern::kXnorMR * kern::kXnorMR);
     const auto Mz = static_cast<size_t>(M), Nz = static_cast<size_t>(N);
     const auto k32 = static_cast<int32_t>(K);
     auto *yi = reinterpret_cast<int32_t *>(y.data());
     auto *yf = reinterpret_cast<float *>(y.data());
+    const auto threads = static_cast<size_t>(std::max(ctx.threads(), 1));
+    // f32 y, or an i32 tile past N: through a buffer of `rows` x `cols` results at buf (ld).
+    auto put_tile = [&](const int32_t *buf, size_t ld, size_t m0, size_t rows, size_t n0, size_t cols) {
+      for (size_t r = 0; r < rows; ++r)
+        for (size_t j = 0; j < cols; ++j) {
+          const int32_t v = buf[r * ld + j];
+          const size_t i = (m0 + r) * Nz + n0 + j;
+          if (f32)
+            yf[i] = rules::canonical_nan(static_cast<float>(v) * (sa[m0 + r] * sb_[n0 + j]));
+          else
+            yi[i] = v;
+        }
+    };
+    if (xnor_cols_ != nullptr) {
+      // Tasks: tiles of 3 groups of 8 columns, one range a worker; within it, a in blocks of
+      // rows that stay in L2 (64 KiB). An i32 y takes whole tiles in place.
+      constexpr size_t G = kern::kXnorColGroup, T = 3 * G;
+      const size_t groups = bc_.size() / (words_ * G), tiles = (groups + 2) / 3;
+      parallel_for(ctx.threads(), tiles, (tiles + threads - 1) / threads, [&](size_t t0, size_t t1) {
+        std::vector<int32_t> buf(mb * T);
+        for (size_t m0 = 0; m0 < Mz; m0 += mb) {
+          const size_t rows = std::min(mb, Mz - m0);
+          for (size_t t = t0; t < t1; ++t) {
+            const size_t g0 = 3 * t, gc = std::min<size_t>(3, groups - g0);
+            const size_t n0 = G * g0, cols = std::min(G * gc, Nz - n0);
+            const uint64_t *bt = bc_.data() + g0 * words_ * G;
+            if (!f32 && cols == G * gc) {
+              xnor_cols_(aw.data() + m0 * words_, rows, bt, gc, words_, k32, yi + m0 * Nz + n0, Nz);
+              continue;
+            }
+            xnor_cols_(aw.data() + m0 * words_, rows, bt, gc, words_, k32, buf.data(), T);
+            put_tile(buf.data(), T, m0, rows, n0, cols);
+          }
+        }
+      });
+      return;
+    }
+    // Tasks: triples of b's rows; within a task, a in blocks of rows that stay in L2 (64 KiB).
+    // An i32 y takes the kernel's results in place (pairs of rows inside M, triples inside N);
+    // the rest (an f32 y, the padded row, the columns past N) pass through a buffer.
+    const size_t triples = bw_.size() / words_ / kern::kXnorNR;
     // One contiguous range of triples a worker: a body call per triple had allocated a buffer
     // per triple (two threads, 4096^2 at batch 64: 590 -> 554-575 us).
-    const auto threads = static_cast<size_t>(std::max(ctx.threads(), 1));
     parallel_for(ctx.threads(), triples, (triples + threads - 1) / threads, [&](size_t t0, size_t t1) {
       std::vector<int32_t> buf(mb * kern::kXnorNR);
       for (size_t m0 = 0; m0 < Mp; m0 += mb) {
@@ -167,15 +220,8 @@ class PreparedBinaryMatmul final : public Prepared {
           if (first == rows) continue;
           xnor(aw.data() + (m0 + first) * words_, rows - first, bw_.data() + n0 * words_, words_, k32,
                buf.data(), kern::kXnorNR);
-          for (size_t r = first; r < rows && m0 + r < Mz; ++r)
-            for (size_t j = 0; j < static_cast<size_t>(kern::kXnorNR) && n0 + j < Nz; ++j) {
-              const int32_t v = buf[(r - first) * kern::kXnorNR + j];
-              const size_t i = (m0 + r) * Nz + n0 + j;
-              if (f32)
-                yf[i] = rules::canonical_nan(static_cast<float>(v) * (sa[m0 + r] * sb_[n0 + j]));
-              else
-                yi[i] = v;
-            }
+          put_tile(buf.data(), kern::kXnorNR, m0 + first, std::min(rows, Mz - m0) - first, n0,
+              std::min<size_t>(kern::kXnorNR, Nz - n0));
         }
       }
     });
@@ -184,6 +230,7 @@ class PreparedBinaryMatmul final : public Prepared {
  private:
   const kern::GemmKernel *kernel_;
   kern::GemmXnorFn xnor_;  // the set's popcount kernel (KernelSet::xnor)
+  kern::GemmXnorColsFn xnor_cols_;  // its column kernel, when the set has one (then bc_, not bw_)
   int64_t N_ = 0, K_ = 0;
   bool has_scales_ = false;
   std::vector<float> sb_;
@@ -192,6 +239,7 @@ class PreparedBinaryMatmul final : public Prepared {
   // whole cache lines no 512-bit load straddles two: the kernel ran 0.955 against 0.93 cycles
   // a 256-bit pair on 16-byte aligned rows).
   std::vector<uint64_t, UninitializedAllocator<uint64_t>> bw_;
+  std::vector<uint64_t, UninitializedAllocator<uint64_t>> bc_;  // xnor_cols_'s groups of 8 columns
   std::vector<uint8_t> bits_;  // the reference's: b's bits as given
 };
 
