@@ -125,6 +125,10 @@ uint32_t byte_sum(const uint8_t *p, size_t n) noexcept {
 
 }  // namespace
 
+void gemm_row_sum(const GemmPlan &plan, const uint8_t *row, int32_t *row_sum) noexcept {
+  *row_sum = static_cast<int32_t>(byte_sum(row, plan.row_bytes));
+}
+
 void gemm_pack_a(const GemmPlan &plan, int64_t m, const uint8_t *row, uint8_t *panel,
                  int32_t *row_sum) noexcept {
   const kern::GemmKernel &k = *plan.kernel;

@@ -169,6 +169,24 @@ int32_t int8_row(const uint8_t *src, bool is_signed, int32_t zero_point, int64_t
   return zero_point;
 }
 
+// Row-major A [rows, K] of int8 or uint8 values as gemm_run's source: unsigned rows of whole
+// groups are a' already and are read in place.
+struct Int8Rows {
+  const uint8_t *a;
+  bool is_signed;
+  int32_t zero_point;
+  int64_t K;
+  int32_t operator()(int64_t m, uint8_t *row) const noexcept {
+    return int8_row(a + m * K, is_signed, zero_point, K, row);
+  }
+  const uint8_t *in_place(size_t &stride, int32_t &za) const noexcept {
+    if (is_signed || K <= 0 || K % 4 != 0) return nullptr;
+    stride = static_cast<size_t>(K);
+    za = zero_point;
+    return a;
+  }
+};
+
 // The tile epilogue of a row-major y [rows, N]. When the epilogue leaves the sums as they are
 // (int32 y, no bias, no relu), full tiles are written by the kernel in their place in y
 // (gemm_run's `direct`), with no pass through the tile buffer.
@@ -291,7 +309,7 @@ class PreparedMatmul final : public Prepared {
           Scratch scratch(ctx, plan.scratch_bytes());
           gemm_run(
               ctx, plan, b, scratch.data(),
-              [&](int64_t m, uint8_t *row) { return int8_row(ab + m * K, a_signed, za, K, row); },
+              Int8Rows{ab, a_signed, za, K},
               row_major(epi, yb, N));
         });
       }
@@ -536,7 +554,7 @@ class PreparedLinearStatic final : public Prepared {
         Scratch scratch(ctx, plan.scratch_bytes());
         gemm_run(
             ctx, plan, w_.fast, scratch.data(),
-            [&](int64_t m, uint8_t *row) { return int8_row(xd + m * K, x_signed, zx_, K, row); },
+            Int8Rows{xd, x_signed, zx_, K},
             row_major(epi_, y.data(), N));
       });
       return;

@@ -280,6 +280,46 @@ TEST(Gemm, MatmulInt32TilesInPlace) {
     }
 }
 
+// u8 A whose rows are whole groups of 4 and at most 512 bytes, N a multiple of 64: the AVX-512
+// VNNI set reads its full panels of 6 rows in place (the last partial panel packed), with and
+// without zero points on either side (the row sums and the correction), int32 and u8 y, 1-3
+// threads (compare_all), batches of a.
+TEST(Gemm, MatmulUnsignedRowsReadInPlace) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  std::mt19937 rng(78);
+  int iter = 0;
+  for (int64_t K : {4, 8, 64, 100, 256, 512, 516})
+    for (int64_t M : {6, 7, 12, 17, 40})
+      for (int64_t N : {64, 128}) {
+        ++iter;
+        const int kind = iter % 4;  // 0: no zero points; 1: a's 9; 2: b's (u8 b); 3: both
+        const bool bu = kind >= 2;
+        const int64_t batch = iter % 5 == 0 ? 2 : 1;
+        QP aq, bq, yq;
+        per_tensor(aq, QNT_DTYPE_U8, 0.5f, kind % 2 == 1 ? 9 : 0);
+        std::vector<float> ws(static_cast<size_t>(N));
+        for (auto &v : ws) v = pick_scale(rng);
+        std::vector<int32_t> wz(static_cast<size_t>(N), 0);
+        if (bu)
+          for (auto &z : wz) z = static_cast<int32_t>(rng() % 256);
+        ASSERT_EQ(qnt_qparams_create_per_axis(bu ? QNT_DTYPE_U8 : QNT_DTYPE_I8, 1,
+                                              static_cast<size_t>(N), ws.data(), wz.data(), &bq.p),
+                  QNT_OK);
+        const auto av = random_bytes(rng, static_cast<size_t>(batch * M * K), iter % 2 == 0);
+        const auto bv = random_bytes(rng, static_cast<size_t>(K * N), iter % 3 == 0);
+        T a, b, y, y8;
+        make_raw(a, QNT_DTYPE_U8, {batch, M, K}, aq.p, av.data(), av.size());
+        make_raw(b, bu ? QNT_DTYPE_U8 : QNT_DTYPE_I8, {K, N}, bq.p, bv.data(), bv.size());
+        make_q(y, QNT_DTYPE_I32, {batch, M, N}, nullptr);
+        per_tensor(yq, QNT_DTYPE_U8, 40.0f, 128);
+        make_q(y8, QNT_DTYPE_U8, {batch, M, N}, yq.p);
+        const std::string what = "in place M " + std::to_string(M) + " K " + std::to_string(K) +
+                                 " N " + std::to_string(N) + " kind " + std::to_string(kind);
+        compare_matmul(what, a.t, b.t, nullptr, y.t);
+        compare_matmul(what + " u8 y", a.t, b.t, nullptr, y8.t);
+      }
+}
+
 // A B large enough (8.5 MB packed) for the [K, N] packers' streaming path (four panels a step,
 // streaming stores): its panels split over 1-3 threads into runs with and without whole steps
 // of four, an odd last whole panel, a partial last panel and a partial last group; i8 and u8 b
