@@ -142,7 +142,6 @@ KernelSet build_kernel_set(uint64_t features, qnt_isa cap) {
 #if defined(QNT_WITH_X86_KERNELS)
   const uint64_t popcnt = QNT_CPU_AVX512F | QNT_CPU_AVX512VPOPCNTDQ;
   if (s.gemm != nullptr && s.isa >= QNT_ISA_AVX512 && (features & popcnt) == popcnt) {
-    s.xnor = simd::xnor_vpopcnt();
     s.xnor_cols = simd::xnor_cols_vpopcnt();
     s.xnor_name = "avx512_vpopcntdq";
   }

@@ -113,12 +113,12 @@ struct KernelSet {
   const char *gemm_name;
   const WoKernels *wo;  // null: the scalar reference of the weight-only layer
   const char *wo_name;
-  // The binary GEMM's popcount kernel (with a gemm kernel): AVX-512 VPOPCNTDQ's in the AVX-512
-  // sets of a machine that has it, else the gemm kernel's xnor, else xnor_generic.
+  // The binary GEMM's popcount kernels (with a gemm kernel): xnor, the row kernel, is the gemm
+  // kernel's xnor, else xnor_generic; xnor_cols, the column kernel, is AVX-512 VPOPCNTDQ's in
+  // the AVX-512 sets of a machine that has it (the binary op then runs it, not xnor), else null.
+  // xnor_name names the kernel the op runs.
   GemmXnorFn xnor;
   const char *xnor_name;
-  // With AVX-512 VPOPCNTDQ (where xnor is its row kernel): the column kernel, which the binary
-  // op prefers; else null.
   GemmXnorColsFn xnor_cols;
   std::string description;  // "family.dtype.run=isa" lines, as the context query returns them
 };

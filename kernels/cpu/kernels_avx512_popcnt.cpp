@@ -7,7 +7,6 @@
 
 namespace qnt::simd {
 
-kern::GemmXnorFn xnor_vpopcnt() noexcept { return &kern::xnor_vpopcnt; }
 kern::GemmXnorColsFn xnor_cols_vpopcnt() noexcept { return &kern::xnor_cols_vpopcnt; }
 
 }  // namespace qnt::simd

@@ -11,7 +11,6 @@ const kern::KernelTable &avx512_table() noexcept;
 const kern::KernelTable &avx512_vnni_table() noexcept;
 const kern::KernelTable &neon_table() noexcept;
 // The binary GEMM's kernel on AVX-512 VPOPCNTDQ (x86-64 builds; kernels_avx512_popcnt.cpp).
-kern::GemmXnorFn xnor_vpopcnt() noexcept;
 kern::GemmXnorColsFn xnor_cols_vpopcnt() noexcept;
 
 }  // namespace qnt::simd

@@ -1,5 +1,5 @@
-// The binary GEMM's AVX-512 VPOPCNTDQ kernel (kernels/gemm/xnor_x86.hpp: xnor_vpopcnt) compiled
-// over a scalar model of its 512-, 256- and 128-bit instructions, so that its logic is tested
+// The binary GEMM's AVX-512 VPOPCNTDQ kernel (kernels/gemm/xnor_x86.hpp: xnor_cols_vpopcnt)
+// compiled over a scalar model of its 512- and 256-bit instructions, so that its logic is tested
 // on machines without VPOPCNTDQ too (natively it runs in Gemm.BinaryMatmul where the CPU has
 // it). Every model follows Intel's pseudo-code of its instruction. A translation unit of its
 // own: the models replace __m256i, which the AVX2 kernels of test_gemm_emulated.cpp use
@@ -16,9 +16,6 @@ struct Z {  // a 512-bit register: eight 64-bit lanes
 };
 struct Y {  // a 256-bit register: four 64-bit lanes
   uint64_t q[4];
-};
-struct X {  // a 128-bit register: two 64-bit lanes
-  uint64_t q[2];
 };
 inline uint64_t count(uint64_t x) {
   uint64_t n = 0;
@@ -64,39 +61,12 @@ inline Z loadu512(const void *p) {  // VMOVDQU64
   std::memcpy(v.q, p, 64);
   return v;
 }
-inline Y low256(Z v) { return Y{{v.q[0], v.q[1], v.q[2], v.q[3]}}; }  // a cast: the low half
-inline Y extract256(Z v, int i) {  // VEXTRACTI64X4
-  const int o = 4 * (i & 1);
-  return Y{{v.q[o], v.q[o + 1], v.q[o + 2], v.q[o + 3]}};
-}
-inline Y loadu256(const void *p) {
-  Y v;
-  std::memcpy(v.q, p, 32);
-  return v;
-}
-inline Y unpacklo64(Y a, Y b) { return Y{{a.q[0], b.q[0], a.q[2], b.q[2]}}; }  // VPUNPCKLQDQ
-inline Y unpackhi64(Y a, Y b) { return Y{{a.q[1], b.q[1], a.q[3], b.q[3]}}; }  // VPUNPCKHQDQ
-inline Y permute2x128(Y a, Y b, int imm) {  // VPERM2I128 (no zeroing bits used)
-  auto half = [&](int sel) {
-    const Y &src = (sel & 2) != 0 ? b : a;
-    const int o = 2 * (sel & 1);
-    return X{{src.q[o], src.q[o + 1]}};
-  };
-  const X lo = half(imm & 3), hi = half((imm >> 4) & 3);
-  return Y{{lo.q[0], lo.q[1], hi.q[0], hi.q[1]}};
-}
-inline X low128(Y v) { return X{{v.q[0], v.q[1]}}; }  // a cast: the low half
-inline X extract128(Y v, int i) { return X{{v.q[2 * (i & 1)], v.q[2 * (i & 1) + 1]}}; }  // VEXTRACTI128
-inline void store256(Y *p, Y v) { std::memcpy(static_cast<void *>(p), v.q, 32); }  // VMOVDQA
-inline void store128(X *p, X v) { std::memcpy(static_cast<void *>(p), v.q, 16); }  // MOVDQA
 }  // namespace emu
 
 #undef __m512i
 #define __m512i emu::Z
 #undef __m256i
 #define __m256i emu::Y
-#undef __m128i
-#define __m128i emu::X
 #undef _mm512_setzero_si512
 #define _mm512_setzero_si512 emu::zero512
 #undef _mm512_set1_epi64
@@ -115,35 +85,6 @@ inline void store128(X *p, X v) { std::memcpy(static_cast<void *>(p), v.q, 16); 
 #define _mm512_popcnt_epi64 emu::popcntq
 #undef _mm512_add_epi64
 #define _mm512_add_epi64 emu::addq
-#undef _mm512_castsi512_si256
-#define _mm512_castsi512_si256 emu::low256
-#undef _mm512_extracti64x4_epi64
-#define _mm512_extracti64x4_epi64 emu::extract256
-#undef _mm256_loadu_si256
-#define _mm256_loadu_si256 emu::loadu256
-#undef _mm256_xor_si256
-#define _mm256_xor_si256 emu::xorq
-#undef _mm256_popcnt_epi64
-#define _mm256_popcnt_epi64 emu::popcntq
-#undef _mm256_add_epi64
-#define _mm256_add_epi64 emu::addq
-#undef _mm256_unpacklo_epi64
-#define _mm256_unpacklo_epi64 emu::unpacklo64
-#undef _mm256_unpackhi_epi64
-#define _mm256_unpackhi_epi64 emu::unpackhi64
-#undef _mm256_permute2x128_si256
-#define _mm256_permute2x128_si256 emu::permute2x128
-#undef _mm256_castsi256_si128
-#define _mm256_castsi256_si128 emu::low128
-#undef _mm256_extracti128_si256
-#define _mm256_extracti128_si256 emu::extract128
-#undef _mm_add_epi64
-#define _mm_add_epi64 emu::addq
-#undef _mm256_store_si256
-#define _mm256_store_si256 emu::store256
-#undef _mm_store_si128
-#define _mm_store_si128 emu::store128
-#define QNT_XNOR_KEEP(v) static_cast<void>(v)
 #if !defined(__AVX512VPOPCNTDQ__)
 #define __AVX512VPOPCNTDQ__ 1
 #endif
@@ -158,38 +99,6 @@ inline void store128(X *p, X v) { std::memcpy(static_cast<void *>(p), v.q, 16); 
 #include <cstddef>
 #include <random>
 #include <vector>
-
-// Against the portable kernel (xnor_generic): words from 4 to 40 (multiples of 4: 512-bit steps
-// and a 256-bit last step when odd), 2 to 12 rows (tiles of 3 and 2), random words, an all-ones
-// row and an all-zeros column (the largest count), a row equal to a column (a count of 0), k
-// at and above 64 * words (k - 2 * pop of either sign), and the output stride.
-TEST(XnorEmulated, VpopcntMatchesThePortableKernel) {
-  std::mt19937_64 rng(41);
-  for (size_t words = 4; words <= 40; words += 4)
-    for (size_t rows = 2; rows <= 12; rows += 2) {
-      std::vector<uint64_t> a(rows * words), b(3 * words);
-      for (auto &v : a) v = rng();
-      for (auto &v : b) v = rng();
-      for (size_t i = 0; i < words; ++i) {
-        a[i] = ~uint64_t{0};                            // row 0: all ones
-        if (rows > 2) a[2 * words + i] = b[words + i];  // row 2 equals column 1
-        b[2 * words + i] = 0;                           // column 2: all zeros
-      }
-      const auto full = static_cast<int32_t>(64 * words);
-      for (const int32_t k : {full, full + 7, 2 * full + 1}) {
-        const size_t ld = 5;
-        std::vector<int32_t> got(rows * ld, -1), want(rows * ld, -1);
-        qnt::kern::xnor_vpopcnt(a.data(), rows, b.data(), words, k, got.data(), ld);
-        qnt::kern::xnor_generic(a.data(), rows, b.data(), words, k, want.data(), ld);
-        ASSERT_EQ(got, want) << "words " << words << " rows " << rows << " k " << k;
-        EXPECT_EQ(got[0 * ld + 2], k - 2 * full);  // all ones vs all zeros
-        if (rows > 2) {
-          EXPECT_EQ(got[2 * ld + 1], k);
-        }
-        EXPECT_EQ(got[0 * ld + 3], -1);  // between the rows' outputs: untouched
-      }
-    }
-}
 
 // The column kernel (xnor_cols_vpopcnt) against the portable row kernel on the same bits: 1 to
 // 13 rows (tiles of 8, 4 and 1-3), 1 to 3 groups of 8 columns, 4 to 20 words, an all-ones row
