@@ -22,20 +22,29 @@ namespace {
 template <int R, int C>
 inline void xnor_cols_tile(const uint64_t *a, const uint64_t *b, size_t words, int32_t k,
                            int32_t *out, size_t ld) noexcept {
+  // Every loop over r and c unrolled: GCC left the last one (the stores) rolled, so the sums
+  // went through the stack around every call (24 stores and loads a tile).
   __m512i acc[R][C];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 3
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_si512();
   for (size_t w = 0; w < words; ++w) {
     __m512i y[C];
+#pragma GCC unroll 3
     for (int c = 0; c < C; ++c) y[c] = _mm512_loadu_si512(b + (static_cast<size_t>(c) * words + w) * 8);
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512i x = _mm512_set1_epi64(static_cast<long long>(a[static_cast<size_t>(r) * words + w]));
+#pragma GCC unroll 3
       for (int c = 0; c < C; ++c)
         acc[r][c] = _mm512_add_epi64(acc[r][c], _mm512_popcnt_epi64(_mm512_xor_si512(x, y[c])));
     }
   }
   const __m512i kk = _mm512_set1_epi64(k);
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 3
     for (int c = 0; c < C; ++c)
       _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + static_cast<size_t>(r) * ld + 8 * static_cast<size_t>(c)),
                           _mm512_cvtepi64_epi32(_mm512_sub_epi64(kk, _mm512_add_epi64(acc[r][c], acc[r][c]))));
