@@ -135,7 +135,7 @@ void gemm_pack_a(const GemmPlan &plan, int64_t m, const uint8_t *row, uint8_t *p
   const auto r = static_cast<size_t>(m % k.mr);
   const size_t groups = plan.row_bytes / kern::kGemmGroup;
   const auto stride = static_cast<size_t>(k.mr) * static_cast<size_t>(k.a_bytes);
-  if (row_sum != nullptr) *row_sum = static_cast<int32_t>(byte_sum(row, plan.row_bytes));
+  if (row_sum != nullptr) gemm_row_sum(plan, row, row_sum);
   if (k.a_rows) {
     uint8_t *place = panel + r * kern::gemm_row_stride(groups);
     if (row != place) std::memcpy(place, row, plan.row_bytes);

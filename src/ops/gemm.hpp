@@ -193,9 +193,9 @@ void gemm_tuned(const Context &ctx, const kern::GemmKernel &k, const GemmB &b, i
 // a kernel whose A is rows (a_rows), row is already the row's place in the panel.
 void gemm_pack_a(const GemmPlan &plan, int64_t m, const uint8_t *row, uint8_t *panel,
                  int32_t *row_sum) noexcept;
-// Turns the raw sums of a tile into exact accumulators (see kernels/gemm/gemm.hpp).
 // *row_sum = the sum of the row's plan.row_bytes bytes of a', modulo 2^32 (gemm_pack_a's).
 void gemm_row_sum(const GemmPlan &plan, const uint8_t *row, int32_t *row_sum) noexcept;
+// Turns the raw sums of a tile into exact accumulators (see kernels/gemm/gemm.hpp).
 void gemm_tile_correct(const GemmB &b, int64_t n0, int cols, const int32_t *row_sum,
                        const int32_t *za, int rows, int32_t *acc, size_t ldc) noexcept;
 
