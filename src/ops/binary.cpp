@@ -178,24 +178,29 @@ class PreparedBinaryMatmul final : public Prepared {
         }
     };
     if (xnor_cols_ != nullptr) {
-      // Tasks: tiles of 3 groups of 8 columns, one range a worker; within it, a in blocks of
-      // rows that stay in L2 (64 KiB). An i32 y takes whole tiles in place.
+      // Tasks: the groups of 8 columns split evenly, one range a worker, in tiles of 3 groups
+      // (the last 1 or 2); within it, a in blocks of rows that stay in L2 (64 KiB). An i32 y
+      // takes whole tiles in place.
       constexpr size_t G = kern::kXnorColGroup, T = 3 * G;
-      const size_t groups = bc_.size() / (words_ * G), tiles = (groups + 2) / 3;
-      parallel_for(ctx.threads(), tiles, (tiles + threads - 1) / threads, [&](size_t t0, size_t t1) {
+      const size_t groups = bc_.size() / (words_ * G);
+      const size_t workers = std::min(threads, groups);
+      parallel_for(ctx.threads(), workers, 1, [&](size_t w0, size_t w1) {
         std::vector<int32_t> buf(mb * T);
-        for (size_t m0 = 0; m0 < Mz; m0 += mb) {
-          const size_t rows = std::min(mb, Mz - m0);
-          for (size_t t = t0; t < t1; ++t) {
-            const size_t g0 = 3 * t, gc = std::min<size_t>(3, groups - g0);
-            const size_t n0 = G * g0, cols = std::min(G * gc, Nz - n0);
-            const uint64_t *bt = bc_.data() + g0 * words_ * G;
-            if (!f32 && cols == G * gc) {
-              xnor_cols_(aw.data() + m0 * words_, rows, bt, gc, words_, k32, yi + m0 * Nz + n0, Nz);
-              continue;
+        for (size_t w = w0; w < w1; ++w) {
+          const size_t ga = groups * w / workers, gb = groups * (w + 1) / workers;
+          for (size_t m0 = 0; m0 < Mz; m0 += mb) {
+            const size_t rows = std::min(mb, Mz - m0);
+            for (size_t g0 = ga; g0 < gb; g0 += 3) {
+              const size_t gc = std::min<size_t>(3, gb - g0);
+              const size_t n0 = G * g0, cols = std::min(G * gc, Nz - n0);
+              const uint64_t *bt = bc_.data() + g0 * words_ * G;
+              if (!f32 && cols == G * gc) {
+                xnor_cols_(aw.data() + m0 * words_, rows, bt, gc, words_, k32, yi + m0 * Nz + n0, Nz);
+                continue;
+              }
+              xnor_cols_(aw.data() + m0 * words_, rows, bt, gc, words_, k32, buf.data(), T);
+              put_tile(buf.data(), T, m0, rows, n0, cols);
             }
-            xnor_cols_(aw.data() + m0 * words_, rows, bt, gc, words_, k32, buf.data(), T);
-            put_tile(buf.data(), T, m0, rows, n0, cols);
           }
         }
       });

@@ -591,7 +591,8 @@ TEST(Gemm, TernaryWeightsRejectTheCodeWithNoValue) {
 TEST(Gemm, BinaryMatmul) {
   std::mt19937 rng(83);
   const int64_t shapes[][3] = {{1, 1, 1},    {2, 3, 64},   {3, 5, 63},    {5, 4, 257},  {7, 10, 1000},
-                               {4, 6, 7937}, {9, 7, 8200}, {16, 33, 513}, {1, 2, 0},    {70, 9, 300}};
+                               {4, 6, 7937}, {9, 7, 8200}, {16, 33, 513}, {1, 2, 0},    {70, 9, 300},
+                               {6, 100, 130}};  // 13 groups of 8 columns: uneven ranges on 2 and 3 threads
   int iter = 0;
   for (const auto &sh : shapes) {
     const int64_t M = sh[0], N = sh[1], K = sh[2];
