@@ -34,6 +34,28 @@ inline double best_time(const std::function<void()> &f, double budget, int min_r
   return best;
 }
 
+// The best time of each of fs, in `rounds` alternating turns: each turn gives every f about
+// budget / rounds seconds (at least min_runs runs), after one warm-up run of each. On a shared
+// machine whose speed drifts over seconds, a slow phase then slows every side of a ratio alike
+// instead of whichever side was timed in it.
+inline std::vector<double> best_times(const std::vector<std::function<void()>> &fs, double budget,
+                                      int rounds = 4, int min_runs = 2, int max_runs = 1000) {
+  std::vector<double> best(fs.size(), 1e30);
+  for (const auto &f : fs) f();
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < fs.size(); ++i) {
+      double spent = 0;
+      for (int runs = 0; runs < min_runs || (spent < budget / rounds && runs < max_runs); ++runs) {
+        const double t0 = now();
+        fs[i]();
+        const double dt = now() - t0;
+        best[i] = std::min(best[i], dt);
+        spent += dt;
+      }
+    }
+  return best;
+}
+
 // Exits with the library's message when a call fails (a benchmark has nothing to recover).
 inline void check(qnt_status s, const char *what) {
   if (s != QNT_OK) {

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <functional>
 #include <memory>
 #include <random>
@@ -38,6 +39,12 @@ using qnt_bench::now;
 // The best time of f over repeats filling about 0.4 s (0.08 s with --quick).
 double best_time(const std::function<void()> &f) {
   return qnt_bench::best_time(f, g_quick ? 0.08 : 0.4, 3, 1000);
+}
+// qnt's time and its peer's, timed in alternating turns (qnt_bench::best_times) over the same
+// total budget as two best_time calls.
+const double kBudget = 0.4;
+std::vector<double> pair_times(const std::function<void()> &q, const std::function<void()> &peer) {
+  return qnt_bench::best_times({q, peer}, g_quick ? kBudget / 5 : kBudget, g_quick ? 2 : 4);
 }
 
 // The peak of the exact multiply instruction, GOPS (2 ops per multiply-add) on `threads`, from
@@ -198,11 +205,11 @@ void bench_gemm(int threads, double limit) {
     y.t = make(QNT_DTYPE_I32, {M, N}, nullptr);
     qnt_prepared *p = nullptr;
     check(qnt_prepared_create_matmul(ctx, b.t, nullptr, nullptr, &p), "prepare");
-    const double qs = best_time([&] { check(qnt_prepared_run(ctx, p, a.t, y.t), "run"); });
-    qnt_prepared_destroy(p);
     DnnlMatmul d(M, K, N, dt::s32, false, {}, av.data(), bv.data());
     omp_set_num_threads(threads);
-    const double ds = best_time([&] { d.run(); });
+    const auto ts = pair_times([&] { check(qnt_prepared_run(ctx, p, a.t, y.t), "run"); }, [&] { d.run(); });
+    qnt_prepared_destroy(p);
+    const double qs = ts[0], ds = ts[1];
     const std::string name = "gemm_u8s8s32 M" + std::to_string(M) + " K" + std::to_string(K) +
                              " N" + std::to_string(N);
     row(name, threads, qs, "onednn", ds, 2.0 * M * K * N, limit);
@@ -278,15 +285,17 @@ void bench_linear(int threads, double limit) {
     y.t = make(QNT_DTYPE_F32, {M, N}, nullptr);
     xs.t = make(QNT_DTYPE_U8, {M, K}, xq, xb.data(), xb.size());
     ys.t = make(QNT_DTYPE_U8, {M, N}, yq);
-    const double qd = best_time([&] { check(qnt_prepared_run(ctx, dyn, x.t, y.t), "dyn"); });
-    const double qst = best_time([&] { check(qnt_prepared_run(ctx, stat, xs.t, ys.t), "static"); });
     DnnlMatmul g(M, K, N, dt::s32, false, {}, xb.data(), wt.data());
     std::vector<float> scales(static_cast<size_t>(N));
     for (size_t i = 0; i < scales.size(); ++i) scales[i] = 0.02f * sw[i] / 0.5f;
     DnnlMatmul st(M, K, N, dt::u8, true, scales, xb.data(), wt.data());
     omp_set_num_threads(threads);
-    const double dg = best_time([&] { g.run(); });
-    const double dst = best_time([&] { st.run(); });
+    const auto ts = qnt_bench::best_times(
+        {[&] { check(qnt_prepared_run(ctx, dyn, x.t, y.t), "dyn"); },
+         [&] { check(qnt_prepared_run(ctx, stat, xs.t, ys.t), "static"); }, [&] { g.run(); },
+         [&] { st.run(); }},
+        2 * (g_quick ? kBudget / 5 : kBudget), g_quick ? 2 : 4);
+    const double qd = ts[0], qst = ts[1], dg = ts[2], dst = ts[3];
     const double ops = 2.0 * M * K * N;
     row("linear_dynamic_f32 M" + std::to_string(M) + " K4096 N4096 (vs onednn static s32 gemm)",
         threads, qd, "onednn_gemm", dg, ops, limit);
@@ -322,8 +331,14 @@ void bench_conv(int threads, double limit) {
     Tensor w, bias;
     w.t = make(QNT_DTYPE_I8, {M, Cg, 3, 3}, wq, wv.data(), wv.size());
     bias.t = make(QNT_DTYPE_F32, {M}, nullptr, bv.data(), 4 * bv.size());
-    // The prepared convolution of weights wt in one layout (pad 1, G groups), best time.
-    auto time_conv = [&](const Tensor &wt, int layout, const char *what) {
+    // The prepared convolution of weights wt in one layout (pad 1, G groups), with its x and y.
+    struct ConvRun {
+      Tensor x, y;
+      qnt_prepared *p = nullptr;
+      ~ConvRun() { qnt_prepared_destroy(p); }
+    };
+    auto make_conv = [&](const Tensor &wt, int layout, const char *what) {
+      auto r = std::make_unique<ConvRun>();
       qnt_op_desc *d = nullptr;
       check(qnt_op_desc_create(&d), "desc");
       for (qnt_op_option k : {QNT_OP_PAD_TOP, QNT_OP_PAD_LEFT, QNT_OP_PAD_BOTTOM, QNT_OP_PAD_RIGHT})
@@ -331,19 +346,17 @@ void bench_conv(int threads, double limit) {
       check(qnt_op_desc_set(d, QNT_OP_LAYOUT, layout), "layout");
       check(qnt_op_desc_set(d, QNT_OP_GROUPS, G), "groups");
       const bool nhwc = layout == QNT_LAYOUT_NHWC;
-      Tensor x, y;
-      x.t = make(QNT_DTYPE_U8, nhwc ? std::vector<int64_t>{1, H, W, C} : std::vector<int64_t>{1, C, H, W},
-                 xq, xv.data(), xv.size());
-      y.t = make(QNT_DTYPE_U8, nhwc ? std::vector<int64_t>{1, H, W, M} : std::vector<int64_t>{1, M, H, W}, yq);
-      qnt_prepared *p = nullptr;
-      check(qnt_prepared_create_conv2d(ctx, wt.t, bias.t, d, &p), what);
-      const double t = best_time([&] { check(qnt_prepared_run(ctx, p, x.t, y.t), what); });
-      qnt_prepared_destroy(p);
+      r->x.t = make(QNT_DTYPE_U8, nhwc ? std::vector<int64_t>{1, H, W, C} : std::vector<int64_t>{1, C, H, W},
+                    xq, xv.data(), xv.size());
+      r->y.t = make(QNT_DTYPE_U8, nhwc ? std::vector<int64_t>{1, H, W, M} : std::vector<int64_t>{1, M, H, W}, yq);
+      check(qnt_prepared_create_conv2d(ctx, wt.t, bias.t, d, &r->p), what);
       qnt_op_desc_destroy(d);
-      return t;
+      return r;
     };
-    double qt[2] = {0, 0};
-    for (int layout : {QNT_LAYOUT_NCHW, QNT_LAYOUT_NHWC}) qt[layout] = time_conv(w, layout, "conv");
+    auto run_conv = [&](const std::unique_ptr<ConvRun> &r) {
+      return [&ctx, &r] { check(qnt_prepared_run(ctx, r->p, r->x.t, r->y.t), "conv run"); };
+    };
+    const auto nchw = make_conv(w, QNT_LAYOUT_NCHW, "conv"), nhwc = make_conv(w, QNT_LAYOUT_NHWC, "conv");
     // oneDNN: NHWC u8 in and out, s8 weights in its layout, per-channel scales, f32 bias.
     engine eng(engine::kind::cpu, 0);
     stream st(eng);
@@ -362,10 +375,14 @@ void bench_conv(int threads, double limit) {
     reorder(wu, wm).execute(st, wu, wm);
     convolution_forward conv(pd);
     omp_set_num_threads(threads);
-    const double ds = best_time([&] {
-      conv.execute(st, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, dm}});
-      st.wait();
-    });
+    const auto ts = qnt_bench::best_times(
+        {run_conv(nchw), run_conv(nhwc),
+         [&] {
+           conv.execute(st, {{DNNL_ARG_SRC, sm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_BIAS, bm}, {DNNL_ARG_DST, dm}});
+           st.wait();
+         }},
+        g_quick ? kBudget / 5 : kBudget, g_quick ? 2 : 4);
+    const double qt[2] = {ts[0], ts[1]}, ds = ts[2];
     const double ops = 2.0 * M * Cg * 9 * H * W;
     const std::string shape = std::to_string(C) + "->" + std::to_string(M) + " " + std::to_string(H) +
                               "^2 3x3" + (G == C ? " depthwise" : "");
@@ -386,10 +403,11 @@ void bench_conv(int threads, double limit) {
       Tensor wt3;
       wt3.t = make(QNT_DTYPE_TERNARY, {M, Cg, 3, 3}, tq, tv.data(), tv.size());
       for (int layout : {QNT_LAYOUT_NHWC, QNT_LAYOUT_NCHW}) {
-        const bool nhwc = layout == QNT_LAYOUT_NHWC;
-        const double tt = time_conv(wt3, layout, "ternary conv");
-        row(std::string("conv_ternary_") + (nhwc ? "nhwc " : "nchw ") + shape + " (vs qnt's int8 conv)",
-            threads, tt, "qnt_int8_conv", qt[layout], ops, limit);
+        const bool nl = layout == QNT_LAYOUT_NHWC;
+        const auto tern = make_conv(wt3, layout, "ternary conv");
+        const auto tt = pair_times(run_conv(tern), run_conv(nl ? nhwc : nchw));
+        row(std::string("conv_ternary_") + (nl ? "nhwc " : "nchw ") + shape + " (vs qnt's int8 conv)",
+            threads, tt[0], "qnt_int8_conv", tt[1], ops, limit);
       }
       qnt_qparams_destroy(tq);
       // The implicit GEMM against qnt's own GEMM of the same size: the static linear layer with
@@ -417,10 +435,10 @@ void bench_conv(int threads, double limit) {
       yl.t = make(QNT_DTYPE_U8, {P, M}, yq);
       qnt_prepared *lin = nullptr;
       check(qnt_prepared_create_linear_static(ctx, wt.t, bias.t, xq, yq, nullptr, &lin), "linear");
-      const double lt = best_time([&] { check(qnt_prepared_run(ctx, lin, xl.t, yl.t), "linear run"); });
+      const auto lt = pair_times(run_conv(nhwc), [&] { check(qnt_prepared_run(ctx, lin, xl.t, yl.t), "linear run"); });
       qnt_prepared_destroy(lin);
-      row("conv_nhwc " + shape + " (vs qnt's static linear of the same GEMM)", threads, qt[1],
-          "qnt_gemm", lt, ops, limit);
+      row("conv_nhwc " + shape + " (vs qnt's static linear of the same GEMM)", threads, lt[0],
+          "qnt_gemm", lt[1], ops, limit);
     }
     qnt_qparams_destroy(wq);
     qnt_qparams_destroy(xq);
