@@ -127,20 +127,26 @@ void fma_zmm(long iters) {
       : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
         "xmm14", "xmm15", "cc");
 }
+// `iters` steps of the FMA loop on every one of `threads`, and the GFLOPS of taking dt for it.
+void fma_loop(bool zmm, int threads, long iters) {
+#pragma omp parallel num_threads(threads)
+  {
+    if (zmm)
+      fma_zmm(iters);
+    else
+      fma_ymm(iters);
+  }
+}
+double fma_gflops_of(bool zmm, int threads, long iters, double dt) {
+  return 10.0 * (zmm ? 32 : 16) * static_cast<double>(iters) * threads / dt / 1e9;
+}
 double fma_peak(bool zmm, int threads) {
   const long iters = g_quick ? 20000000 : 50000000;
   double best = 0;
   for (int rep = 0; rep < 3; ++rep) {
     const double t0 = now();
-#pragma omp parallel num_threads(threads)
-    {
-      if (zmm)
-        fma_zmm(iters);
-      else
-        fma_ymm(iters);
-    }
-    const double dt = now() - t0;
-    best = std::max(best, 10.0 * (zmm ? 32 : 16) * static_cast<double>(iters) * threads / dt / 1e9);
+    fma_loop(zmm, threads, iters);
+    best = std::max(best, fma_gflops_of(zmm, threads, iters, now() - t0));
   }
   return best;
 }
@@ -217,40 +223,39 @@ struct DnnlMatmul {
   }
 };
 
-// The best time of oneDNN's matmul over `copies` rotated weight copies.
-double dnnl_time(int64_t M, int64_t K, int64_t N, bool int8, int copies, int threads) {
-  std::vector<std::unique_ptr<DnnlMatmul>> v;
-  for (int i = 0; i < copies; ++i) v.push_back(std::make_unique<DnnlMatmul>(M, K, N, int8, 7 + i));
-  omp_set_num_threads(threads);
-  int next = 0;
-  return best_time([&] {
-    v[static_cast<size_t>(next)]->run();
-    next = (next + 1) % copies;
-  });
-}
-
-// oneDNN's u8s8s32 matmul over two rotated weight copies, kept for the shape and thread count
-// of the last call (batch 16 of every format alternates with it).
+// oneDNN's matmul over `copies` rotated weight copies, one copy a run.
 struct DnnlCopies {
   std::vector<std::unique_ptr<DnnlMatmul>> v;
   size_t next = 0;
+  DnnlCopies(int64_t M, int64_t K, int64_t N, bool int8, int copies) {
+    for (int i = 0; i < copies; ++i) v.push_back(std::make_unique<DnnlMatmul>(M, K, N, int8, 7 + i));
+  }
   void run() {
     v[next]->run();
     next = (next + 1) % v.size();
   }
 };
+
+// The best time of oneDNN's matmul over `copies` rotated weight copies.
+double dnnl_time(int64_t M, int64_t K, int64_t N, bool int8, int copies, int threads) {
+  DnnlCopies d(M, K, N, int8, copies);
+  omp_set_num_threads(threads);
+  return best_time([&] { d.run(); });
+}
+
+// The u8s8s32 matmul over two copies, kept for the shape and thread count of the last call
+// (batch 16 of every format alternates with it).
 DnnlCopies &dnnl_copies(int64_t M, int64_t K, int64_t N, int threads) {
-  static DnnlCopies d;
+  static std::unique_ptr<DnnlCopies> d;
   static std::string key;
   const std::string k = std::to_string(M) + " " + std::to_string(K) + " " + std::to_string(N) + " " +
                         std::to_string(threads);
   if (key != k) {
-    d.v.clear();
-    for (int i = 0; i < 2; ++i) d.v.push_back(std::make_unique<DnnlMatmul>(M, K, N, true, 7 + i));
-    d.next = 0;
+    d.reset();
+    d = std::make_unique<DnnlCopies>(M, K, N, true, 2);
     key = k;
   }
-  return d;
+  return *d;
 }
 
 // Alternating turns of fs (qnt_bench::best_times) over about twice best_time's budget.
@@ -328,17 +333,9 @@ void bench_shape(int64_t N, int64_t K, int threads, double bw, double fma_gflops
         double qs = 0, peer_s = 0, fma_now = fma_gflops;
         if (M == 16 && mode == QNT_WEIGHT_ONLY_F32) {
           const long iters = 1000000;
-          const auto ts = best_times({run, [&] {
-#pragma omp parallel num_threads(threads)
-                                        {
-                                          if (g_zmm)
-                                            fma_zmm(iters);
-                                          else
-                                            fma_ymm(iters);
-                                        }
-                                      }});
+          const auto ts = best_times({run, [&] { fma_loop(g_zmm, threads, iters); }});
           qs = ts[0];
-          fma_now = std::max(fma_gflops, 10.0 * (g_zmm ? 32 : 16) * static_cast<double>(iters) * threads / ts[1] / 1e9);
+          fma_now = std::max(fma_gflops, fma_gflops_of(g_zmm, threads, iters, ts[1]));
         } else if (M == 16) {
           omp_set_num_threads(threads);
           DnnlCopies &d = dnnl_copies(M, K, N, threads);

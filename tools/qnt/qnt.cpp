@@ -1128,10 +1128,10 @@ double best_of(int reps, const std::function<void()> &f) {
   return best;
 }
 
-double read_bandwidth(int threads) {
-  const size_t n = (size_t{512} << 20) / sizeof(uint64_t);
-  std::vector<uint64_t> buf(n);
-  for (size_t i = 0; i < n; ++i) buf[i] = i;
+// A streaming sum over buf (512 MiB, made once by bench: the readings are taken in turns with
+// every weight-only row) on `threads`, GB/s.
+double read_bandwidth(const std::vector<uint64_t> &buf, int threads) {
+  const size_t n = buf.size();
   std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8);
   const double t = best_of(3, [&] {
     std::vector<std::thread> pool;
@@ -1153,11 +1153,11 @@ double read_bandwidth(int threads) {
 }
 
 // The best time of a prepared weight-only layer of w in `mode`, run over `copies` copies in turn
-// (so that the weights stream from memory), and in *bw the read bandwidth on `threads`, the two
-// measured in four alternating turns: on a shared machine whose bandwidth drifts over seconds,
-// the layer's share of it then compares readings of the same phases.
+// (so that the weights stream from memory), and in *bw the read bandwidth over rbuf on
+// `threads`, the two measured in four alternating turns: on a shared machine whose bandwidth
+// drifts over seconds, the layer's share of it then compares readings of the same phases.
 double time_weight_only(qnt_context *c, const qnt_tensor *w, int64_t mode, int copies, const qnt_tensor *x,
-                        qnt_tensor *y, int threads, double *bw) {
+                        qnt_tensor *y, const std::vector<uint64_t> &rbuf, int threads, double *bw) {
   qnt_op_desc *d = nullptr;
   check(qnt_op_desc_create(&d), "desc");
   const std::unique_ptr<qnt_op_desc, void (*)(qnt_op_desc *)> dh(d, qnt_op_desc_destroy);
@@ -1176,7 +1176,7 @@ double time_weight_only(qnt_context *c, const qnt_tensor *w, int64_t mode, int c
                       check(qnt_prepared_run(c, ops[at].get(), x, y), "run");
                       at = (at + 1) % ops.size();
                     }));
-    *bw = std::max(*bw, read_bandwidth(threads));
+    *bw = std::max(*bw, read_bandwidth(rbuf, threads));
   }
   return best;
 }
@@ -1211,10 +1211,12 @@ int bench(int threads_opt) {
   check(qnt_tensor_wrap(QNT_DTYPE_F32, xshape, 2, nullptr, xv.data(), 4 * xv.size(), &xp), "x");
   check(qnt_tensor_wrap(QNT_DTYPE_F32, yshape, 2, nullptr, yv.data(), 4 * yv.size(), &yp), "y");
   const TensorP xt(xp), yt(yp);
+  std::vector<uint64_t> rbuf((size_t{512} << 20) / sizeof(uint64_t));
+  for (size_t i = 0; i < rbuf.size(); ++i) rbuf[i] = i;
   std::printf("%-46s %8s %10s %10s %8s\n", "work", "threads", "time (ms)", "GB/s", "share");
   for (int th : counts) {
     check(qnt_context_set_num_threads(c, th), "threads");
-    const double bw = read_bandwidth(th);
+    const double bw = read_bandwidth(rbuf, th);
     std::printf("%-46s %8d %10s %10.2f %8s\n", "read bandwidth (streaming sum, 512 MiB)", th, "", bw, "1");
     for (int64_t block : {int64_t{32}, int64_t{128}}) {
       qnt_qparams *qp = nullptr;
@@ -1231,7 +1233,7 @@ int bench(int threads_opt) {
       for (int64_t mode : {int64_t{QNT_WEIGHT_ONLY_INT8_BLOCK}, int64_t{QNT_WEIGHT_ONLY_INT8_ACT},
                            int64_t{QNT_WEIGHT_ONLY_F32}}) {
         double bwt = 0;
-        const double t = time_weight_only(c, q4.get(), mode, copies, xt.get(), yt.get(), th, &bwt);
+        const double t = time_weight_only(c, q4.get(), mode, copies, xt.get(), yt.get(), rbuf, th, &bwt);
         char label[80];
         std::snprintf(label, sizeof label, "weight-only int4 b%lld %s, M1 4096x4096", static_cast<long long>(block),
                       mode == QNT_WEIGHT_ONLY_F32        ? "f32 mode"
@@ -1252,7 +1254,7 @@ int bench(int threads_opt) {
       const double bytes = static_cast<double>(N * K / 4);
       const int copies = static_cast<int>(std::max(2.0, 2.0 * 64e6 / bytes + 1));
       double bwt = 0;
-      const double t = time_weight_only(c, q2.get(), QNT_WEIGHT_ONLY_INT8_TOKEN, copies, xt.get(), yt.get(), th, &bwt);
+      const double t = time_weight_only(c, q2.get(), QNT_WEIGHT_ONLY_INT8_TOKEN, copies, xt.get(), yt.get(), rbuf, th, &bwt);
       std::printf("%-46s %8d %10.3f %10.2f %8.2f\n", "ternary per token (W1.58A8), M1 4096x4096", th, 1e3 * t,
                   bytes / t / 1e9, bytes / t / 1e9 / bwt);
     }
