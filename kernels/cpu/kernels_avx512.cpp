@@ -18,8 +18,8 @@ constexpr kern::GemmKernel kGemm{"avx512", kern::Split512::kMR, kern::Split512::
 // The f32 weight-only kernel with 16-entry vpermps; the int8 mode keeps AVX2's vpmaddubsw.
 constexpr kern::WoKernels kWo{"avx512", &kern::wo::f32_512, &kern::wo::int8_256,
                               &kern::wo::dot512, &kern::wo::dequant512, true, true,
-                              &kern::wo::token256, nullptr, /*dequant_batches=*/false,
-                              &kern::wo::blk256_kernel};
+                              &kern::wo::token256, &kern::wo::f32_batch512, /*dequant_batches=*/false,
+                              &kern::wo::blk256_kernel, /*f32_batch_4bit=*/false};
 constexpr kern::KernelTable kTable =
     make_table<xsimd::avx512bw>("avx512", QNT_ISA_AVX512, &kGemm, &kWo);
 }  // namespace

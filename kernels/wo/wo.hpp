@@ -88,12 +88,18 @@ using WoDotFn = void (*)(const float *x, size_t ldx, size_t rows, const float *w
 using WoDequantFn = void (*)(const WoPanelArgs &w, float *out, size_t ldo) noexcept;
 // f32 mode, 4-bit codes (and bytes with a table whose f32_bytes is set), a batch:
 // out[r * ldo + p] for `rows` rows of x (stride ldx) and the panel's kWoPanel features, the
-// bits of dequant followed by dot, with the features dequantized kWoSlice elements of K at a
-// time into scratch (kWoPanel * kWoSlice floats, 32-byte aligned); w.prefetch, if set, is
+// bits of dequant followed by dot, using scratch (wo_batch_scratch(K) floats, 32-byte aligned:
+// the AVX2 kernel dequantizes the features kWoSlice elements of K at a time there, the AVX-512
+// byte kernel keeps its sums and the panel's scales per chunk); w.prefetch, if set, is
 // requested into L2 over the call.
 using WoBatchFn = void (*)(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out,
                            size_t ldo, float *scratch) noexcept;
 constexpr size_t kWoSlice = 512;
+constexpr size_t wo_batch_scratch(int64_t K) noexcept {
+  const size_t sliced = kWoPanel * kWoSlice;
+  const size_t tables = 8 * kWoPanel * 16 + 2 * kWoPanel * (static_cast<size_t>(K) / 16 + 1);
+  return sliced > tables ? sliced : tables;
+}
 
 // The per-token mode (QNT_WEIGHT_ONLY_INT8_TOKEN: ternary and binary weights). Packed weights:
 // per output feature a row of `groups` = ceil(K / 128) groups of 32 bytes; byte j of group g
@@ -172,6 +178,10 @@ struct WoKernels {
   // for each panel of four features).
   bool dequant_batches = true;
   WoBlkFn blk = nullptr;  // the block-dot mode; null: the generic kernel's
+  // Whether f32_batch takes 4-bit codes (else they run rows 4 at a time through f32, and
+  // f32_batch takes bytes only: the AVX-512 tables, whose f32 kernel on 4-bit codes makes each
+  // value with one vpermps, off the FMA pipes).
+  bool f32_batch_4bit = true;
 };
 
 // The per-token mode's kernel in plain C++ (kernels/wo/generic.cpp).

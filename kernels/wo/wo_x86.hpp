@@ -295,6 +295,256 @@ inline void f32_512(const WoPanelArgs &w, const float *x, size_t ldx, size_t row
   }
 }
 
+// Byte weights in the f32 mode, a batch (W8A16; the AVX-512 tables' `f32_batch`, bytes only).
+// Each chunk's 16 values cost a vmulps (the rule's product by the scale), and on Zen 4 that
+// product takes an FMA slot (a conversion and a sign-extending load do not: measured beside 16
+// independent fma, 4 vcvtdq2ps or 4 vpmovsxbd add nothing, 4 vmulps add 4 cycles). f32_bytes512's
+// 4 rows give 4 fma per product, at most 0.8 of the FMA peak; it ran at 0.70 (batch 16, int8
+// block 128, 4096^2, one thread). Here a tile of 8 rows x 2 features makes each value once for
+// 8 rows (16 fma per 2 products: at most 0.89) and runs over the whole of K with its 16 sums in
+// registers, the panel's two pairs of features one after the other (the second reads the 8
+// rows' x from L2 again: slices of K kept in L1 for both pairs were slower, 0.70-0.77 against
+// 0.85, as the hardware's stream of x restarts every slice). Every lane gets its elements in
+// order of K and the same instructions, so the bits are f32_bytes512's.
+
+// The tile's scales (and z8) come from a table made once per panel: [chunk][P] (blocks of 16 or
+// 32 elements) or [group of 4 chunks][P] (blocks that are whole groups: B % 64 == 0).
+inline bool bytes_group_params(const WoPanelArgs &w) noexcept { return w.block % 64 == 0; }
+
+#if !defined(QNT_WO_EMULATED)
+// The 8 x 2 tile over `groups` groups of 4 chunks (64 elements), in assembly: with the
+// intrinsics GCC 12 kept four of the eight rows' x offsets on the stack and spilled an x vector
+// every chunk (0.75 of the FMA peak with everything in L1, against 0.88 here). Per chunk: the
+// two features' 16 bytes sign-extended, less z8 (Z), converted, times the scale (embedded
+// broadcasts from the tables at sp and zp: the tile's first feature, then the second 4 bytes
+// on), then each row's x loaded once for its two fma. x rows: x0, x0 + s, x0 + 2s, x3 = x0 + 3s,
+// x0 + 4s, x3 + 2s, x6 = x3 + 3s, x6 + s. acc: row m's two sums, from 0, stored at acc + 256 m
+// bytes and + 64 on exit. CS: the tables' bytes per chunk (16, or 0: one entry per
+// group). PF: lines requested into L2 per group at pf (0, 1 or 2).
+#define QNT_WO_B_ZERO(m, a, b) "vpxord %%zmm" #a ", %%zmm" #a ", %%zmm" #a "\n\t" "vpxord %%zmm" #b ", %%zmm" #b ", %%zmm" #b "\n\t"
+#define QNT_WO_B_ST(m, a, b) "vmovups %%zmm" #a ", " #m "*256(%[acc])\n\t" "vmovups %%zmm" #b ", " #m "*256+64(%[acc])\n\t"
+#define QNT_WO_B_ACCS(OP)                                                                     \
+  OP(0, 0, 1) OP(1, 2, 3) OP(2, 4, 5) OP(3, 6, 7) OP(4, 8, 9) OP(5, 10, 11) OP(6, 12, 13)     \
+  OP(7, 14, 15)
+#define QNT_WO_B_ROW(c, addr, xr, a, b)                                                        \
+  "vmovups " #c "*64" addr ", %%zmm" #xr "\n\t"                                               \
+  "vfmadd231ps %%zmm" #xr ", %%zmm16, %%zmm" #a "\n\t"                                        \
+  "vfmadd231ps %%zmm" #xr ", %%zmm17, %%zmm" #b "\n\t"
+#define QNT_WO_B_ZP(c, cs)                                                                    \
+  "vpsubd " #c "*" #cs "(%[zp])%{1to16%}, %%zmm16, %%zmm16\n\t"                               \
+  "vpsubd " #c "*" #cs "+4(%[zp])%{1to16%}, %%zmm17, %%zmm17\n\t"
+#define QNT_WO_B_NOZP(c, cs)
+#define QNT_WO_B_CHUNK(c, cs, ZP)                                                             \
+  "vpmovsxbd " #c "*16(%[cp]), %%zmm16\n\t"                                                   \
+  "vpmovsxbd " #c "*16+64(%[cp]), %%zmm17\n\t" ZP(c, cs)                                      \
+  "vcvtdq2ps %%zmm16, %%zmm16\n\t"                                                            \
+  "vcvtdq2ps %%zmm17, %%zmm17\n\t"                                                            \
+  "vmulps " #c "*" #cs "(%[sp])%{1to16%}, %%zmm16, %%zmm16\n\t"                               \
+  "vmulps " #c "*" #cs "+4(%[sp])%{1to16%}, %%zmm17, %%zmm17\n\t"                             \
+  QNT_WO_B_ROW(c, "(%[x0])", 18, 0, 1) QNT_WO_B_ROW(c, "(%[x0], %[s])", 19, 2, 3)             \
+  QNT_WO_B_ROW(c, "(%[x0], %[s], 2)", 20, 4, 5) QNT_WO_B_ROW(c, "(%[x3])", 21, 6, 7)          \
+  QNT_WO_B_ROW(c, "(%[x0], %[s], 4)", 22, 8, 9) QNT_WO_B_ROW(c, "(%[x3], %[s], 2)", 23, 10, 11) \
+  QNT_WO_B_ROW(c, "(%[x6])", 24, 12, 13) QNT_WO_B_ROW(c, "(%[x6], %[s])", 25, 14, 15)
+#define QNT_WO_B_PF1 "prefetcht0 (%[pf])\n\t" "prefetcht0 128(%[cp])\n\t" "add $64, %[pf]\n\t"
+#define QNT_WO_B_PF2 "prefetcht0 (%[pf])\n\t" "prefetcht0 64(%[pf])\n\t" "add $128, %[pf]\n\t"
+// TADD: the tables' step per group ("$64" or "$16"); ZADD: zp's, or nothing.
+#define QNT_WO_B_TEXT(cs, ZP, TADD, ZADD, PF)                                                 \
+  QNT_WO_B_ACCS(QNT_WO_B_ZERO)                                                                \
+  "1:\n\t"                                                                                    \
+  QNT_WO_B_CHUNK(0, cs, ZP) QNT_WO_B_CHUNK(1, cs, ZP) QNT_WO_B_CHUNK(2, cs, ZP)               \
+  QNT_WO_B_CHUNK(3, cs, ZP) PF                                                                \
+  "add $256, %[cp]\n\t" "add " TADD ", %[sp]\n\t" ZADD "add $256, %[x0]\n\t"                  \
+  "add $256, %[x3]\n\t" "add $256, %[x6]\n\t" "dec %[n]\n\t" "jnz 1b\n\t"                     \
+  QNT_WO_B_ACCS(QNT_WO_B_ST)
+
+template <bool Z, int PF, bool PerChunk>
+void bytes_tile8_asm(const float *x, size_t ldx, const uint8_t *codes, const float *sc,
+                     const int32_t *z8, size_t groups, float *acc, const uint8_t *pf) noexcept {
+  const size_t s = ldx * sizeof(float);
+  const char *x0 = reinterpret_cast<const char *>(x);
+  const char *x3 = x0 + 3 * s, *x6 = x0 + 6 * s;
+#define QNT_WO_B_ASM(cs, ZP, TADD, ZADD, PFT)                                                 \
+  __asm__ volatile(QNT_WO_B_TEXT(cs, ZP, TADD, ZADD, PFT)                                     \
+                   : [x0] "+r"(x0), [x3] "+r"(x3), [x6] "+r"(x6), [cp] "+r"(codes), [sp] "+r"(sc), \
+                     [zp] "+r"(z8), [n] "+r"(groups), [pf] "+r"(pf)                           \
+                   : [s] "r"(s), [acc] "r"(acc)                                               \
+                   : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",   \
+                     "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16",  \
+                     "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", \
+                     "xmm25", "memory", "cc")
+#define QNT_WO_B_PFS(cs, ZP, TADD, ZADD)                                                      \
+  if constexpr (PF == 2) QNT_WO_B_ASM(cs, ZP, TADD, ZADD, QNT_WO_B_PF2);                     \
+  else if constexpr (PF == 1) QNT_WO_B_ASM(cs, ZP, TADD, ZADD, QNT_WO_B_PF1);                \
+  else QNT_WO_B_ASM(cs, ZP, TADD, ZADD, "")
+  if constexpr (PerChunk) {
+    if constexpr (Z) QNT_WO_B_PFS(16, QNT_WO_B_ZP, "$64", "add $64, %[zp]\n\t");
+    else QNT_WO_B_PFS(16, QNT_WO_B_NOZP, "$64", "");
+  } else {
+    if constexpr (Z) QNT_WO_B_PFS(0, QNT_WO_B_ZP, "$16", "add $16, %[zp]\n\t");
+    else QNT_WO_B_PFS(0, QNT_WO_B_NOZP, "$16", "");
+  }
+#undef QNT_WO_B_PFS
+#undef QNT_WO_B_ASM
+}
+#endif  // !QNT_WO_EMULATED
+
+// The same tile in intrinsics, over whole chunks [t0, t1) from the sums in acc (row m's pair at
+// acc + P * 16 m floats): the chunks after the assembly's groups, and the emulated tests' whole
+// tile. pf, if set, has a line requested per chunk.
+template <bool Z>
+void bytes_tile8(const WoPanelArgs &w, const float *x, size_t ldx, int p0, size_t t0, size_t t1,
+                   float *acc_mem, const uint8_t **pf) noexcept {
+  constexpr int MR = 8;
+  __m512 acc[MR][2];
+  for (int m = 0; m < MR; ++m)
+    for (int j = 0; j < 2; ++j) acc[m][j] = _mm512_loadu_ps(acc_mem + (m * P + j) * 16);
+  const size_t cpb = static_cast<size_t>(w.block) / 16;
+  for (size_t t = t0; t < t1;) {
+    const size_t blk = t / cpb, te = std::min(t1, (blk + 1) * cpb);
+    __m512i z8[2];
+    __m512 sc[2];
+    for (int j = 0; j < 2; ++j) {
+      z8[j] = Z ? byte_zero512(w, blk, p0 + j) : _mm512_setzero_si512();
+      sc[j] = _mm512_set1_ps(w.scales[blk * P + static_cast<size_t>(p0 + j)]);
+    }
+    for (; t < te; ++t) {
+      if (pf != nullptr) {
+        __builtin_prefetch(*pf, 0, 3);
+        *pf += 64;
+      }
+      const uint8_t *c = w.codes + ((t >> 2) * P + static_cast<size_t>(p0)) * 64 + 16 * (t & 3);
+      __m512 wv[2];
+      for (int j = 0; j < 2; ++j) {
+        __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(c + 64 * j)));
+        if constexpr (Z) q = _mm512_sub_epi32(q, z8[j]);
+        wv[j] = _mm512_mul_ps(_mm512_cvtepi32_ps(q), sc[j]);
+      }
+      for (int m = 0; m < MR; ++m) {
+        const __m512 xv = _mm512_loadu_ps(x + m * ldx + 16 * t);
+        for (int j = 0; j < 2; ++j) acc[m][j] = _mm512_fmadd_ps(xv, wv[j], acc[m][j]);
+      }
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int j = 0; j < 2; ++j) _mm512_storeu_ps(acc_mem + (m * P + j) * 16, acc[m][j]);
+}
+
+// Rows in groups of 8 through the 8 x 2 tiles, the rest (fewer than 8) 4 at a time through
+// f32_bytes512 (its 4 x 4 reads x once per panel, where the tiles read it twice). Blocks of 64
+// elements or more take the tiles from 16 rows on: at 5-15 rows they were 2-6 % slower than
+// f32_bytes512 there (int8 block 128, 4096^2, weights from DRAM), and 1.2-1.4x faster at
+// block 32 (whose per-block work the tables take out of f32_bytes512's loop).
+template <bool Z>
+void f32_bytes_batch512(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out,
+                        size_t ldo, float *scratch) noexcept {
+  const auto K = static_cast<size_t>(w.K);
+  const size_t whole = K / 16, cpb = static_cast<size_t>(w.block) / 16;
+  const size_t groups = whole / 4, tg = 4 * groups;
+  const bool per_group = bytes_group_params(w);
+  const size_t full = per_group && rows < 16 ? 0 : rows / 8 * 8;  // rows through the tiles
+  // The next panel is requested into L2 over the tiles, in the order of its bytes: a line per
+  // group for 16 rows or more (4 tiles of 8 rows x 2 features request 16 KiB at K = 4096), two
+  // for 8 to 15; what remains (up to the panel's scales and zero points) at the end. Without
+  // tiles, by f32_bytes512's first call.
+  const uint8_t *pf = w.prefetch, *pf_end = w.prefetch + (w.prefetch ? w.prefetch_bytes : 0);
+  if (full > 0) {
+    // scratch (wo_batch_scratch): the sums, then the tables.
+    float *acc = scratch;                                          // [8 rows][P][16]
+    float *sc = acc + 8 * P * 16;                                  // scales [chunk or group][P]
+    auto *z8 = reinterpret_cast<int32_t *>(sc + P * (whole + 1));  // z8, the same
+    // The tables: one entry per group when blocks are whole groups, else per chunk.
+    const size_t entries = per_group ? groups : tg, per_block = per_group ? cpb / 4 : cpb;
+    for (size_t e = 0, blk = 0; e < entries; ++blk) {
+      const __m128 s4 = _mm_loadu_ps(w.scales + blk * P);
+      __m128i z4 = _mm_setzero_si128();
+      if constexpr (Z)
+        z4 = _mm_setr_epi32(zc_of(w, blk, 0) - 128, zc_of(w, blk, 1) - 128, zc_of(w, blk, 2) - 128,
+                            zc_of(w, blk, 3) - 128);
+      for (const size_t ee = std::min(entries, e + per_block); e < ee; ++e) {
+        _mm_storeu_ps(sc + e * P, s4);
+        if constexpr (Z) _mm_storeu_si128(reinterpret_cast<__m128i *>(z8 + e * P), z4);
+      }
+    }
+    for (size_t g = 0; g < full; g += 8) {
+      const float *xg = x + g * ldx;
+      for (int p0 = 0; p0 < P; p0 += 2) {
+        float *a = acc + static_cast<size_t>(p0) * 16;  // row m's pair at a + m * P * 16
+        size_t t = 0;
+#if !defined(QNT_WO_EMULATED)
+        if (groups > 0) {
+          const uint8_t *c = w.codes + static_cast<size_t>(p0) * 64;
+          const float *sp = sc + p0;
+          const int32_t *zp = z8 + p0;
+          const int pf_lines = full >= 16 ? 1 : 2;
+          const size_t want = 64 * static_cast<size_t>(pf_lines) * groups;
+          const int lines = pf != nullptr && want <= static_cast<size_t>(pf_end - pf) ? pf_lines : 0;
+          auto run = [&](auto per_chunk) {
+            constexpr bool kPerChunk = decltype(per_chunk)::value;
+            if (lines == 2) bytes_tile8_asm<Z, 2, kPerChunk>(xg, ldx, c, sp, zp, groups, a, pf);
+            else if (lines == 1) bytes_tile8_asm<Z, 1, kPerChunk>(xg, ldx, c, sp, zp, groups, a, pf);
+            else bytes_tile8_asm<Z, 0, kPerChunk>(xg, ldx, c, sp, zp, groups, a, pf);
+          };
+          if (per_group) run(std::false_type{});
+          else run(std::true_type{});
+          if (lines > 0) pf += want;
+          t = tg;
+        }
+#endif
+        if (t == 0)  // no assembly: the sums start from 0 here
+          for (size_t m = 0; m < 8; ++m) std::fill(a + m * P * 16, a + m * P * 16 + 32, 0.0f);
+        const uint8_t **pfp =
+            pf != nullptr && 64 * (whole - t) <= static_cast<size_t>(pf_end - pf) ? &pf : nullptr;
+        if (t < whole) bytes_tile8<Z>(w, xg, ldx, p0, t, whole, a, pfp);
+        if (K % 16 != 0) {  // the last, partial chunk, with masks (f32_bytes512's)
+          const size_t blk = whole / cpb;
+          const auto mk = static_cast<__mmask16>(mask_of(K - 16 * whole));
+          for (int j = 0; j < 2; ++j) {
+            const int p = p0 + j;
+            const __m512 wv = byte_values512(
+                w, whole, p, Z ? byte_zero512(w, blk, p) : _mm512_setzero_si512(),
+                _mm512_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]));
+            for (size_t m = 0; m < 8; ++m) {
+              float *am = a + m * P * 16 + 16 * j;
+              const __m512 xv = _mm512_maskz_loadu_ps(mk, xg + m * ldx + 16 * whole);
+              _mm512_storeu_ps(am, _mm512_mask3_fmadd_ps(xv, wv, _mm512_loadu_ps(am), mk));
+            }
+          }
+        }
+        for (size_t m = 0; m < 8; ++m)
+          for (int j = 0; j < 2; ++j)
+            out[(g + m) * ldo + static_cast<size_t>(p0 + j)] =
+                reduce16(_mm512_loadu_ps(a + m * P * 16 + 16 * j));
+      }
+    }
+  }
+  // The other rows, 4 at a time; the first call requests the next panel when no tile did.
+  WoPanelArgs wr = w;
+  if (full > 0) wr.prefetch = nullptr;
+  for (size_t r = full; r < rows; r += 4) {
+    float o[4 * P];
+    const float *xr = x + r * ldx;
+    switch (std::min<size_t>(4, rows - r)) {
+      case 1: f32_bytes512<1, Z>(wr, xr, ldx, o); break;
+      case 2: f32_bytes512<2, Z>(wr, xr, ldx, o); break;
+      case 3: f32_bytes512<3, Z>(wr, xr, ldx, o); break;
+      default: f32_bytes512<4, Z>(wr, xr, ldx, o); break;
+    }
+    wr.prefetch = nullptr;
+    for (size_t m = 0; m < std::min<size_t>(4, rows - r); ++m)
+      for (size_t p = 0; p < P; ++p) out[(r + m) * ldo + p] = o[m * P + p];
+  }
+  if (full > 0)
+    for (; pf < pf_end; pf += 64) __builtin_prefetch(pf, 0, 3);
+}
+
+// wo.hpp's WoBatchFn for the AVX-512 tables: byte weights only (WoKernels::f32_batch_4bit is
+// clear; 4-bit codes run 4 rows at a time through f32_512).
+inline void f32_batch512(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out,
+                         size_t ldo, float *scratch) noexcept {
+  if (w.zps == nullptr && w.zp_const == 128) return f32_bytes_batch512<false>(w, x, ldx, rows, out, ldo, scratch);
+  f32_bytes_batch512<true>(w, x, ldx, rows, out, ldo, scratch);
+}
+
 // out[r][f] for MR rows x PP features: MR * PP independent FMA chains, w and x each loaded once
 // per 16 elements.
 template <int MR, int PP>

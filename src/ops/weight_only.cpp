@@ -659,7 +659,8 @@ class PreparedWeightOnly final : public Prepared {
   // Whether the table's fused batch kernel takes these weights (WoBatchFn: 4-bit codes, and
   // bytes with a table whose f32_bytes is set).
   bool fused_batch() const noexcept {
-    return wo_->f32_batch != nullptr && (pw_.base.code != WoCode::Byte || wo_->f32_bytes);
+    return wo_->f32_batch != nullptr &&
+           (pw_.base.code == WoCode::Byte ? wo_->f32_bytes : wo_->f32_batch_4bit);
   }
 
   // f32 mode, a batch: per panel, its features dequantized once into the worker's buffer, then
@@ -668,11 +669,15 @@ class PreparedWeightOnly final : public Prepared {
     const auto k = static_cast<size_t>(K_), n_count = static_cast<size_t>(N_);
     const size_t ldw = round_up(k, 16);
     const size_t workers = parallel_workers(ctx.threads(), pw_.panels, 1);
-    // The kernel's own slices (WoBatchFn) need P * kWoSlice floats, 32-byte aligned.
+    // The kernel's scratch (WoBatchFn), 32-byte aligned.
     const bool fused = fused_batch();
-    const size_t wn = fused ? P * kern::kWoSlice + 8 : P * ldw;
+    const size_t wn = fused ? kern::wo_batch_scratch(K_) + 8 : P * ldw;
     std::vector<std::vector<float>> buf(workers, std::vector<float>(wn + rows * P));
-    parallel_for_workers(ctx.threads(), pw_.panels, 1, [&](size_t p0, size_t p1, size_t t) {
+    // One contiguous range of panels per worker, so that the kernel can request the panel
+    // kAhead places on within it (with ranges of one panel, two threads requested nothing: 4096^2
+    // int8 block 128, batch 16, weights from DRAM, 3.9 ms against 3.3 for 4 rows at a time).
+    const size_t range = (pw_.panels + workers - 1) / workers;
+    parallel_for_workers(ctx.threads(), pw_.panels, range, [&](size_t p0, size_t p1, size_t t) {
       float *wb = buf[t].data();
       float *d = wb + wn;
       for (size_t pn = p0; pn < p1; ++pn) {

@@ -223,8 +223,10 @@ TEST(WeightOnly, F32ModeEveryDtypeAndGranularity) {
 }
 
 // Byte weights in the f32 mode (W8A16): the AVX-512 tables' packed kernel and its batch path
-// (dequantized panels), batch 1 to 9, K with and without a partial chunk, blocks of 16 to 128,
-// per axis and affine; every fast set against the reference.
+// (tiles of 8 rows from 8 rows at blocks of 16 and 32, from 16 at larger blocks, the other rows
+// 4 at a time; AVX2's dequantized slices), batch 1 to 21, K with and without a partial chunk and
+// with chunks after the tiles' groups of 64 elements (K = 1000), blocks of 16 to 128, per axis
+// and affine; every fast set against the reference, on 1-3 threads.
 TEST(WeightOnly, F32ModeByteWeights) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
   std::mt19937 rng(17);
@@ -232,11 +234,12 @@ TEST(WeightOnly, F32ModeByteWeights) {
       {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_BLOCK, 1, 16}, false},
       {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_BLOCK, 1, 128}, false},
       {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_BLOCK, 1, 64}, true},
+      {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_BLOCK, 1, 32}, true},
       {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_AXIS, 0, 0}, true},
   };
   for (const Case &c : cases)
-    for (int64_t K : {int64_t{128}, int64_t{200}, int64_t{512}})
-      for (int64_t M : {int64_t{1}, int64_t{4}, int64_t{9}})
+    for (int64_t K : {int64_t{128}, int64_t{200}, int64_t{512}, int64_t{1000}})
+      for (int64_t M : {int64_t{1}, int64_t{4}, int64_t{9}, int64_t{16}, int64_t{21}})
         check_case(rng, c, M, 9, K, QNT_WEIGHT_ONLY_F32, true);
 }
 

@@ -349,8 +349,11 @@ inline __m128i extract128(Y v, int i) {  // VEXTRACTI128
 #define _mm256_castsi256_si128 ::tok256::low128
 #undef _mm256_extracti128_si256
 #define _mm256_extracti128_si256 ::tok256::extract128
+// The kernels' intrinsics only: the byte tile's assembly (f32_bytes_batch512) runs natively.
+#define QNT_WO_EMULATED 1
 #include "kernels/wo/wo_x86.hpp"
 #include "kernels/wo/blk_x86.hpp"
+#undef QNT_WO_EMULATED
 #if defined(QNT_TEST_DEFINED_F)
 #undef __AVX512F__
 #endif
@@ -375,11 +378,13 @@ inline __m128i extract128(Y v, int i) {  // VEXTRACTI128
 
 namespace {
 
-// The f32 kernel with 16-entry vpermps, and the int8 and block-dot kernels with vpdpbusd.
+// The f32 kernel with 16-entry vpermps (and byte weights' batches in tiles of 8 rows), and the
+// int8 and block-dot kernels with vpdpbusd.
 const qnt::kern::WoKernels kEmulated{"emulated_avx512_vnni", &qnt::kern::wo::f32_512,
                                      &qnt::kern::wo::int8_vnni, &qnt::kern::wo::dot512,
                                      &qnt::kern::wo::dequant512, true, true, nullptr,
-                                     nullptr, false, &qnt::kern::wo::blk_vnni};
+                                     &qnt::kern::wo::f32_batch512, false, &qnt::kern::wo::blk_vnni,
+                                     /*f32_batch_4bit=*/false};
 // The same with batches of 8 rows or more dequantized first (the tables' other choice).
 const qnt::kern::WoKernels kEmulatedDequant{"emulated_avx512_vnni_dequant", &qnt::kern::wo::f32_512,
                                             &qnt::kern::wo::int8_vnni, &qnt::kern::wo::dot512,
@@ -475,6 +480,12 @@ TEST(WoEmulatedAvx512, KernelsMatchTheReference) {
     for (const F &f : f32_formats)
       for (int64_t M : {int64_t{1}, int64_t{3}, int64_t{6}, int64_t{9}})
         check(rng, f.d, f.g, f.block, f.affine, M, 1 + K % 9, K, QNT_WEIGHT_ONLY_F32);
+    // Byte weights' batches: tiles of 8 rows from 8 (blocks of 16 or 32) or 16 rows on, the
+    // rest 4 at a time.
+    for (const F &f : f32_formats)
+      if (f.d == QNT_DTYPE_I8 || f.d == QNT_DTYPE_U8)
+        for (int64_t M : {int64_t{16}, int64_t{21}})
+          check(rng, f.d, f.g, f.block, f.affine, M, 1 + K % 9, K, QNT_WEIGHT_ONLY_F32);
     for (const F &f : int8_formats)
       for (int64_t M : {int64_t{1}, int64_t{3}, int64_t{6}})
         check(rng, f.d, f.g, f.block, f.affine, M, 1 + K % 9, K, QNT_WEIGHT_ONLY_INT8_ACT);
