@@ -22,7 +22,7 @@ constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni51
 constexpr kern::WoKernels kWo{"avx512_vnni", &kern::wo::f32_512, &kern::wo::int8_vnni,
                               &kern::wo::dot512, &kern::wo::dequant512, true, true,
                               &kern::wo::token_vnni, &kern::wo::f32_batch512, /*dequant_batches=*/false,
-                              &kern::wo::blk_vnni, /*f32_batch_4bit=*/false};
+                              &kern::wo::blk_vnni, &kern::wo::f32_batch512_takes};
 constexpr kern::KernelTable make() {
   kern::KernelTable t{};
   t.name = "avx512_vnni";

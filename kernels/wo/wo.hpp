@@ -178,10 +178,10 @@ struct WoKernels {
   // for each panel of four features).
   bool dequant_batches = true;
   WoBlkFn blk = nullptr;  // the block-dot mode; null: the generic kernel's
-  // Whether f32_batch takes 4-bit codes (else they run rows 4 at a time through f32, and
-  // f32_batch takes bytes only: the AVX-512 tables, whose f32 kernel on 4-bit codes makes each
-  // value with one vpermps, off the FMA pipes).
-  bool f32_batch_4bit = true;
+  // Which batches f32_batch takes (the layer's packed weights, the rows), where that is not
+  // every format it takes from 5 rows on; the others run 4 rows at a time through f32. The
+  // AVX-512 tables': byte weights from 5 rows, 4-bit codes in small blocks from 16.
+  bool (*f32_batch_takes)(const WoPanelArgs &w, size_t rows) noexcept = nullptr;
 };
 
 // The per-token mode's kernel in plain C++ (kernels/wo/generic.cpp).

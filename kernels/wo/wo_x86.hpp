@@ -93,6 +93,49 @@ inline float reduce16(__m512 v) noexcept {
   return s[0];
 }
 
+// reduce16 of 16 vectors at once: lane i of the result is reduce16(v[i]), with the same
+// additions of the same operands in the same order (s[i] + s[i + 8], then + 4, + 2, + 1, the
+// lower index first), made across vectors by shuffles: 31 shuffles and 15 additions for 16
+// outputs, where 16 reduce16 store each vector and add 15 scalars in a chain through memory.
+inline __m512 reduce16x16(const __m512 *v) noexcept {
+  __m512 u[8], w[4], z[2];
+  for (int k = 0; k < 8; ++k)  // lanes 0-7: v[2k]'s s[i] + s[i + 8]; 8-15: v[2k + 1]'s
+    u[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], 0xEE));
+  for (int k = 0; k < 4; ++k)  // block j (4 lanes): vector 4k + j's s[i] + s[i + 4]
+    w[k] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * k], u[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(u[2 * k], u[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  for (int k = 0; k < 2; ++k)  // block j: lanes 0-1 vector 8k + j's s[i] + s[i + 2], 2-3 8k + 4 + j's
+    z[k] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * k], w[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(w[2 * k], w[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // Block j, lane l: vector j + 4 l's s[0] + s[1]; then lane i takes vector i's.
+  const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(z[0], z[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_ps(z[0], z[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
+}
+
+// out[m * P + p] = reduce16(acc[m][p]): the 4 x 4 sums of a full call at once.
+template <int MR>
+inline void store_sums(const __m512 (&acc)[MR][P], float *out) noexcept {
+  if constexpr (MR * P == 16) {
+    _mm512_storeu_ps(out, reduce16x16(&acc[0][0]));
+  } else {
+    for (int m = 0; m < MR; ++m)
+      for (int p = 0; p < P; ++p) out[m * P + p] = reduce16(acc[m][p]);
+  }
+}
+
+// An 8 x 2 tile's sums (row m's pair at a + m * P * 16 floats) into out[m * ldo + j].
+inline void store_tile_sums(const float *a, float *out, size_t ldo) noexcept {
+  __m512 v[16];
+  for (int m = 0; m < 8; ++m)
+    for (int j = 0; j < 2; ++j) v[2 * m + j] = _mm512_loadu_ps(a + (m * P + j) * 16);
+  alignas(64) float r[16];
+  _mm512_store_ps(r, reduce16x16(v));
+  for (size_t m = 0; m < 8; ++m)
+    for (size_t j = 0; j < 2; ++j) out[m * ldo + j] = r[2 * m + j];
+}
+
 // The 16 exact bases c - zc of 4-bit codes c for each zero point zc in [0, 15] (zc is z, or
 // z + 8 for i4): f32_rows512's tables with zero points per block.
 struct ZeroBases {
@@ -207,8 +250,7 @@ void f32_rows512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) n
       for (int m = 0; m < MR; ++m) acc[m][p] = _mm512_mask3_fmadd_ps(xv[m], wv, acc[m][p], mk);
     }
   }
-  for (int m = 0; m < MR; ++m)
-    for (int p = 0; p < P; ++p) out[m * P + p] = reduce16(acc[m][p]);
+  store_sums<MR>(acc, out);
 }
 
 // Byte weights in the f32 mode (W8A16; `WoKernels::f32_bytes`): chunk t's 16 stored bytes w8
@@ -268,8 +310,7 @@ void f32_bytes512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) 
       }
     }
   }
-  for (int m = 0; m < MR; ++m)
-    for (int p = 0; p < P; ++p) out[m * P + p] = reduce16(acc[m][p]);
+  store_sums<MR>(acc, out);
 }
 
 template <int MR>
@@ -345,7 +386,7 @@ inline bool bytes_group_params(const WoPanelArgs &w) noexcept { return w.block %
   QNT_WO_B_ROW(c, "(%[x0], %[s], 2)", 20, 4, 5) QNT_WO_B_ROW(c, "(%[x3])", 21, 6, 7)          \
   QNT_WO_B_ROW(c, "(%[x0], %[s], 4)", 22, 8, 9) QNT_WO_B_ROW(c, "(%[x3], %[s], 2)", 23, 10, 11) \
   QNT_WO_B_ROW(c, "(%[x6])", 24, 12, 13) QNT_WO_B_ROW(c, "(%[x6], %[s])", 25, 14, 15)
-#define QNT_WO_B_PF1 "prefetcht0 (%[pf])\n\t" "prefetcht0 128(%[cp])\n\t" "add $64, %[pf]\n\t"
+#define QNT_WO_B_PF1 "prefetcht0 (%[pf])\n\t" "add $64, %[pf]\n\t"
 #define QNT_WO_B_PF2 "prefetcht0 (%[pf])\n\t" "prefetcht0 64(%[pf])\n\t" "add $128, %[pf]\n\t"
 // TADD: the tables' step per group ("$64" or "$16"); ZADD: zp's, or nothing.
 #define QNT_WO_B_TEXT(cs, ZP, TADD, ZADD, PF)                                                 \
@@ -510,10 +551,7 @@ void f32_bytes_batch512(const WoPanelArgs &w, const float *x, size_t ldx, size_t
             }
           }
         }
-        for (size_t m = 0; m < 8; ++m)
-          for (int j = 0; j < 2; ++j)
-            out[(g + m) * ldo + static_cast<size_t>(p0 + j)] =
-                reduce16(_mm512_loadu_ps(a + m * P * 16 + 16 * j));
+        store_tile_sums(a, out + g * ldo + p0, ldo);
       }
     }
   }
@@ -537,12 +575,269 @@ void f32_bytes_batch512(const WoPanelArgs &w, const float *x, size_t ldx, size_t
     for (; pf < pf_end; pf += 64) __builtin_prefetch(pf, 0, 3);
 }
 
-// wo.hpp's WoBatchFn for the AVX-512 tables: byte weights only (WoKernels::f32_batch_4bit is
-// clear; 4-bit codes run 4 rows at a time through f32_512).
+// 4-bit codes in the f32 mode, a batch, blocks of 16, 32 or 64 elements (the AVX-512 tables'
+// f32_batch, from 16 rows; f32_rows512 takes the rest): tiles of 8 rows x 2 features, as the
+// byte tiles above. f32_rows512's 4 rows x 4 features make each block's 16 values (a vmulps
+// per feature) for every 4 rows, and with its tables, the next block's and the group's codes
+// GCC 12 kept some of its 16 sums on the stack (11 % of its samples on zmm stack moves at
+// block 32, batch 16). Here a table serves 8 rows: at block 32, 16 fma per chunk beside one
+// vmulps (0.94 of the FMA peak at most, against 0.89).
+inline bool nibble_tiles(const WoPanelArgs &w) noexcept {
+  return w.code != WoCode::Byte && (w.block == 16 || w.block == 32);
+}
+
+#if !defined(QNT_WO_EMULATED)
+// The tile over `groups` groups of 8 chunks (128 elements) in the lane layout: per group each
+// feature's 64 code bytes once (zmm16, zmm17), then per chunk q the codes shifted down by
+// 8 (q % 4) + 4 (q / 4), vpermps from the block's table (zmm20, zmm21), each row's x once for
+// its two fma. The tables are made where a block starts (every CPB chunks): the base (zmm22:
+// c - zc of the one zero point, or NF4's codebook) times the block's scale (an embedded
+// broadcast from sp: the layout's scales [block][P], from the tile's first feature), or with
+// zero points per block (Aff) kZeroBases' row zc (zp: the zero points [block][P] as bytes)
+// times the scale.
+#define QNT_WO_N_ROW(c, addr, xr, a, b)                                                        \
+  "vmovups " #c "*64" addr ", %%zmm" #xr "\n\t"                                               \
+  "vfmadd231ps %%zmm" #xr ", %%zmm18, %%zmm" #a "\n\t"                                        \
+  "vfmadd231ps %%zmm" #xr ", %%zmm19, %%zmm" #b "\n\t"
+#define QNT_WO_N_ROWS(c)                                                                      \
+  QNT_WO_N_ROW(c, "(%[x0])", 23, 0, 1) QNT_WO_N_ROW(c, "(%[x0], %[s])", 24, 2, 3)             \
+  QNT_WO_N_ROW(c, "(%[x0], %[s], 2)", 25, 4, 5) QNT_WO_N_ROW(c, "(%[x3])", 26, 6, 7)          \
+  QNT_WO_N_ROW(c, "(%[x0], %[s], 4)", 27, 8, 9) QNT_WO_N_ROW(c, "(%[x3], %[s], 2)", 28, 10, 11) \
+  QNT_WO_N_ROW(c, "(%[x6])", 29, 12, 13) QNT_WO_N_ROW(c, "(%[x6], %[s])", 30, 14, 15)
+// Block b's tables (b-th block of the group).
+#define QNT_WO_N_LUT(b)                                                                       \
+  "vmulps " #b "*16(%[sp])%{1to16%}, %%zmm22, %%zmm20\n\t"                                    \
+  "vmulps " #b "*16+4(%[sp])%{1to16%}, %%zmm22, %%zmm21\n\t"
+#define QNT_WO_N_LUT_AFF(b)                                                                   \
+  "movzbl " #b "*4(%[zp]), %k[tmp]\n\t" "and $15, %k[tmp]\n\t" "shl $6, %k[tmp]\n\t"         \
+  "vbroadcastss " #b "*16(%[sp]), %%zmm20\n\t" "vmulps (%[zb], %[tmp]), %%zmm20, %%zmm20\n\t" \
+  "movzbl " #b "*4+1(%[zp]), %k[tmp]\n\t" "and $15, %k[tmp]\n\t" "shl $6, %k[tmp]\n\t"       \
+  "vbroadcastss " #b "*16+4(%[sp]), %%zmm21\n\t" "vmulps (%[zb], %[tmp]), %%zmm21, %%zmm21\n\t"
+// Chunk q's values: its codes (shifted unless q is 0) through the tables.
+#define QNT_WO_N_VAL0                                                                         \
+  "vpermps %%zmm20, %%zmm16, %%zmm18\n\t" "vpermps %%zmm21, %%zmm17, %%zmm19\n\t"
+#define QNT_WO_N_VAL(sh)                                                                      \
+  "vpsrld $" #sh ", %%zmm16, %%zmm18\n\t" "vpsrld $" #sh ", %%zmm17, %%zmm19\n\t"             \
+  "vpermps %%zmm20, %%zmm18, %%zmm18\n\t" "vpermps %%zmm21, %%zmm19, %%zmm19\n\t"
+#define QNT_WO_N_PF1 "prefetcht0 (%[pf])\n\t" "add $64, %[pf]\n\t"
+#define QNT_WO_N_PF2 "prefetcht0 (%[pf])\n\t" "prefetcht0 64(%[pf])\n\t" "add $128, %[pf]\n\t"
+
+template <int CPB, bool Aff, int PF>
+void nibble_tile8_asm(const float *x, size_t ldx, const uint8_t *codes, const float *sp,
+                      const uint8_t *zp, const float *base, size_t groups, float *acc,
+                      const uint8_t *pf) noexcept {
+  static_assert(CPB == 1 || CPB == 2 || CPB == 4, "blocks of 16, 32 or 64 elements");
+  const size_t s = ldx * sizeof(float);
+  const char *x0 = reinterpret_cast<const char *>(x);
+  const char *x3 = x0 + 3 * s, *x6 = x0 + 6 * s;
+  const float *zb = &kZeroBases.v[0][0];
+  size_t tmp = 0;
+  // The chunks' shifts, the tables at block starts (L(b): block b of the group), the rows.
+#define QNT_WO_N_GROUP(L)                                                                     \
+  "vmovups (%[cp]), %%zmm16\n\t" "vmovups 64(%[cp]), %%zmm17\n\t"                             \
+  L(0) QNT_WO_N_VAL0 QNT_WO_N_ROWS(0)                                                         \
+  QNT_WO_N_L(1, L) QNT_WO_N_VAL(8) QNT_WO_N_ROWS(1)                                           \
+  QNT_WO_N_L(2, L) QNT_WO_N_VAL(16) QNT_WO_N_ROWS(2)                                          \
+  QNT_WO_N_L(3, L) QNT_WO_N_VAL(24) QNT_WO_N_ROWS(3)                                          \
+  QNT_WO_N_L(4, L) QNT_WO_N_VAL(4) QNT_WO_N_ROWS(4)                                           \
+  QNT_WO_N_L(5, L) QNT_WO_N_VAL(12) QNT_WO_N_ROWS(5)                                          \
+  QNT_WO_N_L(6, L) QNT_WO_N_VAL(20) QNT_WO_N_ROWS(6)                                          \
+  QNT_WO_N_L(7, L) QNT_WO_N_VAL(28) QNT_WO_N_ROWS(7)
+#define QNT_WO_N_ASM(L, PFT, STEP)                                                            \
+  __asm__ volatile(QNT_WO_B_ACCS(QNT_WO_B_ZERO) "vmovups (%[bp]), %%zmm22\n\t"               \
+                   "1:\n\t" QNT_WO_N_GROUP(L) PFT                                           \
+                   "add $256, %[cp]\n\t" "add $" #STEP "*16, %[sp]\n\t" "add $" #STEP "*4, %[zp]\n\t" \
+                   "add $512, %[x0]\n\t" "add $512, %[x3]\n\t" "add $512, %[x6]\n\t"         \
+                   "dec %[n]\n\t" "jnz 1b\n\t" QNT_WO_B_ACCS(QNT_WO_B_ST)                    \
+                   : [x0] "+r"(x0), [x3] "+r"(x3), [x6] "+r"(x6), [cp] "+r"(codes), [sp] "+r"(sp), \
+                     [zp] "+r"(zp), [n] "+r"(groups), [pf] "+r"(pf), [tmp] "+r"(tmp)          \
+                   : [s] "r"(s), [acc] "r"(acc), [zb] "r"(zb), [bp] "r"(base)                 \
+                   : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",   \
+                     "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16",  \
+                     "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",  \
+                     "xmm25",                                                                  \
+                     "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "memory", "cc")
+  // Block b of the group starts at chunk q when q % CPB == 0.
+#define QNT_WO_N_L(q, L) QNT_WO_N_L_##q(L)
+#define QNT_WO_N_DISPATCH(STEP)                                                               \
+  if constexpr (Aff) {                                                                        \
+    if constexpr (PF == 2) QNT_WO_N_ASM(QNT_WO_N_LUT_AFF, QNT_WO_N_PF2, STEP);                \
+    else if constexpr (PF == 1) QNT_WO_N_ASM(QNT_WO_N_LUT_AFF, QNT_WO_N_PF1, STEP);           \
+    else QNT_WO_N_ASM(QNT_WO_N_LUT_AFF, "", STEP);                                            \
+  } else {                                                                                    \
+    if constexpr (PF == 2) QNT_WO_N_ASM(QNT_WO_N_LUT, QNT_WO_N_PF2, STEP);                    \
+    else if constexpr (PF == 1) QNT_WO_N_ASM(QNT_WO_N_LUT, QNT_WO_N_PF1, STEP);               \
+    else QNT_WO_N_ASM(QNT_WO_N_LUT, "", STEP);                                                \
+  }
+  if constexpr (CPB == 1) {
+#define QNT_WO_N_L_1(L) L(1)
+#define QNT_WO_N_L_2(L) L(2)
+#define QNT_WO_N_L_3(L) L(3)
+#define QNT_WO_N_L_4(L) L(4)
+#define QNT_WO_N_L_5(L) L(5)
+#define QNT_WO_N_L_6(L) L(6)
+#define QNT_WO_N_L_7(L) L(7)
+    QNT_WO_N_DISPATCH(8)
+#undef QNT_WO_N_L_1
+#undef QNT_WO_N_L_2
+#undef QNT_WO_N_L_3
+#undef QNT_WO_N_L_4
+#undef QNT_WO_N_L_5
+#undef QNT_WO_N_L_6
+#undef QNT_WO_N_L_7
+  } else if constexpr (CPB == 2) {
+#define QNT_WO_N_L_1(L)
+#define QNT_WO_N_L_2(L) L(1)
+#define QNT_WO_N_L_3(L)
+#define QNT_WO_N_L_4(L) L(2)
+#define QNT_WO_N_L_5(L)
+#define QNT_WO_N_L_6(L) L(3)
+#define QNT_WO_N_L_7(L)
+    QNT_WO_N_DISPATCH(4)
+#undef QNT_WO_N_L_1
+#undef QNT_WO_N_L_2
+#undef QNT_WO_N_L_3
+#undef QNT_WO_N_L_4
+#undef QNT_WO_N_L_5
+#undef QNT_WO_N_L_6
+#undef QNT_WO_N_L_7
+  } else {
+#define QNT_WO_N_L_1(L)
+#define QNT_WO_N_L_2(L)
+#define QNT_WO_N_L_3(L)
+#define QNT_WO_N_L_4(L) L(1)
+#define QNT_WO_N_L_5(L)
+#define QNT_WO_N_L_6(L)
+#define QNT_WO_N_L_7(L)
+    QNT_WO_N_DISPATCH(2)
+#undef QNT_WO_N_L_1
+#undef QNT_WO_N_L_2
+#undef QNT_WO_N_L_3
+#undef QNT_WO_N_L_4
+#undef QNT_WO_N_L_5
+#undef QNT_WO_N_L_6
+#undef QNT_WO_N_L_7
+  }
+#undef QNT_WO_N_DISPATCH
+#undef QNT_WO_N_L
+#undef QNT_WO_N_ASM
+#undef QNT_WO_N_GROUP
+}
+#endif  // !QNT_WO_EMULATED
+
+// The 8 x 2 tile in intrinsics over chunks [t0, K) (the last one masked), the sums in acc as
+// above: the chunks after the assembly's groups, and the emulated tests' whole tile.
+inline void nibble_tile8(const WoPanelArgs &w, const float *x, size_t ldx, int p0, size_t t0,
+                         float *acc_mem, const uint8_t **pf) noexcept {
+  __m512 acc[8][2];
+  for (int m = 0; m < 8; ++m)
+    for (int j = 0; j < 2; ++j) acc[m][j] = _mm512_loadu_ps(acc_mem + (m * P + j) * 16);
+  const auto K = static_cast<size_t>(w.K);
+  const size_t cpb = static_cast<size_t>(w.block) / 16, chunks = (K + 15) / 16;
+  for (size_t t = t0; t < chunks; ++t) {
+    if (pf != nullptr) {
+      __builtin_prefetch(*pf, 0, 3);
+      *pf += 64;
+    }
+    const auto mk = static_cast<__mmask16>(mask_of(K - 16 * t));
+    __m512 wv[2];
+    for (int j = 0; j < 2; ++j)
+      wv[j] = _mm512_permutexvar_ps(lane_codes512(w, t, p0 + j), lut512(w, t / cpb, p0 + j));
+    for (int m = 0; m < 8; ++m) {
+      const __m512 xv = _mm512_maskz_loadu_ps(mk, x + m * ldx + 16 * t);
+      for (int j = 0; j < 2; ++j) acc[m][j] = _mm512_mask3_fmadd_ps(xv, wv[j], acc[m][j], mk);
+    }
+  }
+  for (int m = 0; m < 8; ++m)
+    for (int j = 0; j < 2; ++j) _mm512_storeu_ps(acc_mem + (m * P + j) * 16, acc[m][j]);
+}
+
+template <int CPB, bool Aff>
+void f32_nibble_batch512(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out,
+                         size_t ldo, float *scratch) noexcept {
+  const auto K = static_cast<size_t>(w.K);
+  const size_t full = rows / 8 * 8;
+  float *acc = scratch;  // [8 rows][P][16]
+  alignas(64) float base[16];
+  if (w.code == WoCode::NF4) {
+    std::memcpy(base, ref::kNF4Codebook, sizeof(base));
+  } else {
+    for (int c = 0; c < 16; ++c) base[c] = static_cast<float>(c - w.zp_const);
+  }
+  // The next panel requested as the byte tiles do.
+  const uint8_t *pf = w.prefetch, *pf_end = w.prefetch + (w.prefetch ? w.prefetch_bytes : 0);
+  for (size_t g = 0; g < full; g += 8) {
+    const float *xg = x + g * ldx;
+    for (int p0 = 0; p0 < P; p0 += 2) {
+      float *a = acc + static_cast<size_t>(p0) * 16;
+      size_t t = 0;
+#if !defined(QNT_WO_EMULATED)
+      if (const size_t groups = K / 128; groups > 0) {
+        const int pf_lines = full >= 16 ? 1 : 2;
+        const size_t want = 64 * static_cast<size_t>(pf_lines) * groups;
+        const int lines = pf != nullptr && want <= static_cast<size_t>(pf_end - pf) ? pf_lines : 0;
+        const uint8_t *c = w.codes + static_cast<size_t>(p0) * 64;
+        const float *sp = w.scales + p0;
+        const uint8_t *zp = Aff ? w.zps + p0 : nullptr;
+        if (lines == 2) nibble_tile8_asm<CPB, Aff, 2>(xg, ldx, c, sp, zp, base, groups, a, pf);
+        else if (lines == 1) nibble_tile8_asm<CPB, Aff, 1>(xg, ldx, c, sp, zp, base, groups, a, pf);
+        else nibble_tile8_asm<CPB, Aff, 0>(xg, ldx, c, sp, zp, base, groups, a, pf);
+        if (lines > 0) pf += want;
+        t = 8 * groups;
+      }
+#endif
+      if (t == 0)
+        for (size_t m = 0; m < 8; ++m) std::fill(a + m * P * 16, a + m * P * 16 + 32, 0.0f);
+      const size_t chunks = (K + 15) / 16;
+      const uint8_t **pfp =
+          pf != nullptr && 64 * (chunks - t) <= static_cast<size_t>(pf_end - pf) ? &pf : nullptr;
+      if (t < chunks) nibble_tile8(w, xg, ldx, p0, t, a, pfp);
+      store_tile_sums(a, out + g * ldo + p0, ldo);
+    }
+  }
+  WoPanelArgs wr = w;
+  if (full > 0) wr.prefetch = nullptr;
+  for (size_t r = full; r < rows; r += 4) {
+    float o[4 * P];
+    const float *xr = x + r * ldx;
+    switch (std::min<size_t>(4, rows - r)) {
+      case 1: f32_rows512<1>(wr, xr, ldx, o); break;
+      case 2: f32_rows512<2>(wr, xr, ldx, o); break;
+      case 3: f32_rows512<3>(wr, xr, ldx, o); break;
+      default: f32_rows512<4>(wr, xr, ldx, o); break;
+    }
+    wr.prefetch = nullptr;
+    for (size_t m = 0; m < std::min<size_t>(4, rows - r); ++m)
+      for (size_t p = 0; p < P; ++p) out[(r + m) * ldo + p] = o[m * P + p];
+  }
+  if (full > 0)
+    for (; pf < pf_end; pf += 64) __builtin_prefetch(pf, 0, 3);
+}
+
+// wo.hpp's WoBatchFn for the AVX-512 tables: byte weights, and 4-bit codes in blocks of 16-64
+// elements (f32_batch512_takes: others run 4 rows at a time through f32_512).
 inline void f32_batch512(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out,
                          size_t ldo, float *scratch) noexcept {
-  if (w.zps == nullptr && w.zp_const == 128) return f32_bytes_batch512<false>(w, x, ldx, rows, out, ldo, scratch);
-  f32_bytes_batch512<true>(w, x, ldx, rows, out, ldo, scratch);
+  if (w.code == WoCode::Byte) {
+    if (w.zps == nullptr && w.zp_const == 128) return f32_bytes_batch512<false>(w, x, ldx, rows, out, ldo, scratch);
+    return f32_bytes_batch512<true>(w, x, ldx, rows, out, ldo, scratch);
+  }
+  const bool aff = w.code != WoCode::NF4 && w.zps != nullptr;
+  switch (w.block) {
+    case 16: return aff ? f32_nibble_batch512<1, true>(w, x, ldx, rows, out, ldo, scratch)
+                        : f32_nibble_batch512<1, false>(w, x, ldx, rows, out, ldo, scratch);
+    case 32: return aff ? f32_nibble_batch512<2, true>(w, x, ldx, rows, out, ldo, scratch)
+                        : f32_nibble_batch512<2, false>(w, x, ldx, rows, out, ldo, scratch);
+    default: return aff ? f32_nibble_batch512<4, true>(w, x, ldx, rows, out, ldo, scratch)
+                        : f32_nibble_batch512<4, false>(w, x, ldx, rows, out, ldo, scratch);
+  }
+}
+
+// WoKernels::f32_batch_takes of the AVX-512 tables: byte weights from 5 rows (kFusedBatchRows),
+// 4-bit codes in blocks of 16-64 elements from 16 rows.
+inline bool f32_batch512_takes(const WoPanelArgs &w, size_t rows) noexcept {
+  if (w.code == WoCode::Byte) return rows >= 5;
+  return nibble_tiles(w) && rows >= 16;
 }
 
 // out[r][f] for MR rows x PP features: MR * PP independent FMA chains, w and x each loaded once

@@ -251,7 +251,8 @@ class PreparedWeightOnly final : public Prepared {
   void compute(const Context &ctx, const float *xs, size_t rows, float *out) const {
     switch (path_) {
       case Path::PackedF32:
-        if (fused_batch() ? rows >= kFusedBatchRows : wo_->dequant_batches && rows >= kDequantRows)
+        if (fused_batch(rows) ||
+            (wo_->f32_batch == nullptr && wo_->dequant_batches && rows >= kDequantRows))
           return run_f32_batch(ctx, xs, rows, out);
         return tuned_packed(ctx, rows, [&](const TuneValue &tv) {
           run_packed(ctx, rows, [&](const kern::WoPanelArgs &a, size_t m0, size_t n, float *o) {
@@ -656,11 +657,13 @@ class PreparedWeightOnly final : public Prepared {
         std::memset(qx + j * B, 0, std::min(K, (j + 1) * B) - j * B);
   }
 
-  // Whether the table's fused batch kernel takes these weights (WoBatchFn: 4-bit codes, and
-  // bytes with a table whose f32_bytes is set).
-  bool fused_batch() const noexcept {
-    return wo_->f32_batch != nullptr &&
-           (pw_.base.code == WoCode::Byte ? wo_->f32_bytes : wo_->f32_batch_4bit);
+  // Whether the table's fused batch kernel takes these weights and rows (WoBatchFn: 4-bit codes,
+  // and bytes with a table whose f32_bytes is set, from kFusedBatchRows rows; or as the table's
+  // f32_batch_takes says).
+  bool fused_batch(size_t rows) const noexcept {
+    if (wo_->f32_batch == nullptr) return false;
+    if (wo_->f32_batch_takes != nullptr) return wo_->f32_batch_takes(pw_.base, rows);
+    return (pw_.base.code != WoCode::Byte || wo_->f32_bytes) && rows >= kFusedBatchRows;
   }
 
   // f32 mode, a batch: per panel, its features dequantized once into the worker's buffer, then
@@ -670,7 +673,7 @@ class PreparedWeightOnly final : public Prepared {
     const size_t ldw = round_up(k, 16);
     const size_t workers = parallel_workers(ctx.threads(), pw_.panels, 1);
     // The kernel's scratch (WoBatchFn), 32-byte aligned.
-    const bool fused = fused_batch();
+    const bool fused = fused_batch(rows);
     const size_t wn = fused ? kern::wo_batch_scratch(K_) + 8 : P * ldw;
     std::vector<std::vector<float>> buf(workers, std::vector<float>(wn + rows * P));
     // One contiguous range of panels per worker, so that the kernel can request the panel

@@ -204,6 +204,13 @@ TEST(WeightOnly, F32ModeFourBitAllShapes) {
       for (int64_t N : {int64_t{1}, int64_t{5}, int64_t{33}})
         check_case(rng, c, N == 5 ? 5 : 2, N, K, QNT_WEIGHT_ONLY_F32, true);
   for (int64_t N : kDims) check_case(rng, cases[0], 3, N, 129, QNT_WEIGHT_ONLY_F32, true);
+  // Batches of 16 rows and more: the AVX-512 tiles of 8 rows x 2 features for blocks of 16-64
+  // (their groups of 128 elements, the chunks after them and a partial last one), the other
+  // rows 4 at a time.
+  for (const Case &c : cases)
+    for (int64_t K : {int64_t{128}, int64_t{200}, int64_t{640}, int64_t{1000}})
+      for (int64_t M : {int64_t{16}, int64_t{21}})
+        check_case(rng, c, M, 6, K, QNT_WEIGHT_ONLY_F32, true);
 }
 
 TEST(WeightOnly, F32ModeEveryDtypeAndGranularity) {

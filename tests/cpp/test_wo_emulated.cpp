@@ -162,6 +162,24 @@ inline V fmadd_ps(V a, V b, V c) {
   for (int i = 0; i < 16; ++i) putf(c, i, std::fma(f32(a, i), f32(b, i), f32(c, i)));
   return c;
 }
+inline V add_ps(V a, V b) {
+  for (int i = 0; i < 16; ++i) putf(a, i, f32(a, i) + f32(b, i));
+  return a;
+}
+// VSHUFF32X4: result blocks 0-1 from a, 2-3 from b, each chosen by two bits of imm.
+inline V shuffle_f32x4(V a, V b, int imm) {
+  V r;
+  for (int j = 0; j < 4; ++j)
+    std::memcpy(r.b + 16 * j, (j < 2 ? a : b).b + 16 * ((imm >> (2 * j)) & 3), 16);
+  return r;
+}
+// VSHUFPS: in each 128-bit block, lanes 0-1 from a, 2-3 from b, each chosen by two bits of imm.
+inline V shuffle_ps(V a, V b, int imm) {
+  V r;
+  for (int j = 0; j < 4; ++j)
+    for (int l = 0; l < 4; ++l) putf(r, 4 * j + l, f32(l < 2 ? a : b, 4 * j + ((imm >> (2 * l)) & 3)));
+  return r;
+}
 inline V mask_mov_ps(V src, Mask k, V a) {
   for (int i = 0; i < 16; ++i)
     if (k & (1u << i)) putf(src, i, f32(a, i));
@@ -309,6 +327,14 @@ inline __m128i extract128(Y v, int i) {  // VEXTRACTI128
 #define _mm512_mul_ps emu::mul_ps
 #undef _mm512_mask3_fmadd_ps
 #define _mm512_mask3_fmadd_ps emu::mask3_fmadd_ps
+#undef _mm512_add_ps
+#define _mm512_add_ps emu::add_ps
+#undef _mm512_shuffle_f32x4
+#define _mm512_shuffle_f32x4 emu::shuffle_f32x4
+#undef _mm512_shuffle_ps
+#define _mm512_shuffle_ps emu::shuffle_ps
+#undef _mm512_store_ps
+#define _mm512_store_ps emu::storeu
 #undef _mm512_fmadd_ps
 #define _mm512_fmadd_ps emu::fmadd_ps
 #undef _mm512_mask_mov_ps
@@ -384,7 +410,7 @@ const qnt::kern::WoKernels kEmulated{"emulated_avx512_vnni", &qnt::kern::wo::f32
                                      &qnt::kern::wo::int8_vnni, &qnt::kern::wo::dot512,
                                      &qnt::kern::wo::dequant512, true, true, nullptr,
                                      &qnt::kern::wo::f32_batch512, false, &qnt::kern::wo::blk_vnni,
-                                     /*f32_batch_4bit=*/false};
+                                     &qnt::kern::wo::f32_batch512_takes};
 // The same with batches of 8 rows or more dequantized first (the tables' other choice).
 const qnt::kern::WoKernels kEmulatedDequant{"emulated_avx512_vnni_dequant", &qnt::kern::wo::f32_512,
                                             &qnt::kern::wo::int8_vnni, &qnt::kern::wo::dot512,
@@ -480,10 +506,9 @@ TEST(WoEmulatedAvx512, KernelsMatchTheReference) {
     for (const F &f : f32_formats)
       for (int64_t M : {int64_t{1}, int64_t{3}, int64_t{6}, int64_t{9}})
         check(rng, f.d, f.g, f.block, f.affine, M, 1 + K % 9, K, QNT_WEIGHT_ONLY_F32);
-    // Byte weights' batches: tiles of 8 rows from 8 (blocks of 16 or 32) or 16 rows on, the
-    // rest 4 at a time.
+    // Batches in tiles of 8 rows (bytes from 8 rows at blocks of 16 or 32, else from 16; 4-bit
+    // codes in blocks of 16-64 from 16), the other rows 4 at a time.
     for (const F &f : f32_formats)
-      if (f.d == QNT_DTYPE_I8 || f.d == QNT_DTYPE_U8)
         for (int64_t M : {int64_t{16}, int64_t{21}})
           check(rng, f.d, f.g, f.block, f.affine, M, 1 + K % 9, K, QNT_WEIGHT_ONLY_F32);
     for (const F &f : int8_formats)
