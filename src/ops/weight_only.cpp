@@ -312,7 +312,10 @@ class PreparedWeightOnly final : public Prepared {
         if (zp_at(n, j) != a.zp_const) pw_.has_zps = true;
     pw_.panel_stride = round_up(pw_.code_bytes + pw_.param_blocks * P * (4 + (pw_.has_zps ? 1 : 0)), 64);
     pw_.bytes = pw_.panels * pw_.panel_stride;
-    pw_.data.reset(new uint8_t[pw_.bytes]);
+    // 64 zero bytes past the last panel: the AVX-512 batch-1 kernel (f32_one_asm) requests the
+    // block after the last one's parameters before it knows it is the last.
+    pw_.data.reset(new uint8_t[pw_.bytes + 64]);
+    std::memset(pw_.data.get() + pw_.bytes, 0, 64);
     const uint8_t *src = w.data();
     const size_t grain = std::max<size_t>(1, (size_t{1} << 16) / pw_.panel_stride);
     const size_t workers = parallel_workers(ctx.threads(), pw_.panels, grain);
