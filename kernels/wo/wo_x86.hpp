@@ -320,6 +320,40 @@ void f32_bytes512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) 
 }
 
 #if !defined(QNT_WO_EMULATED)
+// Where blocks start inside a group of 8 chunks, for the assembly kernels below:
+// QNT_WO_BLK(C, q, F, L) is F(j, j + 1, L) when chunk q (1-7) starts the group's block j, with
+// blocks of C chunks (1, 2 or 4; C = 0: blocks of whole groups, none starts inside), else
+// nothing.
+#define QNT_WO_BLK(C, q, F, L) QNT_WO_BLK_##C##_##q(F, L)
+#define QNT_WO_BLK_1_1(F, L) F(1, 2, L)
+#define QNT_WO_BLK_1_2(F, L) F(2, 3, L)
+#define QNT_WO_BLK_1_3(F, L) F(3, 4, L)
+#define QNT_WO_BLK_1_4(F, L) F(4, 5, L)
+#define QNT_WO_BLK_1_5(F, L) F(5, 6, L)
+#define QNT_WO_BLK_1_6(F, L) F(6, 7, L)
+#define QNT_WO_BLK_1_7(F, L) F(7, 8, L)
+#define QNT_WO_BLK_2_1(F, L)
+#define QNT_WO_BLK_2_2(F, L) F(1, 2, L)
+#define QNT_WO_BLK_2_3(F, L)
+#define QNT_WO_BLK_2_4(F, L) F(2, 3, L)
+#define QNT_WO_BLK_2_5(F, L)
+#define QNT_WO_BLK_2_6(F, L) F(3, 4, L)
+#define QNT_WO_BLK_2_7(F, L)
+#define QNT_WO_BLK_4_1(F, L)
+#define QNT_WO_BLK_4_2(F, L)
+#define QNT_WO_BLK_4_3(F, L)
+#define QNT_WO_BLK_4_4(F, L) F(1, 2, L)
+#define QNT_WO_BLK_4_5(F, L)
+#define QNT_WO_BLK_4_6(F, L)
+#define QNT_WO_BLK_4_7(F, L)
+#define QNT_WO_BLK_0_1(F, L)
+#define QNT_WO_BLK_0_2(F, L)
+#define QNT_WO_BLK_0_3(F, L)
+#define QNT_WO_BLK_0_4(F, L)
+#define QNT_WO_BLK_0_5(F, L)
+#define QNT_WO_BLK_0_6(F, L)
+#define QNT_WO_BLK_0_7(F, L)
+
 // The f32 mode's batch-1 kernel for 4-bit codes, in assembly: f32_rows512<1>'s instructions
 // (per chunk and feature an immediate shift, a vpermps from the block's table, the lane's fma;
 // a table per block and feature: a vmulps of the base by the broadcast scale, or kZeroBases'
@@ -373,11 +407,14 @@ void f32_bytes512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) 
 #define QNT_WO_O_CODES                                                                        \
   "vmovups (%[cp]), %%zmm4\n\t" "vmovups 64(%[cp]), %%zmm5\n\t"                               \
   "vmovups 128(%[cp]), %%zmm6\n\t" "vmovups 192(%[cp]), %%zmm7\n\t"
-#define QNT_WO_O_CHUNKS(L)                                                                    \
-  QNT_WO_O_CHUNK(0, 0) QNT_WO_O_LB(1, L) QNT_WO_O_CHUNK(1, 8) QNT_WO_O_LB(2, L)               \
-  QNT_WO_O_CHUNK(2, 16) QNT_WO_O_LB(3, L) QNT_WO_O_CHUNK(3, 24) QNT_WO_O_LB(4, L)             \
-  QNT_WO_O_CHUNK(4, 4) QNT_WO_O_LB(5, L) QNT_WO_O_CHUNK(5, 12) QNT_WO_O_LB(6, L)              \
-  QNT_WO_O_CHUNK(6, 20) QNT_WO_O_LB(7, L) QNT_WO_O_CHUNK(7, 28)
+// Where block j starts: the tables made before move in, block j + 1's are made.
+#define QNT_WO_O_EV(j, j1, L) QNT_WO_O_SWAP L(j1)
+#define QNT_WO_O_CHUNKS(L, C)                                                                 \
+  QNT_WO_O_CHUNK(0, 0) QNT_WO_BLK(C, 1, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(1, 8)                  \
+  QNT_WO_BLK(C, 2, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(2, 16) QNT_WO_BLK(C, 3, QNT_WO_O_EV, L)     \
+  QNT_WO_O_CHUNK(3, 24) QNT_WO_BLK(C, 4, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(4, 4)                 \
+  QNT_WO_BLK(C, 5, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(5, 12) QNT_WO_BLK(C, 6, QNT_WO_O_EV, L)     \
+  QNT_WO_O_CHUNK(6, 20) QNT_WO_BLK(C, 7, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(7, 28)
 #define QNT_WO_O_OPS                                                                          \
   : [x] "+r"(x), [cp] "+r"(codes), [sp] "+r"(sp), [n] "+r"(groups), [pf] "+r"(pf),          \
     [tmp2] "+r"(tmp2), [cnt] "+r"(cnt)                                                        \
@@ -402,78 +439,22 @@ void f32_one_asm(const float *x, const uint8_t *codes, const float *sp, const fl
   size_t tmp2 = 0, cnt = 1;
   if constexpr (CPB == 0) {
     // Tables every k groups: a counter per group, from 1 so that the first group makes them.
-#define QNT_WO_O_LB(q, L)
-#define QNT_WO_O_K(L)                                                                         \
-  __asm__ volatile(QNT_WO_O_HEAD L(0) "1:\n\t" "dec %[cnt]\n\t" "jnz 3f\n\t" QNT_WO_O_SWAP L(1) \
-                   "add $16, %[sp]\n\t" "mov %[k], %[cnt]\n\t" "3:\n\t"                        \
-                   QNT_WO_O_CODES QNT_WO_O_CHUNKS(L) QNT_WO_O_PF                              \
-                   "add $256, %[cp]\n\t" "add $512, %[x]\n\t" "dec %[n]\n\t" "jnz 1b\n\t"    \
-                   QNT_WO_O_TAIL QNT_WO_O_OPS)
-    QNT_WO_O_K(QNT_WO_O_LUT);
-#undef QNT_WO_O_K
-#undef QNT_WO_O_LB
+    __asm__ volatile(QNT_WO_O_HEAD QNT_WO_O_LUT(0) "1:\n\t" "dec %[cnt]\n\t" "jnz 3f\n\t"
+                     QNT_WO_O_SWAP QNT_WO_O_LUT(1) "add $16, %[sp]\n\t" "mov %[k], %[cnt]\n\t"
+                     "3:\n\t" QNT_WO_O_CODES QNT_WO_O_CHUNKS(QNT_WO_O_LUT, 0) QNT_WO_O_PF
+                     "add $256, %[cp]\n\t" "add $512, %[x]\n\t" "dec %[n]\n\t" "jnz 1b\n\t"
+                     QNT_WO_O_TAIL QNT_WO_O_OPS);
   } else {
-    // Block b of the group starts at chunk q when q % CPB == 0.
-#define QNT_WO_O_LB(q, L) QNT_WO_O_LB_##q(L)
-#define QNT_WO_O_G(L, STEP)                                                                   \
-  __asm__ volatile(QNT_WO_O_HEAD L(0) "1:\n\t" QNT_WO_O_CODES QNT_WO_O_SWAP L(1)              \
-                   QNT_WO_O_CHUNKS(L) QNT_WO_O_PF                                             \
+    // Blocks of C chunks (STEP of them a group), the tables made inside the group.
+#define QNT_WO_O_G(STEP, C)                                                                   \
+  __asm__ volatile(QNT_WO_O_HEAD QNT_WO_O_LUT(0) "1:\n\t" QNT_WO_O_CODES QNT_WO_O_SWAP        \
+                   QNT_WO_O_LUT(1) QNT_WO_O_CHUNKS(QNT_WO_O_LUT, C) QNT_WO_O_PF               \
                    "add $256, %[cp]\n\t" "add $512, %[x]\n\t" "add $" #STEP "*16, %[sp]\n\t" \
-                   "dec %[n]\n\t" "jnz 1b\n\t"                                              \
-                   QNT_WO_O_TAIL QNT_WO_O_OPS)
-#define QNT_WO_O_GA(STEP) QNT_WO_O_G(QNT_WO_O_LUT, STEP)
-    if constexpr (CPB == 1) {
-#define QNT_WO_O_LB_1(L) QNT_WO_O_SWAP L(2)
-#define QNT_WO_O_LB_2(L) QNT_WO_O_SWAP L(3)
-#define QNT_WO_O_LB_3(L) QNT_WO_O_SWAP L(4)
-#define QNT_WO_O_LB_4(L) QNT_WO_O_SWAP L(5)
-#define QNT_WO_O_LB_5(L) QNT_WO_O_SWAP L(6)
-#define QNT_WO_O_LB_6(L) QNT_WO_O_SWAP L(7)
-#define QNT_WO_O_LB_7(L) QNT_WO_O_SWAP L(8)
-      QNT_WO_O_GA(8);
-#undef QNT_WO_O_LB_1
-#undef QNT_WO_O_LB_2
-#undef QNT_WO_O_LB_3
-#undef QNT_WO_O_LB_4
-#undef QNT_WO_O_LB_5
-#undef QNT_WO_O_LB_6
-#undef QNT_WO_O_LB_7
-    } else if constexpr (CPB == 2) {
-#define QNT_WO_O_LB_1(L)
-#define QNT_WO_O_LB_2(L) QNT_WO_O_SWAP L(2)
-#define QNT_WO_O_LB_3(L)
-#define QNT_WO_O_LB_4(L) QNT_WO_O_SWAP L(3)
-#define QNT_WO_O_LB_5(L)
-#define QNT_WO_O_LB_6(L) QNT_WO_O_SWAP L(4)
-#define QNT_WO_O_LB_7(L)
-      QNT_WO_O_GA(4);
-#undef QNT_WO_O_LB_1
-#undef QNT_WO_O_LB_2
-#undef QNT_WO_O_LB_3
-#undef QNT_WO_O_LB_4
-#undef QNT_WO_O_LB_5
-#undef QNT_WO_O_LB_6
-#undef QNT_WO_O_LB_7
-    } else {
-#define QNT_WO_O_LB_1(L)
-#define QNT_WO_O_LB_2(L)
-#define QNT_WO_O_LB_3(L)
-#define QNT_WO_O_LB_4(L) QNT_WO_O_SWAP L(2)
-#define QNT_WO_O_LB_5(L)
-#define QNT_WO_O_LB_6(L)
-#define QNT_WO_O_LB_7(L)
-      QNT_WO_O_GA(2);
-#undef QNT_WO_O_LB_1
-#undef QNT_WO_O_LB_2
-#undef QNT_WO_O_LB_3
-#undef QNT_WO_O_LB_4
-#undef QNT_WO_O_LB_5
-#undef QNT_WO_O_LB_6
-#undef QNT_WO_O_LB_7
-    }
-#undef QNT_WO_O_GA
+                   "dec %[n]\n\t" "jnz 1b\n\t" QNT_WO_O_TAIL QNT_WO_O_OPS)
+    if constexpr (CPB == 1) QNT_WO_O_G(8, 1);
+    else if constexpr (CPB == 2) QNT_WO_O_G(4, 2);
+    else QNT_WO_O_G(2, 4);
 #undef QNT_WO_O_G
-#undef QNT_WO_O_LB
   }
   (void)k;
   (void)cnt;
@@ -539,6 +520,30 @@ inline void f32_512(const WoPanelArgs &w, const float *x, size_t ldx, size_t row
     case 2: return f32_rows512<2>(w, x, ldx, out);
     case 3: return f32_rows512<3>(w, x, ldx, out);
     default: return f32_rows512<4>(w, x, ldx, out);
+  }
+}
+
+// Rows [r0, rows) of x 4 at a time through kernel(std::integral_constant<int, MR>, w, x, ldx,
+// o) (f32_bytes512, f32_rows512: o[m * P + p]) into out[r * ldo + p]; with `request`, the first
+// call requests w's next panel (w.prefetch), the others nothing.
+template <class Kernel>
+void rows_by_four(const WoPanelArgs &w, bool request, const float *x, size_t ldx, size_t r0,
+                  size_t rows, float *out, size_t ldo, Kernel &&kernel) noexcept {
+  WoPanelArgs wr = w;
+  if (!request) wr.prefetch = nullptr;
+  for (size_t r = r0; r < rows; r += 4) {
+    float o[4 * P];
+    const float *xr = x + r * ldx;
+    const size_t n = std::min<size_t>(4, rows - r);
+    switch (n) {
+      case 1: kernel(std::integral_constant<int, 1>{}, wr, xr, ldx, o); break;
+      case 2: kernel(std::integral_constant<int, 2>{}, wr, xr, ldx, o); break;
+      case 3: kernel(std::integral_constant<int, 3>{}, wr, xr, ldx, o); break;
+      default: kernel(std::integral_constant<int, 4>{}, wr, xr, ldx, o); break;
+    }
+    wr.prefetch = nullptr;
+    for (size_t m = 0; m < n; ++m)
+      for (size_t p = 0; p < P; ++p) out[(r + m) * ldo + p] = o[m * P + p];
   }
 }
 
@@ -762,21 +767,9 @@ void f32_bytes_batch512(const WoPanelArgs &w, const float *x, size_t ldx, size_t
     }
   }
   // The other rows, 4 at a time; the first call requests the next panel when no tile did.
-  WoPanelArgs wr = w;
-  if (full > 0) wr.prefetch = nullptr;
-  for (size_t r = full; r < rows; r += 4) {
-    float o[4 * P];
-    const float *xr = x + r * ldx;
-    switch (std::min<size_t>(4, rows - r)) {
-      case 1: f32_bytes512<1, Z>(wr, xr, ldx, o); break;
-      case 2: f32_bytes512<2, Z>(wr, xr, ldx, o); break;
-      case 3: f32_bytes512<3, Z>(wr, xr, ldx, o); break;
-      default: f32_bytes512<4, Z>(wr, xr, ldx, o); break;
-    }
-    wr.prefetch = nullptr;
-    for (size_t m = 0; m < std::min<size_t>(4, rows - r); ++m)
-      for (size_t p = 0; p < P; ++p) out[(r + m) * ldo + p] = o[m * P + p];
-  }
+  rows_by_four(w, full == 0, x, ldx, full, rows, out, ldo, [](auto mr, auto &&...a) {
+    f32_bytes512<decltype(mr)::value, Z>(a...);
+  });
   if (full > 0)
     for (; pf < pf_end; pf += 64) __builtin_prefetch(pf, 0, 3);
 }
@@ -839,19 +832,20 @@ void nibble_tile8_asm(const float *x, size_t ldx, const uint8_t *codes, const fl
   const float *zb = &kZeroBases.v[0][0];
   size_t tmp = 0;
   // The chunks' shifts, the tables at block starts (L(b): block b of the group), the rows.
-#define QNT_WO_N_GROUP(L)                                                                     \
+#define QNT_WO_N_EV(j, j1, L) L(j)
+#define QNT_WO_N_GROUP(L, C)                                                                  \
   "vmovups (%[cp]), %%zmm16\n\t" "vmovups 64(%[cp]), %%zmm17\n\t"                             \
   L(0) QNT_WO_N_VAL0 QNT_WO_N_ROWS(0)                                                         \
-  QNT_WO_N_L(1, L) QNT_WO_N_VAL(8) QNT_WO_N_ROWS(1)                                           \
-  QNT_WO_N_L(2, L) QNT_WO_N_VAL(16) QNT_WO_N_ROWS(2)                                          \
-  QNT_WO_N_L(3, L) QNT_WO_N_VAL(24) QNT_WO_N_ROWS(3)                                          \
-  QNT_WO_N_L(4, L) QNT_WO_N_VAL(4) QNT_WO_N_ROWS(4)                                           \
-  QNT_WO_N_L(5, L) QNT_WO_N_VAL(12) QNT_WO_N_ROWS(5)                                          \
-  QNT_WO_N_L(6, L) QNT_WO_N_VAL(20) QNT_WO_N_ROWS(6)                                          \
-  QNT_WO_N_L(7, L) QNT_WO_N_VAL(28) QNT_WO_N_ROWS(7)
-#define QNT_WO_N_ASM(L, PFT, STEP)                                                            \
+  QNT_WO_BLK(C, 1, QNT_WO_N_EV, L) QNT_WO_N_VAL(8) QNT_WO_N_ROWS(1)                           \
+  QNT_WO_BLK(C, 2, QNT_WO_N_EV, L) QNT_WO_N_VAL(16) QNT_WO_N_ROWS(2)                          \
+  QNT_WO_BLK(C, 3, QNT_WO_N_EV, L) QNT_WO_N_VAL(24) QNT_WO_N_ROWS(3)                          \
+  QNT_WO_BLK(C, 4, QNT_WO_N_EV, L) QNT_WO_N_VAL(4) QNT_WO_N_ROWS(4)                           \
+  QNT_WO_BLK(C, 5, QNT_WO_N_EV, L) QNT_WO_N_VAL(12) QNT_WO_N_ROWS(5)                          \
+  QNT_WO_BLK(C, 6, QNT_WO_N_EV, L) QNT_WO_N_VAL(20) QNT_WO_N_ROWS(6)                          \
+  QNT_WO_BLK(C, 7, QNT_WO_N_EV, L) QNT_WO_N_VAL(28) QNT_WO_N_ROWS(7)
+#define QNT_WO_N_ASM(L, PFT, STEP, C)                                                         \
   __asm__ volatile(QNT_WO_B_ACCS(QNT_WO_B_ZERO) "vmovups (%[bp]), %%zmm22\n\t"               \
-                   "1:\n\t" QNT_WO_N_GROUP(L) PFT                                           \
+                   "1:\n\t" QNT_WO_N_GROUP(L, C) PFT                                        \
                    "add $256, %[cp]\n\t" "add $" #STEP "*16, %[sp]\n\t" "add $" #STEP "*4, %[zp]\n\t" \
                    "add $512, %[x0]\n\t" "add $512, %[x3]\n\t" "add $512, %[x6]\n\t"         \
                    "dec %[n]\n\t" "jnz 1b\n\t" QNT_WO_B_ACCS(QNT_WO_B_ST)                    \
@@ -863,69 +857,25 @@ void nibble_tile8_asm(const float *x, size_t ldx, const uint8_t *codes, const fl
                      "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24",  \
                      "xmm25",                                                                  \
                      "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "memory", "cc")
-  // Block b of the group starts at chunk q when q % CPB == 0.
-#define QNT_WO_N_L(q, L) QNT_WO_N_L_##q(L)
-#define QNT_WO_N_DISPATCH(STEP)                                                               \
+  // Blocks of CPB chunks, STEP of them a group.
+#define QNT_WO_N_DISPATCH(STEP, C)                                                            \
   if constexpr (Aff) {                                                                        \
-    if constexpr (PF == 2) QNT_WO_N_ASM(QNT_WO_N_LUT_AFF, QNT_WO_N_PF2, STEP);                \
-    else if constexpr (PF == 1) QNT_WO_N_ASM(QNT_WO_N_LUT_AFF, QNT_WO_N_PF1, STEP);           \
-    else QNT_WO_N_ASM(QNT_WO_N_LUT_AFF, "", STEP);                                            \
+    if constexpr (PF == 2) QNT_WO_N_ASM(QNT_WO_N_LUT_AFF, QNT_WO_N_PF2, STEP, C);             \
+    else if constexpr (PF == 1) QNT_WO_N_ASM(QNT_WO_N_LUT_AFF, QNT_WO_N_PF1, STEP, C);        \
+    else QNT_WO_N_ASM(QNT_WO_N_LUT_AFF, "", STEP, C);                                         \
   } else {                                                                                    \
-    if constexpr (PF == 2) QNT_WO_N_ASM(QNT_WO_N_LUT, QNT_WO_N_PF2, STEP);                    \
-    else if constexpr (PF == 1) QNT_WO_N_ASM(QNT_WO_N_LUT, QNT_WO_N_PF1, STEP);               \
-    else QNT_WO_N_ASM(QNT_WO_N_LUT, "", STEP);                                                \
+    if constexpr (PF == 2) QNT_WO_N_ASM(QNT_WO_N_LUT, QNT_WO_N_PF2, STEP, C);                 \
+    else if constexpr (PF == 1) QNT_WO_N_ASM(QNT_WO_N_LUT, QNT_WO_N_PF1, STEP, C);            \
+    else QNT_WO_N_ASM(QNT_WO_N_LUT, "", STEP, C);                                             \
   }
   if constexpr (CPB == 1) {
-#define QNT_WO_N_L_1(L) L(1)
-#define QNT_WO_N_L_2(L) L(2)
-#define QNT_WO_N_L_3(L) L(3)
-#define QNT_WO_N_L_4(L) L(4)
-#define QNT_WO_N_L_5(L) L(5)
-#define QNT_WO_N_L_6(L) L(6)
-#define QNT_WO_N_L_7(L) L(7)
-    QNT_WO_N_DISPATCH(8)
-#undef QNT_WO_N_L_1
-#undef QNT_WO_N_L_2
-#undef QNT_WO_N_L_3
-#undef QNT_WO_N_L_4
-#undef QNT_WO_N_L_5
-#undef QNT_WO_N_L_6
-#undef QNT_WO_N_L_7
+    QNT_WO_N_DISPATCH(8, 1)
   } else if constexpr (CPB == 2) {
-#define QNT_WO_N_L_1(L)
-#define QNT_WO_N_L_2(L) L(1)
-#define QNT_WO_N_L_3(L)
-#define QNT_WO_N_L_4(L) L(2)
-#define QNT_WO_N_L_5(L)
-#define QNT_WO_N_L_6(L) L(3)
-#define QNT_WO_N_L_7(L)
-    QNT_WO_N_DISPATCH(4)
-#undef QNT_WO_N_L_1
-#undef QNT_WO_N_L_2
-#undef QNT_WO_N_L_3
-#undef QNT_WO_N_L_4
-#undef QNT_WO_N_L_5
-#undef QNT_WO_N_L_6
-#undef QNT_WO_N_L_7
+    QNT_WO_N_DISPATCH(4, 2)
   } else {
-#define QNT_WO_N_L_1(L)
-#define QNT_WO_N_L_2(L)
-#define QNT_WO_N_L_3(L)
-#define QNT_WO_N_L_4(L) L(1)
-#define QNT_WO_N_L_5(L)
-#define QNT_WO_N_L_6(L)
-#define QNT_WO_N_L_7(L)
-    QNT_WO_N_DISPATCH(2)
-#undef QNT_WO_N_L_1
-#undef QNT_WO_N_L_2
-#undef QNT_WO_N_L_3
-#undef QNT_WO_N_L_4
-#undef QNT_WO_N_L_5
-#undef QNT_WO_N_L_6
-#undef QNT_WO_N_L_7
+    QNT_WO_N_DISPATCH(2, 4)
   }
 #undef QNT_WO_N_DISPATCH
-#undef QNT_WO_N_L
 #undef QNT_WO_N_ASM
 #undef QNT_WO_N_GROUP
 }
@@ -1001,21 +951,9 @@ void f32_nibble_batch512(const WoPanelArgs &w, const float *x, size_t ldx, size_
       store_tile_sums(a, out + g * ldo + p0, ldo);
     }
   }
-  WoPanelArgs wr = w;
-  if (full > 0) wr.prefetch = nullptr;
-  for (size_t r = full; r < rows; r += 4) {
-    float o[4 * P];
-    const float *xr = x + r * ldx;
-    switch (std::min<size_t>(4, rows - r)) {
-      case 1: f32_rows512<1>(wr, xr, ldx, o); break;
-      case 2: f32_rows512<2>(wr, xr, ldx, o); break;
-      case 3: f32_rows512<3>(wr, xr, ldx, o); break;
-      default: f32_rows512<4>(wr, xr, ldx, o); break;
-    }
-    wr.prefetch = nullptr;
-    for (size_t m = 0; m < std::min<size_t>(4, rows - r); ++m)
-      for (size_t p = 0; p < P; ++p) out[(r + m) * ldo + p] = o[m * P + p];
-  }
+  rows_by_four(w, full == 0, x, ldx, full, rows, out, ldo, [](auto mr, auto &&...a) {
+    f32_rows512<decltype(mr)::value>(a...);
+  });
   if (full > 0)
     for (; pf < pf_end; pf += 64) __builtin_prefetch(pf, 0, 3);
 }

@@ -204,9 +204,10 @@ TEST(WeightOnly, F32ModeFourBitAllShapes) {
       for (int64_t N : {int64_t{1}, int64_t{5}, int64_t{33}})
         check_case(rng, c, N == 5 ? 5 : 2, N, K, QNT_WEIGHT_ONLY_F32, true);
   for (int64_t N : kDims) check_case(rng, cases[0], 3, N, 129, QNT_WEIGHT_ONLY_F32, true);
-  // Batch 1 with one zero point for every block and blocks of 16-128 elements: the AVX-512
-  // assembly's tables inside a group of 128 elements (blocks of 16, 32, 64) or per group, its
-  // groups, the chunks after them and a partial last one.
+  // One zero point for every block and blocks of 16-128 elements, batch 1 (the AVX-512
+  // assembly's tables inside a group of 128 elements: blocks of 16, 32, 64; or per group) and
+  // 17 rows (two 8-row tiles at blocks of 16 and 32, and a last row): the groups, the chunks
+  // after them and a partial last one.
   const Case one[] = {
       {QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 16}, false},
       {QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 32}, false},
@@ -216,7 +217,8 @@ TEST(WeightOnly, F32ModeFourBitAllShapes) {
   };
   for (const Case &c : one)
     for (int64_t K : {int64_t{128}, int64_t{200}, int64_t{640}, int64_t{1000}, int64_t{1152}})
-      check_case(rng, c, 1, 9, K, QNT_WEIGHT_ONLY_F32, true);
+      for (int64_t M : {int64_t{1}, int64_t{17}})
+        check_case(rng, c, M, 9, K, QNT_WEIGHT_ONLY_F32, true);
   // Batches of 16 rows and more: the AVX-512 tiles of 8 rows x 2 features for blocks of 16-64
   // (their groups of 128 elements, the chunks after them and a partial last one), the other
   // rows 4 at a time.
