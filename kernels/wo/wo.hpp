@@ -90,8 +90,8 @@ using WoDequantFn = void (*)(const WoPanelArgs &w, float *out, size_t ldo) noexc
 // out[r * ldo + p] for `rows` rows of x (stride ldx) and the panel's kWoPanel features, the
 // bits of dequant followed by dot, using scratch (wo_batch_scratch(K) floats, 32-byte aligned:
 // the AVX2 kernel dequantizes the features kWoSlice elements of K at a time there, the AVX-512
-// byte kernel keeps its sums and the panel's scales per chunk); w.prefetch, if set, is
-// requested into L2 over the call.
+// kernels keep their tiles' sums there, and for bytes the panel's scales per chunk);
+// w.prefetch, if set, is requested over the call.
 using WoBatchFn = void (*)(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows, float *out,
                            size_t ldo, float *scratch) noexcept;
 constexpr size_t kWoSlice = 512;
