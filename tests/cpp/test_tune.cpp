@@ -150,6 +150,11 @@ TEST(Tune, MeasuredAndImportedChoicesGiveTheUntunedBits) {
   for (int threads : {1, 2}) {
     qnt_tuning_clear();
     Ctx plain(QNT_ISA_NATIVE, threads), tuned(QNT_ISA_NATIVE, threads);
+    // Under QNT_MAX_ISA=reference (or on a machine without fast kernels) the reference kernels
+    // have no choices to measure; the bits must still be the same.
+    qnt_isa isa = 0;
+    ASSERT_EQ(qnt_context_isa(plain.c, &isa), QNT_OK);
+    const bool fast = isa != QNT_ISA_REFERENCE;
     ASSERT_EQ(qnt_context_set_tuning(tuned.c, QNT_TUNING_MEASURE), QNT_OK);
     qnt_tuning mode = 0;
     ASSERT_EQ(qnt_context_tuning(tuned.c, &mode), QNT_OK);
@@ -158,8 +163,12 @@ TEST(Tune, MeasuredAndImportedChoicesGiveTheUntunedBits) {
     EXPECT_EQ(table(), "qnt-tuning 1\n");  // an untuned context measures nothing
     EXPECT_EQ(run_all(tuned.c), want);      // measuring
     const std::string measured = table();
-    EXPECT_NE(measured.find("\ngemm "), std::string::npos) << measured;
-    EXPECT_NE(measured.find("\nwo "), std::string::npos) << measured;
+    if (fast) {
+      EXPECT_NE(measured.find("\ngemm "), std::string::npos) << measured;
+      EXPECT_NE(measured.find("\nwo "), std::string::npos) << measured;
+    } else {
+      EXPECT_EQ(measured, "qnt-tuning 1\n");
+    }
     EXPECT_EQ(run_all(tuned.c), want);  // from the table
     EXPECT_EQ(table(), measured);       // nothing measured twice
     // Whatever the table says (within what it accepts), the bits stay.
