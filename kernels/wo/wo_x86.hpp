@@ -356,38 +356,32 @@ void f32_bytes512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) 
 
 // The f32 mode's batch-1 kernel for 4-bit codes, in assembly: f32_rows512<1>'s instructions
 // (per chunk and feature an immediate shift, a vpermps from the block's table, the lane's fma;
-// a table per block and feature: a vmulps of the base by the broadcast scale, or kZeroBases'
-// row zc times it) with every value in a register. GCC 12's code for f32_rows512<1> ran at 7.3
+// a table per block and feature: a vmulps of the shared base by the broadcast scale) with
+// every value in a register. GCC 12's code for f32_rows512<1> ran at 7.3
 // cycles per 64 weights at block 128 and 9.5 at block 32 (one thread, hot), where the shifts,
 // permutes and fma alone take 6.0-6.3 (two 512-bit operations a cycle on Zen 4).
 // Registers: sums zmm0-3, the group's codes zmm4-7, tables zmm8-11 (the next ones zmm18-21),
-// x zmm12, base zmm13, values zmm14-17. CPB 1, 2 or 4: blocks of 16, 32 or 64 elements, tables made inside the group
-// where a block starts; CPB 0: blocks of whole groups (k of them: the tables every k groups).
+// x zmm12, base zmm13, values zmm14-17. CPB 1, 2 or 4: blocks of 16, 32 or 64 elements,
+// tables made inside the group where a block starts; CPB 0: blocks of whole groups (k of them:
+// the tables every k groups).
 // pf: `lines` lines requested into L2 per group.
-#define QNT_WO_O_V(c, sh, p, a, cr, lut, v)                                                   \
-  QNT_WO_O_SHIFT_##sh(cr, v) "vpermps %%zmm" #lut ", %%zmm" QNT_WO_O_IDX_##sh(cr, v) ", %%zmm" #v "\n\t" \
+// Feature a's value (its codes in zmm cr, its table in zmm lut, into zmm v) and fma, the codes
+// used as they are (chunk 0 of the group) or shifted down by sh.
+#define QNT_WO_O_V0(a, cr, lut, v)                                                            \
+  "vpermps %%zmm" #lut ", %%zmm" #cr ", %%zmm" #v "\n\t"                                       \
   "vfmadd231ps %%zmm12, %%zmm" #v ", %%zmm" #a "\n\t"
-#define QNT_WO_O_SHIFT_0(cr, v)
-#define QNT_WO_O_IDX_0(cr, v) #cr
-#define QNT_WO_O_SHIFT_S(cr, v, sh) "vpsrld $" #sh ", %%zmm" #cr ", %%zmm" #v "\n\t"
-#define QNT_WO_O_SHIFT_8(cr, v) QNT_WO_O_SHIFT_S(cr, v, 8)
-#define QNT_WO_O_SHIFT_16(cr, v) QNT_WO_O_SHIFT_S(cr, v, 16)
-#define QNT_WO_O_SHIFT_24(cr, v) QNT_WO_O_SHIFT_S(cr, v, 24)
-#define QNT_WO_O_SHIFT_4(cr, v) QNT_WO_O_SHIFT_S(cr, v, 4)
-#define QNT_WO_O_SHIFT_12(cr, v) QNT_WO_O_SHIFT_S(cr, v, 12)
-#define QNT_WO_O_SHIFT_20(cr, v) QNT_WO_O_SHIFT_S(cr, v, 20)
-#define QNT_WO_O_SHIFT_28(cr, v) QNT_WO_O_SHIFT_S(cr, v, 28)
-#define QNT_WO_O_IDX_8(cr, v) #v
-#define QNT_WO_O_IDX_16(cr, v) #v
-#define QNT_WO_O_IDX_24(cr, v) #v
-#define QNT_WO_O_IDX_4(cr, v) #v
-#define QNT_WO_O_IDX_12(cr, v) #v
-#define QNT_WO_O_IDX_20(cr, v) #v
-#define QNT_WO_O_IDX_28(cr, v) #v
+#define QNT_WO_O_V(sh, a, cr, lut, v)                                                         \
+  "vpsrld $" #sh ", %%zmm" #cr ", %%zmm" #v "\n\t"                                            \
+  "vpermps %%zmm" #lut ", %%zmm" #v ", %%zmm" #v "\n\t"                                        \
+  "vfmadd231ps %%zmm12, %%zmm" #v ", %%zmm" #a "\n\t"
+#define QNT_WO_O_CHUNK0                                                                       \
+  "vmovups (%[x]), %%zmm12\n\t"                                                               \
+  QNT_WO_O_V0(0, 4, 8, 14) QNT_WO_O_V0(1, 5, 9, 15) QNT_WO_O_V0(2, 6, 10, 16)                 \
+  QNT_WO_O_V0(3, 7, 11, 17)
 #define QNT_WO_O_CHUNK(c, sh)                                                                 \
   "vmovups " #c "*64(%[x]), %%zmm12\n\t"                                                      \
-  QNT_WO_O_V(c, sh, 0, 0, 4, 8, 14) QNT_WO_O_V(c, sh, 1, 1, 5, 9, 15)                         \
-  QNT_WO_O_V(c, sh, 2, 2, 6, 10, 16) QNT_WO_O_V(c, sh, 3, 3, 7, 11, 17)
+  QNT_WO_O_V(sh, 0, 4, 8, 14) QNT_WO_O_V(sh, 1, 5, 9, 15) QNT_WO_O_V(sh, 2, 6, 10, 16)        \
+  QNT_WO_O_V(sh, 3, 7, 11, 17)
 // Block b's tables (the b-th block from sp) into zmm18-21, a block before they are used:
 // QNT_WO_O_SWAP moves the tables made before into zmm8-11. (Made where their block starts, the
 // first vpermps of each block waited for the broadcast scale and the product.) The last
@@ -410,7 +404,7 @@ void f32_bytes512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) 
 // Where block j starts: the tables made before move in, block j + 1's are made.
 #define QNT_WO_O_EV(j, j1, L) QNT_WO_O_SWAP L(j1)
 #define QNT_WO_O_CHUNKS(L, C)                                                                 \
-  QNT_WO_O_CHUNK(0, 0) QNT_WO_BLK(C, 1, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(1, 8)                  \
+  QNT_WO_O_CHUNK0 QNT_WO_BLK(C, 1, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(1, 8)                       \
   QNT_WO_BLK(C, 2, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(2, 16) QNT_WO_BLK(C, 3, QNT_WO_O_EV, L)     \
   QNT_WO_O_CHUNK(3, 24) QNT_WO_BLK(C, 4, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(4, 4)                 \
   QNT_WO_BLK(C, 5, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(5, 12) QNT_WO_BLK(C, 6, QNT_WO_O_EV, L)     \
@@ -775,7 +769,7 @@ void f32_bytes_batch512(const WoPanelArgs &w, const float *x, size_t ldx, size_t
     for (; pf < pf_end; pf += 64) __builtin_prefetch(pf, 0, 3);
 }
 
-// 4-bit codes in the f32 mode, a batch, blocks of 16, 32 or 64 elements (the AVX-512 tables'
+// 4-bit codes in the f32 mode, a batch, blocks of 16 or 32 elements (the AVX-512 tables'
 // f32_batch, from 16 rows; f32_rows512 takes the rest): tiles of 8 rows x 2 features, as the
 // byte tiles above. f32_rows512's 4 rows x 4 features make each block's 16 values (a vmulps
 // per feature) for every 4 rows, and with its tables, the next block's and the group's codes
@@ -826,7 +820,7 @@ template <int CPB, bool Aff, int PF>
 void nibble_tile8_asm(const float *x, size_t ldx, const uint8_t *codes, const float *sp,
                       const uint8_t *zp, const float *base, size_t groups, float *acc,
                       const uint8_t *pf) noexcept {
-  static_assert(CPB == 1 || CPB == 2 || CPB == 4, "blocks of 16, 32 or 64 elements");
+  static_assert(CPB == 1 || CPB == 2, "blocks of 16 or 32 elements");
   const size_t s = ldx * sizeof(float);
   const char *x0 = reinterpret_cast<const char *>(x);
   const char *x3 = x0 + 3 * s, *x6 = x0 + 6 * s;
@@ -871,10 +865,8 @@ void nibble_tile8_asm(const float *x, size_t ldx, const uint8_t *codes, const fl
   }
   if constexpr (CPB == 1) {
     QNT_WO_N_DISPATCH(8, 1)
-  } else if constexpr (CPB == 2) {
-    QNT_WO_N_DISPATCH(4, 2)
   } else {
-    QNT_WO_N_DISPATCH(2, 4)
+    QNT_WO_N_DISPATCH(4, 2)
   }
 #undef QNT_WO_N_DISPATCH
 #undef QNT_WO_N_ASM
@@ -973,8 +965,10 @@ inline void f32_batch512(const WoPanelArgs &w, const float *x, size_t ldx, size_
                         : f32_nibble_batch512<1, false>(w, x, ldx, rows, out, ldo, scratch);
     case 32: return aff ? f32_nibble_batch512<2, true>(w, x, ldx, rows, out, ldo, scratch)
                         : f32_nibble_batch512<2, false>(w, x, ldx, rows, out, ldo, scratch);
-    default: return aff ? f32_nibble_batch512<4, true>(w, x, ldx, rows, out, ldo, scratch)
-                        : f32_nibble_batch512<4, false>(w, x, ldx, rows, out, ldo, scratch);
+    default:  // not taken (f32_batch512_takes): the 4-row kernel, whatever the block
+      return rows_by_four(w, true, x, ldx, 0, rows, out, ldo, [](auto mr, auto &&...a) {
+        f32_rows512<decltype(mr)::value>(a...);
+      });
   }
 }
 
