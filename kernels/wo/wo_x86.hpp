@@ -83,14 +83,24 @@ inline int32_t zc_of(const WoPanelArgs &w, size_t blk, int p) noexcept {
 
 #if defined(__AVX512F__)
 
-// s[i] + s[i + 8], then + 4, + 2, + 1: ref::dot's pairwise sum of the 16 lanes (once per
-// output, so in scalar code).
+// s[i] + s[i + 8], then + 4, + 2, + 1: ref::dot's pairwise sum of the 16 lanes, by halves
+// in registers (as a store and 15 scalar additions through memory it took 4-5 % of the batch-1
+// kernels' time at 4096^2: a reduction per output and 4 outputs per 2048-element panel).
 inline float reduce16(__m512 v) noexcept {
+#if defined(QNT_WO_EMULATED)
   float s[16];
   _mm512_storeu_ps(s, v);
   for (int width = 8; width >= 1; width /= 2)
     for (int i = 0; i < width; ++i) s[i] = s[i] + s[i + width];
   return s[0];
+#else
+  const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  b = _mm_add_ss(b, _mm_shuffle_ps(b, b, 1));
+  return _mm_cvtss_f32(b);
+#endif
 }
 
 // reduce16 of 16 vectors at once: lane i of the result is reduce16(v[i]), with the same
@@ -392,6 +402,15 @@ void f32_bytes512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) 
   "vmulps " #b "*16+4(%[sp])%{1to16%}, %%zmm13, %%zmm19\n\t"                                  \
   "vmulps " #b "*16+8(%[sp])%{1to16%}, %%zmm13, %%zmm20\n\t"                                  \
   "vmulps " #b "*16+12(%[sp])%{1to16%}, %%zmm13, %%zmm21\n\t"
+// The same with zero points per block (affine codes): feature p's base is kZeroBases' row of its
+// zero point (bp: kZeroBases), times its broadcast scale.
+#define QNT_WO_O_LUTZ1(b, p, r)                                                               \
+  "movzbl " #b "*4+" #p "(%[zp]), %k[tmp2]\n\t" "and $15, %k[tmp2]\n\t" "shl $6, %k[tmp2]\n\t"  \
+  "vmovaps (%[bp],%[tmp2]), %%zmm" #r "\n\t"                                                 \
+  "vmulps " #b "*16+" #p "*4(%[sp])%{1to16%}, %%zmm" #r ", %%zmm" #r "\n\t"
+#define QNT_WO_O_LUTZ(b)                                                                      \
+  QNT_WO_O_LUTZ1(b, 0, 18) QNT_WO_O_LUTZ1(b, 1, 19) QNT_WO_O_LUTZ1(b, 2, 20)                  \
+  QNT_WO_O_LUTZ1(b, 3, 21)
 #define QNT_WO_O_SWAP                                                                         \
   "vmovaps %%zmm18, %%zmm8\n\t" "vmovaps %%zmm19, %%zmm9\n\t" "vmovaps %%zmm20, %%zmm10\n\t"  \
   "vmovaps %%zmm21, %%zmm11\n\t"
@@ -411,7 +430,7 @@ void f32_bytes512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) 
   QNT_WO_O_CHUNK(6, 20) QNT_WO_BLK(C, 7, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(7, 28)
 #define QNT_WO_O_OPS                                                                          \
   : [x] "+r"(x), [cp] "+r"(codes), [sp] "+r"(sp), [n] "+r"(groups), [pf] "+r"(pf),          \
-    [tmp2] "+r"(tmp2), [cnt] "+r"(cnt)                                                        \
+    [tmp2] "+r"(tmp2), [cnt] "+r"(cnt), [zp] "+r"(zp)                                       \
   : [acc] "r"(acc), [bp] "r"(base), [lines] "r"(lines), [k] "r"(k)                           \
   : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",  \
     "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", \
@@ -427,37 +446,47 @@ void f32_bytes512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) 
 // acc: the 4 sums (loaded and stored), x at the first group's elements, codes at the first
 // group's, sp at its first block's scales ([block][P]), base: the 16 values c - zc (or NF4's
 // codebook) that every block's scale multiplies.
-template <int CPB>
-void f32_one_asm(const float *x, const uint8_t *codes, const float *sp, const float *base,
-                 size_t groups, size_t k, float *acc, const uint8_t *pf, size_t lines) noexcept {
+template <int CPB, bool Z>
+void f32_one_asm(const float *x, const uint8_t *codes, const float *sp, const uint8_t *zp,
+                 const float *base, size_t groups, size_t k, float *acc, const uint8_t *pf,
+                 size_t lines) noexcept {
   size_t tmp2 = 0, cnt = 1;
   if constexpr (CPB == 0) {
     // Tables every k groups: a counter per group, from 1 so that the first group makes them.
-    __asm__ volatile(QNT_WO_O_HEAD QNT_WO_O_LUT(0) "1:\n\t" "dec %[cnt]\n\t" "jnz 3f\n\t"
-                     QNT_WO_O_SWAP QNT_WO_O_LUT(1) "add $16, %[sp]\n\t" "mov %[k], %[cnt]\n\t"
-                     "3:\n\t" QNT_WO_O_CODES QNT_WO_O_CHUNKS(QNT_WO_O_LUT, 0) QNT_WO_O_PF
-                     "add $256, %[cp]\n\t" "add $512, %[x]\n\t" "dec %[n]\n\t" "jnz 1b\n\t"
-                     QNT_WO_O_TAIL QNT_WO_O_OPS);
+#define QNT_WO_O_G0(L)                                                                        \
+  __asm__ volatile(QNT_WO_O_HEAD L(0) "1:\n\t" "dec %[cnt]\n\t" "jnz 3f\n\t" QNT_WO_O_SWAP   \
+                   L(1) "add $16, %[sp]\n\t" "add $4, %[zp]\n\t" "mov %[k], %[cnt]\n\t"      \
+                   "3:\n\t" QNT_WO_O_CODES QNT_WO_O_CHUNKS(L, 0) QNT_WO_O_PF                    \
+                   "add $256, %[cp]\n\t" "add $512, %[x]\n\t" "dec %[n]\n\t" "jnz 1b\n\t"     \
+                   QNT_WO_O_TAIL QNT_WO_O_OPS)
+    if constexpr (Z) QNT_WO_O_G0(QNT_WO_O_LUTZ);
+    else QNT_WO_O_G0(QNT_WO_O_LUT);
+#undef QNT_WO_O_G0
   } else {
     // Blocks of C chunks (STEP of them a group), the tables made inside the group.
-#define QNT_WO_O_G(STEP, C)                                                                   \
-  __asm__ volatile(QNT_WO_O_HEAD QNT_WO_O_LUT(0) "1:\n\t" QNT_WO_O_CODES QNT_WO_O_SWAP        \
-                   QNT_WO_O_LUT(1) QNT_WO_O_CHUNKS(QNT_WO_O_LUT, C) QNT_WO_O_PF               \
-                   "add $256, %[cp]\n\t" "add $512, %[x]\n\t" "add $" #STEP "*16, %[sp]\n\t" \
-                   "dec %[n]\n\t" "jnz 1b\n\t" QNT_WO_O_TAIL QNT_WO_O_OPS)
-    if constexpr (CPB == 1) QNT_WO_O_G(8, 1);
-    else if constexpr (CPB == 2) QNT_WO_O_G(4, 2);
-    else QNT_WO_O_G(2, 4);
+#define QNT_WO_O_G(STEP, C, L)                                                                \
+  __asm__ volatile(QNT_WO_O_HEAD L(0) "1:\n\t" QNT_WO_O_CODES QNT_WO_O_SWAP L(1)               \
+                   QNT_WO_O_CHUNKS(L, C) QNT_WO_O_PF "add $256, %[cp]\n\t" "add $512, %[x]\n\t" \
+                   "add $" #STEP "*16, %[sp]\n\t" "add $" #STEP "*4, %[zp]\n\t" "dec %[n]\n\t"  \
+                   "jnz 1b\n\t" QNT_WO_O_TAIL QNT_WO_O_OPS)
+#define QNT_WO_O_GS(STEP, C)                                                                  \
+  if constexpr (Z) QNT_WO_O_G(STEP, C, QNT_WO_O_LUTZ);                                        \
+  else QNT_WO_O_G(STEP, C, QNT_WO_O_LUT);
+    if constexpr (CPB == 1) { QNT_WO_O_GS(8, 1) }
+    else if constexpr (CPB == 2) { QNT_WO_O_GS(4, 2) }
+    else { QNT_WO_O_GS(2, 4) }
+#undef QNT_WO_O_GS
 #undef QNT_WO_O_G
   }
   (void)k;
   (void)cnt;
 }
 
-// f32_rows512<1>'s result for 4-bit codes with K >= 128, one zero point for every block and
-// blocks of 16-128 elements: the whole groups in f32_one_asm, the rest (chunks after them, the
-// partial last one) here in intrinsics.
-inline void f32_one512(const WoPanelArgs &w, const float *x, float *out) noexcept {
+// f32_rows512<1>'s result for 4-bit codes with K >= 128 and blocks of 16-128 elements: the
+// whole groups in f32_one_asm, the rest (chunks after them, the partial last one) here in
+// intrinsics.
+template <bool Z>
+void f32_one512(const WoPanelArgs &w, const float *x, float *out) noexcept {
   const auto K = static_cast<size_t>(w.K), B = static_cast<size_t>(w.block);
   const size_t groups = K / 128, cpb = B / 16, chunks = (K + 15) / 16;
   alignas(64) float base[16];
@@ -466,17 +495,19 @@ inline void f32_one512(const WoPanelArgs &w, const float *x, float *out) noexcep
   } else {
     for (int c = 0; c < 16; ++c) base[c] = static_cast<float>(c - w.zp_const);
   }
+  const float *bp = Z ? &kZeroBases.v[0][0] : base;
   alignas(64) float acc[P * 16] = {};
   // The next panel spread over the groups, as WoPrefetcher does (prefetcht1).
   size_t lines = 0;
   const uint8_t *pf = w.prefetch;
   if (pf != nullptr) lines = (w.prefetch_bytes + 64 * groups - 1) / (64 * groups);
   else pf = w.codes;  // requests nothing (lines = 0)
+  const uint8_t *zp = Z ? w.zps : w.codes;  // (read only with Z)
   switch (cpb) {
-    case 1: f32_one_asm<1>(x, w.codes, w.scales, base, groups, 0, acc, pf, lines); break;
-    case 2: f32_one_asm<2>(x, w.codes, w.scales, base, groups, 0, acc, pf, lines); break;
-    case 4: f32_one_asm<4>(x, w.codes, w.scales, base, groups, 0, acc, pf, lines); break;
-    default: f32_one_asm<0>(x, w.codes, w.scales, base, groups, cpb / 8, acc, pf, lines); break;
+    case 1: f32_one_asm<1, Z>(x, w.codes, w.scales, zp, bp, groups, 0, acc, pf, lines); break;
+    case 2: f32_one_asm<2, Z>(x, w.codes, w.scales, zp, bp, groups, 0, acc, pf, lines); break;
+    case 4: f32_one_asm<4, Z>(x, w.codes, w.scales, zp, bp, groups, 0, acc, pf, lines); break;
+    default: f32_one_asm<0, Z>(x, w.codes, w.scales, zp, bp, groups, cpb / 8, acc, pf, lines); break;
   }
   __m512 a[P];
   for (int p = 0; p < P; ++p) a[p] = _mm512_load_ps(acc + 16 * p);
@@ -503,12 +534,17 @@ inline void f32_512(const WoPanelArgs &w, const float *x, size_t ldx, size_t row
   switch (rows) {
     case 1:
 #if !defined(QNT_WO_EMULATED)
-      // One zero point for every block (symmetric codes, NF4) and blocks of 16-128 elements;
-      // the others in intrinsics (one scale per row: 3 % slower in f32_one_asm, 6.8 against
-      // 7.0 cycles per 64 weights; zero points per block: 2-4 %, 4096^2 from DRAM).
-      if (w.K >= 128 && (w.zps == nullptr || w.code == WoCode::NF4) &&
-          (w.block == 16 || w.block == 32 || w.block == 64 || w.block == 128))
-        return f32_one512(w, x, out);
+      // Blocks of 16-128 elements; the others in intrinsics (one scale per row: 3 % slower in
+      // f32_one_asm, 6.8 against 7.0 cycles per 64 weights). With zero points per block, each
+      // table is a load of its base and a vmulps by the broadcast scale: a vbroadcastss of the
+      // scale and a vmulps from the base in memory (as the intrinsics compile) cost a shuffle
+      // more each (on Zen 4's FP1/FP2 pipes, with the vpermps), and ran level with f32_rows512;
+      // this way u4 affine at 4096 x 1024, weights in L3, went from 244 to 185 us at block 16,
+      // 180 to 148 at 32, 138 to 132 at 128.
+      if (w.K >= 128 && (w.block == 16 || w.block == 32 || w.block == 64 || w.block == 128)) {
+        if (w.zps == nullptr || w.code == WoCode::NF4) return f32_one512<false>(w, x, out);
+        return f32_one512<true>(w, x, out);
+      }
 #endif
       return f32_rows512<1>(w, x, ldx, out);
     case 2: return f32_rows512<2>(w, x, ldx, out);
@@ -804,9 +840,9 @@ inline bool nibble_tiles(const WoPanelArgs &w) noexcept {
   "vmulps " #b "*16+4(%[sp])%{1to16%}, %%zmm22, %%zmm21\n\t"
 #define QNT_WO_N_LUT_AFF(b)                                                                   \
   "movzbl " #b "*4(%[zp]), %k[tmp]\n\t" "and $15, %k[tmp]\n\t" "shl $6, %k[tmp]\n\t"         \
-  "vbroadcastss " #b "*16(%[sp]), %%zmm20\n\t" "vmulps (%[zb], %[tmp]), %%zmm20, %%zmm20\n\t" \
+  "vmovaps (%[zb], %[tmp]), %%zmm20\n\t" "vmulps " #b "*16(%[sp])%{1to16%}, %%zmm20, %%zmm20\n\t" \
   "movzbl " #b "*4+1(%[zp]), %k[tmp]\n\t" "and $15, %k[tmp]\n\t" "shl $6, %k[tmp]\n\t"       \
-  "vbroadcastss " #b "*16+4(%[sp]), %%zmm21\n\t" "vmulps (%[zb], %[tmp]), %%zmm21, %%zmm21\n\t"
+  "vmovaps (%[zb], %[tmp]), %%zmm21\n\t" "vmulps " #b "*16+4(%[sp])%{1to16%}, %%zmm21, %%zmm21\n\t"
 // Chunk q's values: its codes (shifted unless q is 0) through the tables.
 #define QNT_WO_N_VAL0                                                                         \
   "vpermps %%zmm20, %%zmm16, %%zmm18\n\t" "vpermps %%zmm21, %%zmm17, %%zmm19\n\t"
