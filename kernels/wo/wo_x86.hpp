@@ -371,27 +371,27 @@ void f32_bytes512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) 
 // cycles per 64 weights at block 128 and 9.5 at block 32 (one thread, hot), where the shifts,
 // permutes and fma alone take 6.0-6.3 (two 512-bit operations a cycle on Zen 4).
 // Registers: sums zmm0-3, the group's codes zmm4-7, tables zmm8-11 (the next ones zmm18-21),
-// x zmm12, base zmm13, values zmm14-17. CPB 1, 2 or 4: blocks of 16, 32 or 64 elements,
-// tables made inside the group where a block starts; CPB 0: blocks of whole groups (k of them:
-// the tables every k groups).
+// x zmm12, base zmm13, values zmm14-17, shifted codes zmm22-25 and zmm26-29. CPB 1, 2 or 4:
+// blocks of 16, 32 or 64 elements, tables made inside the group where a block starts; CPB 0:
+// blocks of whole groups (k of them: the tables every k groups).
 // pf: `lines` lines requested into L2 per group.
-// Feature a's value (its codes in zmm cr, its table in zmm lut, into zmm v) and fma, the codes
-// used as they are (chunk 0 of the group) or shifted down by sh.
-#define QNT_WO_O_V0(a, cr, lut, v)                                                            \
+// The next chunk's 4 shifts come before a chunk's vpermps and fma, into the set of registers
+// that the chunk does not read (the group's first chunk takes the codes as they are): on Zen 4
+// the shifts share pipes with the vpermps (FP2) and with nothing else (FP3), and issued a chunk
+// ahead in a run of 4 they took 49 cycles a group of 8 chunks x 4 features where each shift
+// just before its vpermps took 53 (hot, in L1; the operations alone take 46).
+#define QNT_WO_O_SH(sh, r0, r1, r2, r3)                                                       \
+  "vpsrld $" #sh ", %%zmm4, %%zmm" #r0 "\n\t" "vpsrld $" #sh ", %%zmm5, %%zmm" #r1 "\n\t"     \
+  "vpsrld $" #sh ", %%zmm6, %%zmm" #r2 "\n\t" "vpsrld $" #sh ", %%zmm7, %%zmm" #r3 "\n\t"
+// Feature a's value (its codes in zmm cr, its table in zmm lut, into zmm v) and fma.
+#define QNT_WO_O_V(a, cr, lut, v)                                                             \
   "vpermps %%zmm" #lut ", %%zmm" #cr ", %%zmm" #v "\n\t"                                       \
   "vfmadd231ps %%zmm12, %%zmm" #v ", %%zmm" #a "\n\t"
-#define QNT_WO_O_V(sh, a, cr, lut, v)                                                         \
-  "vpsrld $" #sh ", %%zmm" #cr ", %%zmm" #v "\n\t"                                            \
-  "vpermps %%zmm" #lut ", %%zmm" #v ", %%zmm" #v "\n\t"                                        \
-  "vfmadd231ps %%zmm12, %%zmm" #v ", %%zmm" #a "\n\t"
-#define QNT_WO_O_CHUNK0                                                                       \
-  "vmovups (%[x]), %%zmm12\n\t"                                                               \
-  QNT_WO_O_V0(0, 4, 8, 14) QNT_WO_O_V0(1, 5, 9, 15) QNT_WO_O_V0(2, 6, 10, 16)                 \
-  QNT_WO_O_V0(3, 7, 11, 17)
-#define QNT_WO_O_CHUNK(c, sh)                                                                 \
+// Chunk c of the group, its codes in zmm r0-r3.
+#define QNT_WO_O_CHUNK(c, r0, r1, r2, r3)                                                     \
   "vmovups " #c "*64(%[x]), %%zmm12\n\t"                                                      \
-  QNT_WO_O_V(sh, 0, 4, 8, 14) QNT_WO_O_V(sh, 1, 5, 9, 15) QNT_WO_O_V(sh, 2, 6, 10, 16)        \
-  QNT_WO_O_V(sh, 3, 7, 11, 17)
+  QNT_WO_O_V(0, r0, 8, 14) QNT_WO_O_V(1, r1, 9, 15) QNT_WO_O_V(2, r2, 10, 16)                 \
+  QNT_WO_O_V(3, r3, 11, 17)
 // Block b's tables (the b-th block from sp) into zmm18-21, a block before they are used:
 // QNT_WO_O_SWAP moves the tables made before into zmm8-11. (Made where their block starts, the
 // first vpermps of each block waited for the broadcast scale and the product.) The last
@@ -423,18 +423,25 @@ void f32_bytes512(const WoPanelArgs &w, const float *x, size_t ldx, float *out) 
 // Where block j starts: the tables made before move in, block j + 1's are made.
 #define QNT_WO_O_EV(j, j1, L) QNT_WO_O_SWAP L(j1)
 #define QNT_WO_O_CHUNKS(L, C)                                                                 \
-  QNT_WO_O_CHUNK0 QNT_WO_BLK(C, 1, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(1, 8)                       \
-  QNT_WO_BLK(C, 2, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(2, 16) QNT_WO_BLK(C, 3, QNT_WO_O_EV, L)     \
-  QNT_WO_O_CHUNK(3, 24) QNT_WO_BLK(C, 4, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(4, 4)                 \
-  QNT_WO_BLK(C, 5, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(5, 12) QNT_WO_BLK(C, 6, QNT_WO_O_EV, L)     \
-  QNT_WO_O_CHUNK(6, 20) QNT_WO_BLK(C, 7, QNT_WO_O_EV, L) QNT_WO_O_CHUNK(7, 28)
+  QNT_WO_O_SH(8, 22, 23, 24, 25) QNT_WO_O_CHUNK(0, 4, 5, 6, 7) QNT_WO_BLK(C, 1, QNT_WO_O_EV, L) \
+  QNT_WO_O_SH(16, 26, 27, 28, 29) QNT_WO_O_CHUNK(1, 22, 23, 24, 25)                           \
+  QNT_WO_BLK(C, 2, QNT_WO_O_EV, L) QNT_WO_O_SH(24, 22, 23, 24, 25)                            \
+  QNT_WO_O_CHUNK(2, 26, 27, 28, 29) QNT_WO_BLK(C, 3, QNT_WO_O_EV, L)                          \
+  QNT_WO_O_SH(4, 26, 27, 28, 29) QNT_WO_O_CHUNK(3, 22, 23, 24, 25)                            \
+  QNT_WO_BLK(C, 4, QNT_WO_O_EV, L) QNT_WO_O_SH(12, 22, 23, 24, 25)                            \
+  QNT_WO_O_CHUNK(4, 26, 27, 28, 29) QNT_WO_BLK(C, 5, QNT_WO_O_EV, L)                          \
+  QNT_WO_O_SH(20, 26, 27, 28, 29) QNT_WO_O_CHUNK(5, 22, 23, 24, 25)                           \
+  QNT_WO_BLK(C, 6, QNT_WO_O_EV, L) QNT_WO_O_SH(28, 22, 23, 24, 25)                            \
+  QNT_WO_O_CHUNK(6, 26, 27, 28, 29) QNT_WO_BLK(C, 7, QNT_WO_O_EV, L)                          \
+  QNT_WO_O_CHUNK(7, 22, 23, 24, 25)
 #define QNT_WO_O_OPS                                                                          \
   : [x] "+r"(x), [cp] "+r"(codes), [sp] "+r"(sp), [n] "+r"(groups), [pf] "+r"(pf),          \
     [tmp2] "+r"(tmp2), [cnt] "+r"(cnt), [zp] "+r"(zp)                                       \
   : [acc] "r"(acc), [bp] "r"(base), [lines] "r"(lines), [k] "r"(k)                           \
   : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",  \
     "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", \
-    "xmm21", "memory", "cc"
+    "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "memory", \
+    "cc"
 #define QNT_WO_O_HEAD                                                                         \
   "vmovups (%[acc]), %%zmm0\n\t" "vmovups 64(%[acc]), %%zmm1\n\t"                             \
   "vmovups 128(%[acc]), %%zmm2\n\t" "vmovups 192(%[acc]), %%zmm3\n\t"                         \
