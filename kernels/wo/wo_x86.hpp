@@ -489,9 +489,9 @@ void f32_one_asm(const float *x, const uint8_t *codes, const float *sp, const ui
   (void)cnt;
 }
 
-// f32_rows512<1>'s result for 4-bit codes with K >= 128 and blocks of 16-128 elements: the
-// whole groups in f32_one_asm, the rest (chunks after them, the partial last one) here in
-// intrinsics.
+// f32_rows512<1>'s result for 4-bit codes with K >= 128 and blocks of 16, 32, 64 or a multiple
+// of 128 elements, or one block a row: the whole groups in f32_one_asm, the rest (chunks after
+// them, the partial last one) here in intrinsics.
 template <bool Z>
 void f32_one512(const WoPanelArgs &w, const float *x, float *out) noexcept {
   const auto K = static_cast<size_t>(w.K), B = static_cast<size_t>(w.block);
@@ -514,7 +514,9 @@ void f32_one512(const WoPanelArgs &w, const float *x, float *out) noexcept {
     case 1: f32_one_asm<1, Z>(x, w.codes, w.scales, zp, bp, groups, 0, acc, pf, lines); break;
     case 2: f32_one_asm<2, Z>(x, w.codes, w.scales, zp, bp, groups, 0, acc, pf, lines); break;
     case 4: f32_one_asm<4, Z>(x, w.codes, w.scales, zp, bp, groups, 0, acc, pf, lines); break;
-    default: f32_one_asm<0, Z>(x, w.codes, w.scales, zp, bp, groups, cpb / 8, acc, pf, lines); break;
+    default:  // blocks of k whole groups; one block a row: k = B / 128 >= K / 128 = groups
+      f32_one_asm<0, Z>(x, w.codes, w.scales, zp, bp, groups, cpb / 8, acc, pf, lines);
+      break;
   }
   __m512 a[P];
   for (int p = 0; p < P; ++p) a[p] = _mm512_load_ps(acc + 16 * p);
@@ -541,14 +543,17 @@ inline void f32_512(const WoPanelArgs &w, const float *x, size_t ldx, size_t row
   switch (rows) {
     case 1:
 #if !defined(QNT_WO_EMULATED)
-      // Blocks of 16-128 elements; the others in intrinsics (one scale per row: 3 % slower in
-      // f32_one_asm, 6.8 against 7.0 cycles per 64 weights). With zero points per block, each
+      // Blocks of 16, 32, 64 or a multiple of 128 elements, or one block a row (with its
+      // shifts a chunk ahead, f32_one_asm ran one scale per row 3 % faster than f32_rows512,
+      // 116 against 119 us at 4096 x 1024, blocks of 256 6 %); the others (blocks of 48, 80,
+      // 96, ...) in intrinsics. With zero points per block, each
       // table is a load of its base and a vmulps by the broadcast scale: a vbroadcastss of the
       // scale and a vmulps from the base in memory (as the intrinsics compile) cost a shuffle
       // more each (on Zen 4's FP1/FP2 pipes, with the vpermps), and ran level with f32_rows512;
       // this way u4 affine at 4096 x 1024, weights in L3, went from 244 to 185 us at block 16,
       // 180 to 148 at 32, 138 to 132 at 128.
-      if (w.K >= 128 && (w.block == 16 || w.block == 32 || w.block == 64 || w.block == 128)) {
+      if (w.K >= 128 &&
+          (w.block == 16 || w.block == 32 || w.block == 64 || w.block % 128 == 0 || w.block >= w.K)) {
         if (w.zps == nullptr || w.code == WoCode::NF4) return f32_one512<false>(w, x, out);
         return f32_one512<true>(w, x, out);
       }

@@ -206,9 +206,15 @@ TEST(WeightOnly, F32ModeFourBitAllShapes) {
   for (int64_t N : kDims) check_case(rng, cases[0], 3, N, 129, QNT_WEIGHT_ONLY_F32, true);
   // Blocks of 16-128 elements with one zero point for every block or zero points per block
   // (affine), batch 1 (the AVX-512 assembly's tables inside a group of 128 elements: blocks of
-  // 16, 32, 64; or per group) and 17 rows (two 8-row tiles at blocks of 16 and 32, and a last
-  // row): the groups, the chunks after them and a partial last one.
+  // 16, 32, 64; or per group, every group or every 2-3 groups; or one table a row) and 17 rows
+  // (two 8-row tiles at blocks of 16 and 32, and a last row): the groups, the chunks after them
+  // and a partial last one.
   const Case one[] = {
+      {QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 256}, false},
+      {QNT_DTYPE_U4, {QNT_GRANULARITY_PER_BLOCK, 1, 384}, true},
+      {QNT_DTYPE_U4, {QNT_GRANULARITY_PER_AXIS, 0, 0}, true},
+      {QNT_DTYPE_NF4, {QNT_GRANULARITY_PER_AXIS, 0, 0}, false},
+      {QNT_DTYPE_I4, {QNT_GRANULARITY_PER_TENSOR, 0, 0}, false},
       {QNT_DTYPE_U4, {QNT_GRANULARITY_PER_BLOCK, 1, 16}, true},
       {QNT_DTYPE_U4, {QNT_GRANULARITY_PER_BLOCK, 1, 32}, true},
       {QNT_DTYPE_I4, {QNT_GRANULARITY_PER_BLOCK, 1, 64}, true},
