@@ -19,7 +19,8 @@ constexpr kern::GemmKernel kGemm{"avx512", kern::Split512::kMR, kern::Split512::
 constexpr kern::WoKernels kWo{"avx512", &kern::wo::f32_512, &kern::wo::int8_256,
                               &kern::wo::dot512, &kern::wo::dequant512, true, true,
                               &kern::wo::token256, &kern::wo::f32_batch512, /*dequant_batches=*/false,
-                              &kern::wo::blk256_kernel, &kern::wo::f32_batch512_takes};
+                              &kern::wo::blk256_kernel, &kern::wo::f32_batch512_takes,
+                              &kern::wo::f32_one_range512};
 constexpr kern::KernelTable kTable =
     make_table<xsimd::avx512bw>("avx512", QNT_ISA_AVX512, &kGemm, &kWo);
 }  // namespace

@@ -22,7 +22,8 @@ constexpr kern::GemmKernel kGemm{"avx512_vnni", kern::Vnni512::kMR, kern::Vnni51
 constexpr kern::WoKernels kWo{"avx512_vnni", &kern::wo::f32_512, &kern::wo::int8_vnni,
                               &kern::wo::dot512, &kern::wo::dequant512, true, true,
                               &kern::wo::token_vnni, &kern::wo::f32_batch512, /*dequant_batches=*/false,
-                              &kern::wo::blk_vnni, &kern::wo::f32_batch512_takes};
+                              &kern::wo::blk_vnni, &kern::wo::f32_batch512_takes,
+                              &kern::wo::f32_one_range512};
 constexpr kern::KernelTable make() {
   kern::KernelTable t{};
   t.name = "avx512_vnni";

@@ -74,6 +74,14 @@ struct WoActs {
 // floats) with feature p's dequantized weights (4-bit codes only), before the bias.
 using WoF32Fn = void (*)(const WoPanelArgs &w, const float *x, size_t ldx, size_t rows,
                          float *out) noexcept;
+// f32 mode, batch 1, `panels` consecutive panels: the first's arguments in `first` (its
+// prefetch fields unused), each next one `stride` bytes further (codes, scales, zero points);
+// out[i * kWoPanel + p] = panel i's f32 result for x (one row). While running panel i it
+// requests panel i + ahead into L2 when ahead > 0 and i + ahead < reach (reach >= panels: the
+// panels of the stream from `first` on), as the driver's per-panel calls with
+// WoPanelArgs::prefetch do. The bits of f32 called panel by panel.
+using WoF32RangeFn = void (*)(const WoPanelArgs &first, size_t stride, size_t panels, size_t ahead,
+                              size_t reach, const float *x, float *out) noexcept;
 // int8 mode: out[r * kWoPanel + p] = the mode's sum (qnt.h), before the bias.
 using WoInt8Fn = void (*)(const WoPanelArgs &w, const WoActs &x, size_t rows,
                           float *out) noexcept;
@@ -182,6 +190,7 @@ struct WoKernels {
   // every format it takes from 5 rows on; the others run 4 rows at a time through f32. The
   // AVX-512 tables': byte weights from 5 rows, 4-bit codes in small blocks from 16.
   bool (*f32_batch_takes)(const WoPanelArgs &w, size_t rows) noexcept = nullptr;
+  WoF32RangeFn f32_one_range = nullptr;  // batch 1 over a range of panels; null: f32 per panel
 };
 
 // The per-token mode's kernel in plain C++ (kernels/wo/generic.cpp).

@@ -255,6 +255,7 @@ class PreparedWeightOnly final : public Prepared {
             (wo_->f32_batch == nullptr && wo_->dequant_batches && rows >= kDequantRows))
           return run_f32_batch(ctx, xs, rows, out);
         return tuned_packed(ctx, rows, [&](const TuneValue &tv) {
+          if (rows == 1 && wo_->f32_one_range != nullptr) return run_f32_one(ctx, xs, out, tv);
           run_packed(ctx, rows, [&](const kern::WoPanelArgs &a, size_t m0, size_t n, float *o) {
             wo_->f32(a, xs + m0 * static_cast<size_t>(K_), static_cast<size_t>(K_), n, o);
           }, out, tv);
@@ -567,6 +568,25 @@ class PreparedWeightOnly final : public Prepared {
               for (size_t p = 0; p < P && pn * P + p < N; ++p) put(out, m0 + r, pn * P + p, o[r * P + p]);
           }
         }
+      }
+    });
+  }
+
+  // f32 mode, batch 1, through the table's range kernel: each worker's contiguous range of
+  // panels and prefetch distance as run_packed's, kRun panels a call.
+  void run_f32_one(const Context &ctx, const float *xs, float *out, const TuneValue &tv) const {
+    const size_t N = static_cast<size_t>(N_);
+    const auto workers = static_cast<size_t>(std::clamp<int64_t>(tv.p2, 1, std::max(ctx.threads(), 1)));
+    const size_t chunk = (pw_.panels + workers - 1) / workers;
+    const auto ahead = static_cast<size_t>(std::max<int64_t>(tv.p1, 0));
+    parallel_for(ctx.threads(), pw_.panels, chunk, [&](size_t p0, size_t p1) {
+      constexpr size_t kRun = 64;
+      float o[kRun * P];
+      for (size_t b0 = p0; b0 < p1; b0 += kRun) {
+        const size_t n = std::min(kRun, p1 - b0);
+        wo_->f32_one_range(pw_.panel(b0), pw_.panel_stride, n, ahead, p1 - b0, xs, o);
+        for (size_t i = 0; i < n; ++i)
+          for (size_t p = 0; p < P && (b0 + i) * P + p < N; ++p) put(out, 0, (b0 + i) * P + p, o[i * P + p]);
       }
     });
   }

@@ -410,7 +410,8 @@ const qnt::kern::WoKernels kEmulated{"emulated_avx512_vnni", &qnt::kern::wo::f32
                                      &qnt::kern::wo::int8_vnni, &qnt::kern::wo::dot512,
                                      &qnt::kern::wo::dequant512, true, true, nullptr,
                                      &qnt::kern::wo::f32_batch512, false, &qnt::kern::wo::blk_vnni,
-                                     &qnt::kern::wo::f32_batch512_takes};
+                                     &qnt::kern::wo::f32_batch512_takes,
+                                     &qnt::kern::wo::f32_one_range512};
 // The same with batches of 8 rows or more dequantized first (the tables' other choice).
 const qnt::kern::WoKernels kEmulatedDequant{"emulated_avx512_vnni_dequant", &qnt::kern::wo::f32_512,
                                             &qnt::kern::wo::int8_vnni, &qnt::kern::wo::dot512,
