@@ -227,8 +227,10 @@ TEST(WeightOnly, F32ModeFourBitAllShapes) {
   };
   for (const Case &c : one)
     for (int64_t K : {int64_t{128}, int64_t{200}, int64_t{640}, int64_t{1000}, int64_t{1152}})
-      for (int64_t M : {int64_t{1}, int64_t{17}})
+      for (int64_t M : {int64_t{1}, int64_t{17}}) {
         check_case(rng, c, M, 9, K, QNT_WEIGHT_ONLY_F32, true);
+        if (M == 1) check_case(rng, c, M, 9, K, QNT_WEIGHT_ONLY_F32, false);  // (as above)
+      }
   // Batches of 16 rows and more: the AVX-512 tiles of 8 rows x 2 features for blocks of 16-64
   // (their groups of 128 elements, the chunks after them and a partial last one), the other
   // rows 4 at a time.
@@ -268,11 +270,23 @@ TEST(WeightOnly, F32ModeByteWeights) {
       {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_BLOCK, 1, 64}, true},
       {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_BLOCK, 1, 32}, true},
       {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_AXIS, 0, 0}, true},
+      // One zero point for every block, batch 1: the AVX-512 assembly's blocks of 16, 32, 64
+      // (scales inside a group of 64 elements) and of k groups, or one block a row, with the
+      // zero point subtracted (per tensor affine) or not.
+      {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_BLOCK, 1, 32}, false},
+      {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_BLOCK, 1, 64}, false},
+      {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_BLOCK, 1, 256}, false},
+      {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_AXIS, 0, 0}, false},
+      {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_TENSOR, 0, 0}, true},
+      {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_TENSOR, 0, 0}, true},
   };
   for (const Case &c : cases)
     for (int64_t K : {int64_t{128}, int64_t{200}, int64_t{512}, int64_t{1000}})
-      for (int64_t M : {int64_t{1}, int64_t{4}, int64_t{9}, int64_t{16}, int64_t{21}})
+      for (int64_t M : {int64_t{1}, int64_t{4}, int64_t{9}, int64_t{16}, int64_t{21}}) {
         check_case(rng, c, M, 9, K, QNT_WEIGHT_ONLY_F32, true);
+        // (a single row may be drawn zero, NaN or infinite, hiding a wrong scale or code)
+        if (M == 1) check_case(rng, c, M, 9, K, QNT_WEIGHT_ONLY_F32, false);
+      }
 }
 
 TEST(WeightOnly, Int8ModeAllShapes) {
