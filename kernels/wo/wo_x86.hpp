@@ -577,20 +577,18 @@ void f32_bytes_one_asm(const float *x, const uint8_t *codes, const float *sp, in
                      "add $256, %[cp]\n\t" "add $256, %[x]\n\t" "dec %[cnt]\n\t" "jnz 3f\n\t" \
                      "add $16, %[sp]\n\t" "mov %[k], %[cnt]\n\t" "3:\n\t" "dec %[n]\n\t"      \
                      "jnz 1b\n\t" QNT_WO_B_ACCS4 QNT_WO_Y_OPS);                               \
+  } else if constexpr (CPB == 1) {                                                            \
+    __asm__ volatile(QNT_WO_Y_HEAD "1:\n\t" QNT_WO_Y_GROUP(0, 16, 32, 48, ZS) QNT_WO_O_PF    \
+                     "add $256, %[cp]\n\t" "add $256, %[x]\n\t" "add $64, %[sp]\n\t"        \
+                     "dec %[n]\n\t" "jnz 1b\n\t" QNT_WO_B_ACCS4 QNT_WO_Y_OPS);                \
+  } else if constexpr (CPB == 2) {                                                            \
+    __asm__ volatile(QNT_WO_Y_HEAD "1:\n\t" QNT_WO_Y_GROUP(0, 0, 16, 16, ZS) QNT_WO_O_PF     \
+                     "add $256, %[cp]\n\t" "add $256, %[x]\n\t" "add $32, %[sp]\n\t"        \
+                     "dec %[n]\n\t" "jnz 1b\n\t" QNT_WO_B_ACCS4 QNT_WO_Y_OPS);                \
   } else {                                                                                    \
-    if constexpr (CPB == 1) {                                                                 \
-      __asm__ volatile(QNT_WO_Y_HEAD "1:\n\t" QNT_WO_Y_GROUP(0, 16, 32, 48, ZS) QNT_WO_O_PF  \
-                       "add $256, %[cp]\n\t" "add $256, %[x]\n\t" "add $64, %[sp]\n\t"      \
-                       "dec %[n]\n\t" "jnz 1b\n\t" QNT_WO_B_ACCS4 QNT_WO_Y_OPS);              \
-    } else if constexpr (CPB == 2) {                                                          \
-      __asm__ volatile(QNT_WO_Y_HEAD "1:\n\t" QNT_WO_Y_GROUP(0, 0, 16, 16, ZS) QNT_WO_O_PF   \
-                       "add $256, %[cp]\n\t" "add $256, %[x]\n\t" "add $32, %[sp]\n\t"      \
-                       "dec %[n]\n\t" "jnz 1b\n\t" QNT_WO_B_ACCS4 QNT_WO_Y_OPS);              \
-    } else {                                                                                  \
-      __asm__ volatile(QNT_WO_Y_HEAD "1:\n\t" QNT_WO_Y_GROUP(0, 0, 0, 0, ZS) QNT_WO_O_PF     \
-                       "add $256, %[cp]\n\t" "add $256, %[x]\n\t" "add $16, %[sp]\n\t"      \
-                       "dec %[n]\n\t" "jnz 1b\n\t" QNT_WO_B_ACCS4 QNT_WO_Y_OPS);              \
-    }                                                                                         \
+    __asm__ volatile(QNT_WO_Y_HEAD "1:\n\t" QNT_WO_Y_GROUP(0, 0, 0, 0, ZS) QNT_WO_O_PF       \
+                     "add $256, %[cp]\n\t" "add $256, %[x]\n\t" "add $16, %[sp]\n\t"        \
+                     "dec %[n]\n\t" "jnz 1b\n\t" QNT_WO_B_ACCS4 QNT_WO_Y_OPS);                \
   }
   if constexpr (Z) {
     QNT_WO_Y_ASM(QNT_WO_Y_Z)
@@ -666,12 +664,12 @@ inline void f32_512(const WoPanelArgs &w, const float *x, size_t ldx, size_t row
       // Blocks of 16, 32, 64 or a multiple of 128 elements, or one block a row (with its
       // shifts a chunk ahead, f32_one_asm ran one scale per row 3 % faster than f32_rows512,
       // 116 against 119 us at 4096 x 1024, blocks of 256 6 %); the others (blocks of 48, 80,
-      // 96, ...) in intrinsics. With zero points per block, each
-      // table is a load of its base and a vmulps by the broadcast scale: a vbroadcastss of the
-      // scale and a vmulps from the base in memory (as the intrinsics compile) cost a shuffle
-      // more each (on Zen 4's FP1/FP2 pipes, with the vpermps), and ran level with f32_rows512;
-      // this way u4 affine at 4096 x 1024, weights in L3, went from 244 to 185 us at block 16,
-      // 180 to 148 at 32, 138 to 132 at 128.
+      // 96, ...) in intrinsics. With zero points per block, each table is a load of its base
+      // and a vmulps by the broadcast scale: a vbroadcastss of the scale and a vmulps from the
+      // base in memory (as the intrinsics compile) cost a shuffle more each (on Zen 4's FP1/FP2
+      // pipes, with the vpermps) and ran level with f32_rows512; this way uint4 affine at
+      // 4096 x 1024, weights in L3, went from 244 to 185 us at block 16, 180 to 148 at 32, 138
+      // to 132 at 128.
       if (w.K >= 128 &&
           (w.block == 16 || w.block == 32 || w.block == 64 || w.block % 128 == 0 || w.block >= w.K)) {
         if (w.zps == nullptr || w.code == WoCode::NF4) return f32_one512<false>(w, x, out);
