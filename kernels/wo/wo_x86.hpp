@@ -489,6 +489,15 @@ void f32_one_asm(const float *x, const uint8_t *codes, const float *sp, const ui
   (void)cnt;
 }
 
+// The batch-1 assembly's requests: w.prefetch spread over `groups` groups (>= 1), as
+// WoPrefetcher does: the lines a group, pf set to where they start (left as it is, with 0
+// lines, when there is nothing to request).
+inline size_t group_lines(const WoPanelArgs &w, size_t groups, const uint8_t *&pf) noexcept {
+  if (w.prefetch == nullptr) return 0;
+  pf = w.prefetch;
+  return (w.prefetch_bytes + 64 * groups - 1) / (64 * groups);
+}
+
 // f32_rows512<1>'s result for 4-bit codes with K >= 128 and blocks of 16, 32, 64 or a multiple
 // of 128 elements, or one block a row: the whole groups in f32_one_asm, the rest (chunks after
 // them, the partial last one) here in intrinsics.
@@ -501,11 +510,8 @@ void f32_one512(const WoPanelArgs &w, const float *x, float *out) noexcept {
   const float *bp = Z ? &kZeroBases.v[0][0]
                       : w.code == WoCode::NF4 ? ref::kNF4Codebook : kZeroBases.v[w.zp_const & 15];
   alignas(64) float acc[P * 16] = {};
-  // The next panel spread over the groups, as WoPrefetcher does (prefetcht1).
-  size_t lines = 0;
-  const uint8_t *pf = w.prefetch;
-  if (pf != nullptr) lines = (w.prefetch_bytes + 64 * groups - 1) / (64 * groups);
-  else pf = w.codes;  // requests nothing (lines = 0)
+  const uint8_t *pf = w.codes;
+  const size_t lines = group_lines(w, groups, pf);
   const uint8_t *zp = Z ? w.zps : w.codes;  // (read only with Z)
   switch (cpb) {
     case 1: f32_one_asm<1, Z>(x, w.codes, w.scales, zp, bp, groups, 0, acc, pf, lines); break;
@@ -613,10 +619,8 @@ inline void f32_bytes_one512(const WoPanelArgs &w, const float *x, float *out) n
   const size_t groups = K / 64, cpb = B / 16, chunks = (K + 15) / 16;
   const int32_t z8 = w.zp_const - 128;  // (stored as z8 + 128)
   alignas(64) float acc[P * 16];
-  size_t lines = 0;
-  const uint8_t *pf = w.prefetch;
-  if (pf != nullptr) lines = (w.prefetch_bytes + 64 * groups - 1) / (64 * groups);
-  else pf = w.codes;  // requests nothing (lines = 0)
+  const uint8_t *pf = w.codes;
+  const size_t lines = group_lines(w, groups, pf);
   auto run = [&](auto z) {
     constexpr bool kZ = decltype(z)::value;
     switch (cpb) {

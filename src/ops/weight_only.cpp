@@ -526,6 +526,12 @@ class PreparedWeightOnly final : public Prepared {
     }, run);
   }
 
+  // Panels per worker: tv.p2 workers (at most the context's threads), one contiguous range each.
+  size_t panel_chunk(const Context &ctx, const TuneValue &tv) const noexcept {
+    const auto workers = static_cast<size_t>(std::clamp<int64_t>(tv.p2, 1, std::max(ctx.threads(), 1)));
+    return (pw_.panels + workers - 1) / workers;
+  }
+
   // body(panel args, first row, rows, out[rows][P]) over panels on the context's threads, and
   // the results (plus the bias) into y. tv: the prefetch distance in panels (0: none) and the
   // workers (see packed_default).
@@ -540,8 +546,7 @@ class PreparedWeightOnly final : public Prepared {
     // at once, just before the loads that need them) from ranges of two panels, 0.49 with the
     // panel kAhead ahead in one burst, 0.97 with the requests spread; prefetcht2 (L3) and no
     // software prefetch were slower than prefetcht1.
-    const auto workers = static_cast<size_t>(std::clamp<int64_t>(tv.p2, 1, std::max(ctx.threads(), 1)));
-    const size_t chunk = (pw_.panels + workers - 1) / workers;
+    const size_t chunk = panel_chunk(ctx, tv);
     const auto ahead = static_cast<size_t>(std::max<int64_t>(tv.p1, 0));
     // More than kWoMaxRows rows: the panels go by in blocks of about kPanelBlockBytes, and each
     // group of rows runs over a whole block before the next group, so that a group's
@@ -576,8 +581,7 @@ class PreparedWeightOnly final : public Prepared {
   // panels and prefetch distance as run_packed's, kRun panels a call.
   void run_f32_one(const Context &ctx, const float *xs, float *out, const TuneValue &tv) const {
     const size_t N = static_cast<size_t>(N_);
-    const auto workers = static_cast<size_t>(std::clamp<int64_t>(tv.p2, 1, std::max(ctx.threads(), 1)));
-    const size_t chunk = (pw_.panels + workers - 1) / workers;
+    const size_t chunk = panel_chunk(ctx, tv);
     const auto ahead = static_cast<size_t>(std::max<int64_t>(tv.p1, 0));
     parallel_for(ctx.threads(), pw_.panels, chunk, [&](size_t p0, size_t p1) {
       constexpr size_t kRun = 64;
