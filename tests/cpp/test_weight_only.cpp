@@ -353,6 +353,67 @@ TEST(WeightOnly, BlockModeAllShapes) {
     check_case(rng, cases[1], 3, N, 96, QNT_WEIGHT_ONLY_INT8_BLOCK, true);
 }
 
+// The integer mode's sums at their extremes: every stored code at its largest (or smallest)
+// byte or nibble, with zero points at either end, against activations whose blocks quantize to
+// all +127 or all -127 (so a kernel that keeps 16-bit partial sums meets its bound, and one that
+// keeps them too long wraps). Blocks of 8 to 256 elements and one a row, batch 1 and 5, every
+// fast set against the reference, in both integer modes.
+TEST(WeightOnly, IntegerModesAtTheCodesExtremes) {
+  if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
+  const int64_t N = 75, K = 512;  // (five panels of 16: a group of four and one)
+  for (qnt_dtype d : {QNT_DTYPE_U4, QNT_DTYPE_I4, QNT_DTYPE_NF4, QNT_DTYPE_U8, QNT_DTYPE_I8})
+    for (int64_t B : {int64_t{8}, int64_t{32}, int64_t{64}, int64_t{128}, int64_t{256}, K})
+      for (int hi = 0; hi < 2; ++hi)
+        for (int32_t zp_pick = 0; zp_pick < 2; ++zp_pick) {
+          const bool four = d == QNT_DTYPE_U4 || d == QNT_DTYPE_I4 || d == QNT_DTYPE_NF4;
+          const bool uns = d == QNT_DTYPE_U4 || d == QNT_DTYPE_U8;
+          // The stored code: the dtype's largest or smallest (NF4: index 15 or 0).
+          const int32_t lo_q = d == QNT_DTYPE_I4 ? -8 : d == QNT_DTYPE_I8 ? -128 : 0;
+          const int32_t hi_q = d == QNT_DTYPE_I4 ? 7 : d == QNT_DTYPE_I8 ? 127 : four ? 15 : 255;
+          const int32_t q = hi ? hi_q : lo_q;
+          const size_t blocks = static_cast<size_t>((K + B - 1) / B) * static_cast<size_t>(N);
+          std::vector<float> sc(blocks, 0.01f);
+          // Zero points at the other end of the range (unsigned, affine), or 0.
+          std::vector<int32_t> zp(blocks, uns && zp_pick ? (hi ? lo_q : hi_q) : 0);
+          QP qp;
+          ASSERT_EQ(qnt_qparams_create_per_block(d, 1, B, blocks, sc.data(), uns ? zp.data() : nullptr, &qp.p),
+                    QNT_OK)
+              << qnt_last_error_message();
+          const size_t nbytes = four ? static_cast<size_t>(N * K / 2) : static_cast<size_t>(N * K);
+          const auto byte = static_cast<uint8_t>(four ? (q & 15) * 17 : q & 255);
+          std::vector<uint8_t> raw(nbytes, byte);
+          T wq;
+          qnt_test::make_raw(wq, d, {N, K}, qp.p, raw.data(), raw.size());
+          for (int64_t M : {int64_t{1}, int64_t{5}}) {
+            std::vector<float> x(static_cast<size_t>(M * K));
+            for (int64_t m = 0; m < M; ++m)
+              for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(m * K + k)] = (m + k / B) % 2 ? -1.5f : 2.0f;
+            T tx;
+            make_f32(tx, {M, K}, x);
+            for (int64_t mode : {QNT_WEIGHT_ONLY_INT8_ACT, QNT_WEIGHT_ONLY_INT8_BLOCK}) {
+              qnt_status st_ref, st;
+              std::vector<float> ref;
+              {
+                Ctx rc(QNT_ISA_REFERENCE, 1);
+                ref = run_prepared(rc.c, wq.t, nullptr, mode, tx.t, M, N, &st_ref);
+              }
+              ASSERT_EQ(st_ref, QNT_OK) << qnt_last_error_message();
+              for (qnt_isa isa : fast_isas())
+                for (int threads : {1, 2}) {
+                  Ctx fc(isa, threads);
+                  const std::vector<float> got = run_prepared(fc.c, wq.t, nullptr, mode, tx.t, M, N, &st);
+                  ASSERT_EQ(st, QNT_OK);
+                  for (size_t i = 0; i < ref.size(); ++i)
+                    ASSERT_TRUE(same(got[i], ref[i]))
+                        << qnt_dtype_name(d) << " B " << B << " q " << q << " zp " << zp[0] << " M " << M
+                        << " mode " << mode << " isa " << isa << " threads " << threads << " at " << i
+                        << ": " << got[i] << " vs " << ref[i];
+                }
+            }
+          }
+        }
+}
+
 TEST(WeightOnly, LargeKAndN) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
   std::mt19937 rng(14);
