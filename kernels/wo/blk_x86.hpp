@@ -23,6 +23,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -236,6 +237,29 @@ inline __m256i bcast4(const int8_t *p) noexcept {
   return _mm256_set1_epi32(v);
 }
 
+// A tile's pointers: panel p's codes, scales and zero points, and rows r0.. of the activations
+// (their qx rows, sx and nsum, and the stride of the last two).
+template <int R>
+struct TileView {
+  const uint8_t *codes;
+  const float *scales;
+  const uint8_t *zcs;
+  std::array<const int8_t *, R> qx;
+  const float *sx;
+  const int32_t *nsum;
+  size_t bs;
+  TileView(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0) noexcept
+      : codes(w.data + p * w.panel_stride),
+        scales(reinterpret_cast<const float *>(codes + w.code_bytes)),
+        zcs(codes + w.code_bytes + 4 * kWoBlkPanel * w.blocks),
+        qx(),
+        sx(x.sx + r0 * x.blk_stride),
+        nsum(x.nsum + r0 * x.blk_stride),
+        bs(x.blk_stride) {
+    for (int r = 0; r < R; ++r) qx[static_cast<size_t>(r)] = x.qx + (r0 + static_cast<size_t>(r)) * x.qx_stride;
+  }
+};
+
 template <int R, WoCode C, bool kVary>
 inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, float *out,
                  size_t ldo) noexcept {
@@ -246,14 +270,7 @@ inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, fl
   alignas(16) uint8_t tb[16];
   for (int c = 0; c < 16; ++c) tb[c] = static_cast<uint8_t>(ref::kNF4Int8[c] + 128);
   const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(tb)));
-  const uint8_t *codes = w.data + p * w.panel_stride;
-  const auto *scales = reinterpret_cast<const float *>(codes + w.code_bytes);
-  const uint8_t *zcs = codes + w.code_bytes + 4 * F * w.blocks;
-  const int8_t *qx[R];
-  for (int r = 0; r < R; ++r) qx[r] = x.qx + (r0 + static_cast<size_t>(r)) * x.qx_stride;
-  const float *sx = x.sx + r0 * x.blk_stride;
-  const int32_t *nsum = x.nsum + r0 * x.blk_stride;
-  const size_t bs = x.blk_stride;
+  const auto [codes, scales, zcs, qx, sx, nsum, bs] = TileView<R>(w, p, x, r0);
   __m256 acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (size_t j = 0; j < w.blocks; ++j) {
@@ -272,7 +289,7 @@ inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, fl
       for (int e = 0; e < (kFour ? 2 : 1); ++e) {  // the step's quads (low nibbles, high ones)
         __m256i xe[R], xo[R];
         for (int r = 0; r < R; ++r) {
-          const __m256i b = bcast4(qx[r] + kPer * t + 4 * static_cast<size_t>(e));
+          const __m256i b = bcast4(qx[static_cast<size_t>(r)] + kPer * t + 4 * static_cast<size_t>(e));
           xe[r] = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8);
           xo[r] = _mm256_srai_epi16(b, 8);
         }
@@ -311,14 +328,14 @@ inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, fl
 // One step of R rows on a half panel (c: its first byte): both nibbles of 8 features' 8
 // elements against each row's 8 activations, into the rows' 16-bit sums a.
 template <int R>
-[[gnu::always_inline]] inline void nib_step(const uint8_t *c, const int8_t *const *qx, size_t t, __m256i mask4,
+[[gnu::always_inline]] inline void nib_step(const uint8_t *c, const std::array<const int8_t *, R> &qx, size_t t, __m256i mask4,
                                             __m256i (&a)[R]) noexcept {
   const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(c + 64 * t));
   const __m256i lo = _mm256_and_si256(v, mask4);
   const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask4);
   for (int r = 0; r < R; ++r) {
-    const __m256i pl = _mm256_maddubs_epi16(lo, bcast4(qx[r] + 8 * t));
-    const __m256i ph = _mm256_maddubs_epi16(hi, bcast4(qx[r] + 8 * t + 4));
+    const __m256i pl = _mm256_maddubs_epi16(lo, bcast4(qx[static_cast<size_t>(r)] + 8 * t));
+    const __m256i ph = _mm256_maddubs_epi16(hi, bcast4(qx[static_cast<size_t>(r)] + 8 * t + 4));
     a[r] = _mm256_add_epi16(a[r], _mm256_add_epi16(pl, ph));
     // (keeps GCC from hoisting every step's loads and products ahead of the sums, which
     // spilled them)
@@ -332,14 +349,7 @@ inline void tile_nib(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0
   constexpr size_t F = kWoBlkPanel;
   constexpr size_t kFlush = 4;  // steps a 16-bit sum takes
   const __m256i mask4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-  const uint8_t *codes = w.data + p * w.panel_stride;
-  const auto *scales = reinterpret_cast<const float *>(codes + w.code_bytes);
-  const uint8_t *zcs = codes + w.code_bytes + 4 * F * w.blocks;
-  const int8_t *qx[R];
-  for (int r = 0; r < R; ++r) qx[r] = x.qx + (r0 + static_cast<size_t>(r)) * x.qx_stride;
-  const float *sx = x.sx + r0 * x.blk_stride;
-  const int32_t *nsum = x.nsum + r0 * x.blk_stride;
-  const size_t bs = x.blk_stride;
+  const auto [codes, scales, zcs, qx, sx, nsum, bs] = TileView<R>(w, p, x, r0);
   __m256 acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (size_t j = 0; j < w.blocks; ++j) {
@@ -410,7 +420,7 @@ inline void tile_nib1(const WoBlkArgs &w, size_t p, const WoBlkActs &x, float *o
         s0 = s1 = _mm256_set1_epi32(x.nsum[j]);
       }
       __m256i a0, a1;
-      const auto step = [&](size_t t) [[gnu::always_inline]] {
+      const auto step = [&](size_t t) {
         const __m256i xl = bcast4(qx + 8 * t), xh = bcast4(qx + 8 * t + 4);
         const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + 64 * t));
         const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + 64 * t + 32));
