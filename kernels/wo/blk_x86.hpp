@@ -456,8 +456,8 @@ inline void tile_nib1(const WoBlkArgs &w, size_t p, const WoBlkActs &x, float *o
 }
 
 // Panels a batch-1 tile reads at once. Measured on Zen 3 (4096^2, int4 block 128, weights from
-// DRAM, one thread, best of 8 alternated): one panel at a time 500 us, with its next panel
-// requested ahead (prefetcht1) 440-510; two panels with the next two requested 414-435; four
+// DRAM, one thread, best of 8 alternated): one panel at a time 617 us, with its next panel
+// requested ahead (prefetcht1) 497-512; two panels with the next two requested 414-435; four
 // panels, nothing requested, 419-440 (the same as two with requests at block 32, 2 threads,
 // and uint4); requests inside the stream (2-8 KiB ahead) were slower. A plain 4-stream sum
 // reads 20-22 GB/s on this VM: 440 us is 20.5 GB/s.
