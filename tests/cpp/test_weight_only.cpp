@@ -357,7 +357,7 @@ TEST(WeightOnly, BlockModeAllShapes) {
 // byte or nibble, with zero points at either end, against activations whose blocks quantize to
 // all +127 or all -127 (so a kernel that keeps 16-bit partial sums meets its bound, and one that
 // keeps them too long wraps). Blocks of 8 to 256 elements and one a row, batch 1 and 5, every
-// fast set against the reference, in both integer modes.
+// fast set against the reference on 1-3 threads, in both integer modes.
 TEST(WeightOnly, IntegerModesAtTheCodesExtremes) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
   const int64_t N = 75, K = 512;  // (five panels of 16: a group of four and one)
@@ -399,7 +399,7 @@ TEST(WeightOnly, IntegerModesAtTheCodesExtremes) {
               }
               ASSERT_EQ(st_ref, QNT_OK) << qnt_last_error_message();
               for (qnt_isa isa : fast_isas())
-                for (int threads : {1, 2}) {
+                for (int threads = 1; threads <= 3; ++threads) {
                   Ctx fc(isa, threads);
                   const std::vector<float> got = run_prepared(fc.c, wq.t, nullptr, mode, tx.t, M, N, &st);
                   ASSERT_EQ(st, QNT_OK);
