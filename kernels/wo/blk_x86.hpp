@@ -392,72 +392,76 @@ inline void tile_nib(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0
     for (int h = 0; h < 2; ++h) _mm256_storeu_ps(out + static_cast<size_t>(r) * ldo + 8 * static_cast<size_t>(h), acc[r][h]);
 }
 
-// One row (batch 1): PN panels block by block (PN streams of weights at once), both half panels
-// a step, so that the step's activations are broadcast once; the float sums in out.
+// One row (batch 1): PN panels (PN streams of weights at once) 4 steps (256 bytes) of each in
+// turn, both half panels a step, so that the step's activations are broadcast once; the rows'
+// int32 sums of a block for all PN panels stay in registers, the float sums in out.
 template <int PN, bool kVary>
 inline void tile_nib1(const WoBlkArgs &w, size_t p, const WoBlkActs &x, float *out) noexcept {
   constexpr size_t F = kWoBlkPanel;
   constexpr size_t kFlush = 4;
   const __m256i mask4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   const int8_t *qx = x.qx;
+  const uint8_t *codes = w.data + p * w.panel_stride;
+  const size_t ps = w.panel_stride;
   for (int q = 0; q < PN; ++q) {
     _mm256_storeu_ps(out + F * static_cast<size_t>(q), _mm256_setzero_ps());
     _mm256_storeu_ps(out + F * static_cast<size_t>(q) + 8, _mm256_setzero_ps());
   }
   for (size_t j = 0; j < w.blocks; ++j) {
     const size_t t0 = j * w.block_steps, t1 = std::min(w.steps, t0 + w.block_steps);
-    const __m256 sxj = _mm256_set1_ps(x.sx[j]);
+    __m256i s[PN][2];
     for (int q = 0; q < PN; ++q) {
-      const uint8_t *codes = w.data + (p + static_cast<size_t>(q)) * w.panel_stride;
-      const auto *scales = reinterpret_cast<const float *>(codes + w.code_bytes);
-      const uint8_t *zcs = codes + w.code_bytes + 4 * F * w.blocks;
-      __m256i s0, s1;
+      const uint8_t *zcs = codes + static_cast<size_t>(q) * ps + w.code_bytes + 4 * F * w.blocks + F * j;
       if constexpr (kVary) {
         const __m256i n = _mm256_set1_epi32(x.nsum[j]);
-        s0 = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(zcs + F * j))), n);
-        s1 = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(zcs + F * j + 8))), n);
+        s[q][0] = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(zcs))), n);
+        s[q][1] = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(zcs + 8))), n);
       } else {
-        s0 = s1 = _mm256_set1_epi32(x.nsum[j]);
+        s[q][0] = s[q][1] = _mm256_set1_epi32(x.nsum[j]);
       }
-      __m256i a0, a1;
-      const auto step = [&](size_t t) {
-        const __m256i xl = bcast4(qx + 8 * t), xh = bcast4(qx + 8 * t + 4);
-        const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + 64 * t));
-        const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(codes + 64 * t + 32));
-        const __m256i l0 = _mm256_and_si256(v0, mask4), h0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), mask4);
-        const __m256i l1 = _mm256_and_si256(v1, mask4), h1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), mask4);
-        a0 = _mm256_add_epi16(a0, _mm256_add_epi16(_mm256_maddubs_epi16(l0, xl), _mm256_maddubs_epi16(h0, xh)));
-        a1 = _mm256_add_epi16(a1, _mm256_add_epi16(_mm256_maddubs_epi16(l1, xl), _mm256_maddubs_epi16(h1, xh)));
-        // (keeps GCC from hoisting every step's loads and products ahead of the sums, which
-        // spilled them)
-        asm("" : "+x"(a0), "+x"(a1));
-      };
-      size_t t = t0;
-      for (; t + kFlush <= t1; t += kFlush) {
-        a0 = a1 = _mm256_setzero_si256();
-        step(t);
-        step(t + 1);
-        step(t + 2);
-        step(t + 3);
-        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(a0, ones));
-        s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(a1, ones));
+    }
+    for (size_t t = t0; t < t1; t += kFlush) {
+      const size_t u1 = std::min(t1, t + kFlush);
+      for (int q = 0; q < PN; ++q) {
+        const uint8_t *c = codes + static_cast<size_t>(q) * ps;
+        __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+        const auto step = [&](size_t u) {
+          const __m256i xl = bcast4(qx + 8 * u), xh = bcast4(qx + 8 * u + 4);
+          const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(c + 64 * u));
+          const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(c + 64 * u + 32));
+          const __m256i l0 = _mm256_and_si256(v0, mask4), h0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), mask4);
+          const __m256i l1 = _mm256_and_si256(v1, mask4), h1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), mask4);
+          a0 = _mm256_add_epi16(a0, _mm256_add_epi16(_mm256_maddubs_epi16(l0, xl), _mm256_maddubs_epi16(h0, xh)));
+          a1 = _mm256_add_epi16(a1, _mm256_add_epi16(_mm256_maddubs_epi16(l1, xl), _mm256_maddubs_epi16(h1, xh)));
+          // (keeps GCC from hoisting every step's loads and products ahead of the sums, which
+          // spilled them)
+          asm("" : "+x"(a0), "+x"(a1));
+        };
+        if (u1 - t == kFlush) {
+          step(t);
+          step(t + 1);
+          step(t + 2);
+          step(t + 3);
+        } else {
+          for (size_t u = t; u < u1; ++u) step(u);
+        }
+        s[q][0] = _mm256_add_epi32(s[q][0], _mm256_madd_epi16(a0, ones));
+        s[q][1] = _mm256_add_epi32(s[q][1], _mm256_madd_epi16(a1, ones));
       }
-      if (t < t1) {
-        a0 = a1 = _mm256_setzero_si256();
-        for (; t < t1; ++t) step(t);
-        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(a0, ones));
-        s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(a1, ones));
+    }
+    const __m256 sxj = _mm256_set1_ps(x.sx[j]);
+    for (int q = 0; q < PN; ++q) {
+      const auto *scales = reinterpret_cast<const float *>(codes + static_cast<size_t>(q) * ps + w.code_bytes) + F * j;
+      for (int h = 0; h < 2; ++h) {
+        float *o = out + F * static_cast<size_t>(q) + 8 * static_cast<size_t>(h);
+        _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[q][h]), _mm256_mul_ps(_mm256_loadu_ps(scales + 8 * h), sxj), _mm256_loadu_ps(o)));
       }
-      float *o = out + F * static_cast<size_t>(q);
-      _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(_mm256_loadu_ps(scales + F * j), sxj), _mm256_loadu_ps(o)));
-      _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(_mm256_loadu_ps(scales + F * j + 8), sxj), _mm256_loadu_ps(o + 8)));
     }
   }
 }
 
-// One row (batch 1) of NF4 or byte codes: PN panels block by block, both half panels a step, by
-// the even/odd split of tile (whose one panel at a time read 16-18 GB/s on Zen 3: int8 and NF4,
-// 4096^2, one thread); the float sums in out.
+// One row (batch 1) of NF4 or byte codes: PN panels a step at a time, both half panels, by the
+// even/odd split of tile, the activations split once for the PN panels; the float sums in out.
 template <int PN, WoCode C, bool kVary>
 inline void tile1(const WoBlkArgs &w, size_t p, const WoBlkActs &x, float *out) noexcept {
   constexpr bool kFour = C != WoCode::Byte;
@@ -520,9 +524,11 @@ inline void tile1(const WoBlkArgs &w, size_t p, const WoBlkActs &x, float *out) 
 // Panels a batch-1 tile reads at once. Measured on Zen 3 (4096^2, int4 block 128, weights from
 // DRAM, one thread, best of 8 alternated): one panel at a time 617 us, with its next panel
 // requested ahead (prefetcht1) 497-512; two panels with the next two requested 414-435; four
-// panels, nothing requested, 419-440 (the same as two with requests at block 32, 2 threads,
-// and uint4); requests inside the stream (2-8 KiB ahead) were slower. A plain 4-stream sum
-// reads 20-22 GB/s on this VM: 440 us is 20.5 GB/s.
+// panels, nothing requested, 419-440; requests inside the stream (2-8 KiB ahead) were slower.
+// The four panels must take turns at a fine grain: a block at a time, int4 block 512 took
+// 587-624 us (one thread) against 372-377 for 4 steps at a time, and int8 block 128 (2 KiB a
+// panel) 952-1000 against 698 for a step at a time. A plain 4-stream sum reads 20-22 GB/s on
+// this VM.
 constexpr size_t kNibStreams = 4;
 
 template <WoCode C, bool V>
