@@ -392,6 +392,47 @@ inline void tile_nib(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0
     for (int h = 0; h < 2; ++h) _mm256_storeu_ps(out + static_cast<size_t>(r) * ldo + 8 * static_cast<size_t>(h), acc[r][h]);
 }
 
+// A block's starting sums (wo.hpp): s[r][q][h] for R rows and PN panels (from `codes`, stride
+// ps) of block j.
+template <int R, int PN, bool kVary>
+[[gnu::always_inline]] inline void block_start(const WoBlkArgs &w, const uint8_t *codes, size_t ps, const int32_t *nsum,
+                                               size_t bs, size_t j, __m256i (&s)[R][PN][2]) noexcept {
+  for (int q = 0; q < PN; ++q) {
+    const uint8_t *zcs = codes + static_cast<size_t>(q) * ps + w.code_bytes + 4 * kWoBlkPanel * w.blocks + kWoBlkPanel * j;
+    for (int r = 0; r < R; ++r) {
+      const int32_t n = nsum[static_cast<size_t>(r) * bs + j];
+      if constexpr (kVary) {
+        s[r][q][0] = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(zcs))), _mm256_set1_epi32(n));
+        s[r][q][1] = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(zcs + 8))), _mm256_set1_epi32(n));
+      } else {  // (nsum holds zc * -sum)
+        s[r][q][0] = s[r][q][1] = _mm256_set1_epi32(n);
+      }
+    }
+  }
+}
+
+// A block's end: out[r * ldo + 16 q + f] += (float)s * (sw * sx), rows r and panels q.
+template <int R, int PN>
+[[gnu::always_inline]] inline void block_end(const WoBlkArgs &w, const uint8_t *codes, size_t ps, const float *sx, size_t bs,
+                                             size_t j, const __m256i (&s)[R][PN][2], float *out, size_t ldo) noexcept {
+  for (int q = 0; q < PN; ++q) {
+    const auto *scales = reinterpret_cast<const float *>(codes + static_cast<size_t>(q) * ps + w.code_bytes) + kWoBlkPanel * j;
+    for (int r = 0; r < R; ++r) {
+      const __m256 sxr = _mm256_set1_ps(sx[static_cast<size_t>(r) * bs + j]);
+      for (int h = 0; h < 2; ++h) {
+        float *o = out + static_cast<size_t>(r) * ldo + kWoBlkPanel * static_cast<size_t>(q) + 8 * static_cast<size_t>(h);
+        _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[r][q][h]), _mm256_mul_ps(_mm256_loadu_ps(scales + 8 * h), sxr), _mm256_loadu_ps(o)));
+      }
+    }
+  }
+}
+
+template <int R, int PN>
+inline void zero_out(float *out, size_t ldo) noexcept {
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < 2 * PN; ++q) _mm256_storeu_ps(out + static_cast<size_t>(r) * ldo + 8 * static_cast<size_t>(q), _mm256_setzero_ps());
+}
+
 // One row (batch 1): PN panels (PN streams of weights at once) 4 steps (256 bytes) of each in
 // turn, both half panels a step, so that the step's activations are broadcast once; the rows'
 // int32 sums of a block for all PN panels stay in registers, the float sums in out.
@@ -460,64 +501,100 @@ inline void tile_nib1(const WoBlkArgs &w, size_t p, const WoBlkActs &x, float *o
   }
 }
 
-// One row (batch 1) of NF4 or byte codes: PN panels a step at a time, both half panels, by the
-// even/odd split of tile, the activations split once for the PN panels; the float sums in out.
-template <int PN, WoCode C, bool kVary>
-inline void tile1(const WoBlkArgs &w, size_t p, const WoBlkActs &x, float *out) noexcept {
+// Small batches (R rows, 1 to 4) of int4 and uint4 codes: PN panels (PN streams of weights at
+// once) 4 steps (256 bytes) of each in turn, both half panels a step, so that the step's
+// activations are broadcast once per row; a block's int32 sums of every row and panel wait in
+// s (registers at one row), the float sums in out.
+template <int R, int PN, bool kVary>
+inline void tile_nibr(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, float *out, size_t ldo) noexcept {
+  constexpr size_t kFlush = 4;
+  const __m256i mask4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  const auto [codes, scales, zcs, qx, sx, nsum, bs] = TileView<R>(w, p, x, r0);
+  (void)scales;
+  (void)zcs;
+  const size_t ps = w.panel_stride;
+  zero_out<R, PN>(out, ldo);
+  for (size_t j = 0; j < w.blocks; ++j) {
+    const size_t t0 = j * w.block_steps, t1 = std::min(w.steps, t0 + w.block_steps);
+    __m256i s[R][PN][2];
+    block_start<R, PN, kVary>(w, codes, ps, nsum, bs, j, s);
+    for (size_t t = t0; t < t1; t += kFlush) {
+      const size_t u1 = std::min(t1, t + kFlush);
+      for (int q = 0; q < PN; ++q) {
+        const uint8_t *c = codes + static_cast<size_t>(q) * ps;
+        __m256i a[R][2];
+        for (int r = 0; r < R; ++r) a[r][0] = a[r][1] = _mm256_setzero_si256();
+        const auto step = [&](size_t u) {
+          const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(c + 64 * u));
+          const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(c + 64 * u + 32));
+          const __m256i l0 = _mm256_and_si256(v0, mask4), h0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), mask4);
+          const __m256i l1 = _mm256_and_si256(v1, mask4), h1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), mask4);
+          for (int r = 0; r < R; ++r) {
+            const __m256i xl = bcast4(qx[static_cast<size_t>(r)] + 8 * u), xh = bcast4(qx[static_cast<size_t>(r)] + 8 * u + 4);
+            a[r][0] = _mm256_add_epi16(a[r][0], _mm256_add_epi16(_mm256_maddubs_epi16(l0, xl), _mm256_maddubs_epi16(h0, xh)));
+            a[r][1] = _mm256_add_epi16(a[r][1], _mm256_add_epi16(_mm256_maddubs_epi16(l1, xl), _mm256_maddubs_epi16(h1, xh)));
+            // (keeps GCC from hoisting every step's loads and products ahead of the sums,
+            // which spilled them)
+            asm("" : "+x"(a[r][0]), "+x"(a[r][1]));
+          }
+        };
+        if (u1 - t == kFlush) {
+          step(t);
+          step(t + 1);
+          step(t + 2);
+          step(t + 3);
+        } else {
+          for (size_t u = t; u < u1; ++u) step(u);
+        }
+        for (int r = 0; r < R; ++r)
+          for (int h = 0; h < 2; ++h) s[r][q][h] = _mm256_add_epi32(s[r][q][h], _mm256_madd_epi16(a[r][h], ones));
+      }
+    }
+    block_end<R, PN>(w, codes, ps, sx, bs, j, s, out, ldo);
+  }
+}
+
+// Small batches (R rows, 1 to 4) of NF4 or byte codes: PN panels a step at a time, both half
+// panels, by the even/odd split of tile, each row's activations split once for the PN panels;
+// the float sums in out.
+template <int R, int PN, WoCode C, bool kVary>
+inline void tile_r(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, float *out, size_t ldo) noexcept {
   constexpr bool kFour = C != WoCode::Byte;
   constexpr size_t kPer = kFour ? 8 : 4;
-  constexpr size_t F = kWoBlkPanel;
   const __m256i mask4 = _mm256_set1_epi8(0x0f), mask_even = _mm256_set1_epi16(0x00ff);
   alignas(16) uint8_t tb[16];
   for (int c = 0; c < 16; ++c) tb[c] = static_cast<uint8_t>(ref::kNF4Int8[c] + 128);
   const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(tb)));
-  const int8_t *qx = x.qx;
-  for (int q = 0; q < PN; ++q) {
-    _mm256_storeu_ps(out + F * static_cast<size_t>(q), _mm256_setzero_ps());
-    _mm256_storeu_ps(out + F * static_cast<size_t>(q) + 8, _mm256_setzero_ps());
-  }
-  // s += operand v's products with the activations' 4 bytes (split into xe, xo)
-  const auto dot = [&](__m256i &s, __m256i v, __m256i xe, __m256i xo) {
-    s = _mm256_add_epi32(s, _mm256_add_epi32(_mm256_madd_epi16(_mm256_and_si256(v, mask_even), xe),
-                                             _mm256_madd_epi16(_mm256_srli_epi16(v, 8), xo)));
-  };
-  const uint8_t *codes = w.data + p * w.panel_stride;
+  const auto [codes, scales, zcs, qx, sx, nsum, bs] = TileView<R>(w, p, x, r0);
+  (void)scales;
+  (void)zcs;
   const size_t ps = w.panel_stride;
+  zero_out<R, PN>(out, ldo);
   for (size_t j = 0; j < w.blocks; ++j) {
     const size_t t0 = j * w.block_steps, t1 = std::min(w.steps, t0 + w.block_steps);
-    __m256i s[PN][2];
-    for (int q = 0; q < PN; ++q) {
-      const uint8_t *zcs = codes + static_cast<size_t>(q) * ps + w.code_bytes + 4 * F * w.blocks + F * j;
-      if constexpr (kVary) {
-        const __m256i n = _mm256_set1_epi32(x.nsum[j]);
-        s[q][0] = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(zcs))), n);
-        s[q][1] = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(zcs + 8))), n);
-      } else {
-        s[q][0] = s[q][1] = _mm256_set1_epi32(x.nsum[j]);
-      }
-    }
+    __m256i s[R][PN][2];
+    block_start<R, PN, kVary>(w, codes, ps, nsum, bs, j, s);
     for (size_t t = t0; t < t1; ++t) {
       for (int e = 0; e < (kFour ? 2 : 1); ++e) {  // the step's quads (low nibbles, high ones)
-        const __m256i b = bcast4(qx + kPer * t + 4 * static_cast<size_t>(e));
-        const __m256i xe = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8), xo = _mm256_srai_epi16(b, 8);
+        __m256i xe[R], xo[R];
+        for (int r = 0; r < R; ++r) {
+          const __m256i b = bcast4(qx[static_cast<size_t>(r)] + kPer * t + 4 * static_cast<size_t>(e));
+          xe[r] = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8);
+          xo[r] = _mm256_srai_epi16(b, 8);
+        }
         for (int q = 0; q < PN; ++q) {
           const uint8_t *c = codes + static_cast<size_t>(q) * ps + 64 * t;
           for (int h = 0; h < 2; ++h) {
             __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(c + 32 * h));
             if constexpr (kFour) v = _mm256_shuffle_epi8(table, _mm256_and_si256(e == 0 ? v : _mm256_srli_epi16(v, 4), mask4));
-            dot(s[q][h], v, xe, xo);
+            const __m256i we = _mm256_and_si256(v, mask_even), wo = _mm256_srli_epi16(v, 8);
+            for (int r = 0; r < R; ++r)
+              s[r][q][h] = _mm256_add_epi32(s[r][q][h], _mm256_add_epi32(_mm256_madd_epi16(we, xe[r]), _mm256_madd_epi16(wo, xo[r])));
           }
         }
       }
     }
-    const __m256 sxj = _mm256_set1_ps(x.sx[j]);
-    for (int q = 0; q < PN; ++q) {
-      const auto *scales = reinterpret_cast<const float *>(codes + static_cast<size_t>(q) * ps + w.code_bytes) + F * j;
-      for (int h = 0; h < 2; ++h) {
-        float *o = out + F * static_cast<size_t>(q) + 8 * static_cast<size_t>(h);
-        _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[q][h]), _mm256_mul_ps(_mm256_loadu_ps(scales + 8 * h), sxj), _mm256_loadu_ps(o)));
-      }
-    }
+    block_end<R, PN>(w, codes, ps, sx, bs, j, s, out, ldo);
   }
 }
 
@@ -531,40 +608,58 @@ inline void tile1(const WoBlkArgs &w, size_t p, const WoBlkActs &x, float *out) 
 // this VM.
 constexpr size_t kNibStreams = 4;
 
+// Batches up to kSmallRows rows run R rows against kNibStreams panels at once (tile_nibr,
+// tile_r); larger ones 2 rows against a panel (tile_nib, tile).
+constexpr size_t kSmallRows = 4;
+
+template <int R, WoCode C, bool V>
+void small(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, float *out, size_t ldo) noexcept {
+  constexpr size_t F = kWoBlkPanel;
+  size_t p = p0;
+  for (; p + kNibStreams <= p1; p += kNibStreams) {
+    if constexpr (C == WoCode::Int4 && R == 1)
+      tile_nib1<kNibStreams, V>(w, p, x, out + F * (p - p0));
+    else if constexpr (C == WoCode::Int4)
+      tile_nibr<R, kNibStreams, V>(w, p, x, 0, out + F * (p - p0), ldo);
+    else
+      tile_r<R, kNibStreams, C, V>(w, p, x, 0, out + F * (p - p0), ldo);
+  }
+  for (; p < p1; ++p) {
+    if constexpr (C == WoCode::Int4 && R == 1)
+      tile_nib1<1, V>(w, p, x, out + F * (p - p0));
+    else if constexpr (C == WoCode::Int4)
+      tile_nibr<R, 1, V>(w, p, x, 0, out + F * (p - p0), ldo);
+    else
+      tile_r<R, 1, C, V>(w, p, x, 0, out + F * (p - p0), ldo);
+  }
+}
+
 template <WoCode C, bool V>
 void run(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t rows, float *out,
          size_t ldo) noexcept {
   constexpr size_t F = kWoBlkPanel;
-  if constexpr (C == WoCode::Int4) {
-    if (rows == 1) {
-      size_t p = p0;
-      for (; p + kNibStreams <= p1; p += kNibStreams) tile_nib1<kNibStreams, V>(w, p, x, out + F * (p - p0));
-      for (; p < p1; ++p) tile_nib1<1, V>(w, p, x, out + F * (p - p0));
-      return;
+  if (rows <= kSmallRows) {
+    switch (rows) {
+      case 1: return small<1, C, V>(w, p0, p1, x, out, ldo);
+      case 2: return small<2, C, V>(w, p0, p1, x, out, ldo);
+      case 3: return small<3, C, V>(w, p0, p1, x, out, ldo);
+      default: return small<4, C, V>(w, p0, p1, x, out, ldo);
     }
-    for (size_t p = p0; p < p1; ++p)
-      for (size_t r0 = 0; r0 < rows; r0 += 2) {
-        float *o = out + r0 * ldo + F * (p - p0);
-        if (rows - r0 >= 2)
-          tile_nib<2, V>(w, p, x, r0, o, ldo);
-        else
-          tile_nib<1, V>(w, p, x, r0, o, ldo);
-      }
-    return;
-  }
-  if (rows == 1) {
-    size_t p = p0;
-    for (; p + kNibStreams <= p1; p += kNibStreams) tile1<kNibStreams, C, V>(w, p, x, out + F * (p - p0));
-    for (; p < p1; ++p) tile1<1, C, V>(w, p, x, out + F * (p - p0));
-    return;
   }
   for (size_t p = p0; p < p1; ++p)
     for (size_t r0 = 0; r0 < rows; r0 += 2) {
       float *o = out + r0 * ldo + F * (p - p0);
-      if (rows - r0 >= 2)
-        tile<2, C, V>(w, p, x, r0, o, ldo);
-      else
-        tile<1, C, V>(w, p, x, r0, o, ldo);
+      if constexpr (C == WoCode::Int4) {
+        if (rows - r0 >= 2)
+          tile_nib<2, V>(w, p, x, r0, o, ldo);
+        else
+          tile_nib<1, V>(w, p, x, r0, o, ldo);
+      } else {
+        if (rows - r0 >= 2)
+          tile<2, C, V>(w, p, x, r0, o, ldo);
+        else
+          tile<1, C, V>(w, p, x, r0, o, ldo);
+      }
     }
 }
 

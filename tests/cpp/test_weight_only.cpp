@@ -356,7 +356,7 @@ TEST(WeightOnly, BlockModeAllShapes) {
 // The integer mode's sums at their extremes: every stored code at its largest (or smallest)
 // byte or nibble, with zero points at either end, against activations whose blocks quantize to
 // all +127 or all -127 (so a kernel that keeps 16-bit partial sums meets its bound, and one that
-// keeps them too long wraps). Blocks of 8 to 256 elements and one a row, batch 1 and 5, every
+// keeps them too long wraps). Blocks of 8 to 256 elements and one a row, batch 1, 3 and 5, every
 // fast set against the reference on 1-3 threads, in both integer modes.
 TEST(WeightOnly, IntegerModesAtTheCodesExtremes) {
   if (fast_isas().empty()) GTEST_SKIP() << "this machine runs only the reference kernels";
@@ -384,7 +384,7 @@ TEST(WeightOnly, IntegerModesAtTheCodesExtremes) {
           std::vector<uint8_t> raw(nbytes, byte);
           T wq;
           qnt_test::make_raw(wq, d, {N, K}, qp.p, raw.data(), raw.size());
-          for (int64_t M : {int64_t{1}, int64_t{5}}) {
+          for (int64_t M : {int64_t{1}, int64_t{3}, int64_t{5}}) {
             std::vector<float> x(static_cast<size_t>(M * K));
             for (int64_t m = 0; m < M; ++m)
               for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(m * K + k)] = (m + k / B) % 2 ? -1.5f : 2.0f;
