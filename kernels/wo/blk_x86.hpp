@@ -228,7 +228,9 @@ inline void blk_vnni(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &
 // activations' 4 bytes (sign-extended: vpsllw + vpsraw, vpsraw); two vpmaddwd give the dword's
 // four products, each at most 255 * 127, summed exactly in int32. (vpmaddubsw would saturate its
 // pair sums on operands above 128, as NF4's and bytes' are.) Int4 and uint4 codes (operands at
-// most 15) take vpmaddubsw instead (tile_nib, tile_nib1).
+// most 15) take vpmaddubsw instead (tile_nib, tile_nib1, tile_nibr). Batches of 1 to 4 rows
+// read four panels at once (tile_nib1, tile_nibr, tile_r), larger ones 2 rows against a panel
+// (tile_nib, tile).
 namespace blk256 {
 
 inline __m256i bcast4(const int8_t *p) noexcept {
