@@ -511,9 +511,13 @@ template <int R, int PN, bool kVary>
 inline void tile_nibr(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, float *out, size_t ldo) noexcept {
   constexpr size_t kFlush = 4;
   const __m256i mask4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-  const auto [codes, scales, zcs, qx, sx, nsum, bs] = TileView<R>(w, p, x, r0);
-  (void)scales;
-  (void)zcs;
+  // (named members, not a structured binding: C++17 lambdas cannot capture those)
+  const TileView<R> tv(w, p, x, r0);
+  const uint8_t *codes = tv.codes;
+  const std::array<const int8_t *, R> &qx = tv.qx;
+  const float *sx = tv.sx;
+  const int32_t *nsum = tv.nsum;
+  const size_t bs = tv.bs;
   const size_t ps = w.panel_stride;
   zero_out<R, PN>(out, ldo);
   for (size_t j = 0; j < w.blocks; ++j) {
@@ -567,9 +571,13 @@ inline void tile_r(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, 
   alignas(16) uint8_t tb[16];
   for (int c = 0; c < 16; ++c) tb[c] = static_cast<uint8_t>(ref::kNF4Int8[c] + 128);
   const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(tb)));
-  const auto [codes, scales, zcs, qx, sx, nsum, bs] = TileView<R>(w, p, x, r0);
-  (void)scales;
-  (void)zcs;
+  // (named members, not a structured binding: C++17 lambdas cannot capture those)
+  const TileView<R> tv(w, p, x, r0);
+  const uint8_t *codes = tv.codes;
+  const std::array<const int8_t *, R> &qx = tv.qx;
+  const float *sx = tv.sx;
+  const int32_t *nsum = tv.nsum;
+  const size_t bs = tv.bs;
   const size_t ps = w.panel_stride;
   zero_out<R, PN>(out, ldo);
   for (size_t j = 0; j < w.blocks; ++j) {
