@@ -345,6 +345,19 @@ template <int R>
   }
 }
 
+// step(u) for u in [t, u1), a run of at most kFlush = 4 steps (a 16-bit sum's), unrolled when whole.
+template <class Step>
+[[gnu::always_inline]] inline void steps_to(size_t t, size_t u1, Step &step) noexcept {
+  if (u1 - t == 4) {
+    step(t);
+    step(t + 1);
+    step(t + 2);
+    step(t + 3);
+  } else {
+    for (size_t u = t; u < u1; ++u) step(u);
+  }
+}
+
 template <int R, bool kVary>
 inline void tile_nib(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, float *out,
                      size_t ldo) noexcept {
@@ -397,12 +410,12 @@ inline void tile_nib(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0
 // A block's starting sums (wo.hpp): s[r][q][h] for R rows and PN panels (from `codes`, stride
 // ps) of block j.
 template <int R, int PN, bool kVary>
-[[gnu::always_inline]] inline void block_start(const WoBlkArgs &w, const uint8_t *codes, size_t ps, const int32_t *nsum,
-                                               size_t bs, size_t j, __m256i (&s)[R][PN][2]) noexcept {
+[[gnu::always_inline]] inline void block_start(const WoBlkArgs &w, const TileView<R> &tv, size_t j,
+                                               __m256i (&s)[R][PN][2]) noexcept {
   for (int q = 0; q < PN; ++q) {
-    const uint8_t *zcs = codes + static_cast<size_t>(q) * ps + w.code_bytes + 4 * kWoBlkPanel * w.blocks + kWoBlkPanel * j;
+    const uint8_t *zcs = tv.zcs + static_cast<size_t>(q) * w.panel_stride + kWoBlkPanel * j;
     for (int r = 0; r < R; ++r) {
-      const int32_t n = nsum[static_cast<size_t>(r) * bs + j];
+      const int32_t n = tv.nsum[static_cast<size_t>(r) * tv.bs + j];
       if constexpr (kVary) {
         s[r][q][0] = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(zcs))), _mm256_set1_epi32(n));
         s[r][q][1] = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(zcs + 8))), _mm256_set1_epi32(n));
@@ -415,12 +428,12 @@ template <int R, int PN, bool kVary>
 
 // A block's end: out[r * ldo + 16 q + f] += (float)s * (sw * sx), rows r and panels q.
 template <int R, int PN>
-[[gnu::always_inline]] inline void block_end(const WoBlkArgs &w, const uint8_t *codes, size_t ps, const float *sx, size_t bs,
-                                             size_t j, const __m256i (&s)[R][PN][2], float *out, size_t ldo) noexcept {
+[[gnu::always_inline]] inline void block_end(const WoBlkArgs &w, const TileView<R> &tv, size_t j,
+                                             const __m256i (&s)[R][PN][2], float *out, size_t ldo) noexcept {
   for (int q = 0; q < PN; ++q) {
-    const auto *scales = reinterpret_cast<const float *>(codes + static_cast<size_t>(q) * ps + w.code_bytes) + kWoBlkPanel * j;
+    const float *scales = reinterpret_cast<const float *>(reinterpret_cast<const uint8_t *>(tv.scales) + static_cast<size_t>(q) * w.panel_stride) + kWoBlkPanel * j;
     for (int r = 0; r < R; ++r) {
-      const __m256 sxr = _mm256_set1_ps(sx[static_cast<size_t>(r) * bs + j]);
+      const __m256 sxr = _mm256_set1_ps(tv.sx[static_cast<size_t>(r) * tv.bs + j]);
       for (int h = 0; h < 2; ++h) {
         float *o = out + static_cast<size_t>(r) * ldo + kWoBlkPanel * static_cast<size_t>(q) + 8 * static_cast<size_t>(h);
         _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[r][q][h]), _mm256_mul_ps(_mm256_loadu_ps(scales + 8 * h), sxr), _mm256_loadu_ps(o)));
@@ -480,14 +493,7 @@ inline void tile_nib1(const WoBlkArgs &w, size_t p, const WoBlkActs &x, float *o
           // spilled them)
           asm("" : "+x"(a0), "+x"(a1));
         };
-        if (u1 - t == kFlush) {
-          step(t);
-          step(t + 1);
-          step(t + 2);
-          step(t + 3);
-        } else {
-          for (size_t u = t; u < u1; ++u) step(u);
-        }
+        steps_to(t, u1, step);
         s[q][0] = _mm256_add_epi32(s[q][0], _mm256_madd_epi16(a0, ones));
         s[q][1] = _mm256_add_epi32(s[q][1], _mm256_madd_epi16(a1, ones));
       }
@@ -511,23 +517,17 @@ template <int R, int PN, bool kVary>
 inline void tile_nibr(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, float *out, size_t ldo) noexcept {
   constexpr size_t kFlush = 4;
   const __m256i mask4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-  // (named members, not a structured binding: C++17 lambdas cannot capture those)
-  const TileView<R> tv(w, p, x, r0);
-  const uint8_t *codes = tv.codes;
-  const std::array<const int8_t *, R> &qx = tv.qx;
-  const float *sx = tv.sx;
-  const int32_t *nsum = tv.nsum;
-  const size_t bs = tv.bs;
+  const TileView<R> tv(w, p, x, r0);  // (not a structured binding: lambdas capture tv.qx)
   const size_t ps = w.panel_stride;
   zero_out<R, PN>(out, ldo);
   for (size_t j = 0; j < w.blocks; ++j) {
     const size_t t0 = j * w.block_steps, t1 = std::min(w.steps, t0 + w.block_steps);
     __m256i s[R][PN][2];
-    block_start<R, PN, kVary>(w, codes, ps, nsum, bs, j, s);
+    block_start<R, PN, kVary>(w, tv, j, s);
     for (size_t t = t0; t < t1; t += kFlush) {
       const size_t u1 = std::min(t1, t + kFlush);
       for (int q = 0; q < PN; ++q) {
-        const uint8_t *c = codes + static_cast<size_t>(q) * ps;
+        const uint8_t *c = tv.codes + static_cast<size_t>(q) * ps;
         __m256i a[R][2];
         for (int r = 0; r < R; ++r) a[r][0] = a[r][1] = _mm256_setzero_si256();
         const auto step = [&](size_t u) {
@@ -536,7 +536,7 @@ inline void tile_nibr(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r
           const __m256i l0 = _mm256_and_si256(v0, mask4), h0 = _mm256_and_si256(_mm256_srli_epi16(v0, 4), mask4);
           const __m256i l1 = _mm256_and_si256(v1, mask4), h1 = _mm256_and_si256(_mm256_srli_epi16(v1, 4), mask4);
           for (int r = 0; r < R; ++r) {
-            const __m256i xl = bcast4(qx[static_cast<size_t>(r)] + 8 * u), xh = bcast4(qx[static_cast<size_t>(r)] + 8 * u + 4);
+            const __m256i xl = bcast4(tv.qx[static_cast<size_t>(r)] + 8 * u), xh = bcast4(tv.qx[static_cast<size_t>(r)] + 8 * u + 4);
             a[r][0] = _mm256_add_epi16(a[r][0], _mm256_add_epi16(_mm256_maddubs_epi16(l0, xl), _mm256_maddubs_epi16(h0, xh)));
             a[r][1] = _mm256_add_epi16(a[r][1], _mm256_add_epi16(_mm256_maddubs_epi16(l1, xl), _mm256_maddubs_epi16(h1, xh)));
             // (keeps GCC from hoisting every step's loads and products ahead of the sums,
@@ -544,19 +544,12 @@ inline void tile_nibr(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r
             asm("" : "+x"(a[r][0]), "+x"(a[r][1]));
           }
         };
-        if (u1 - t == kFlush) {
-          step(t);
-          step(t + 1);
-          step(t + 2);
-          step(t + 3);
-        } else {
-          for (size_t u = t; u < u1; ++u) step(u);
-        }
+        steps_to(t, u1, step);
         for (int r = 0; r < R; ++r)
           for (int h = 0; h < 2; ++h) s[r][q][h] = _mm256_add_epi32(s[r][q][h], _mm256_madd_epi16(a[r][h], ones));
       }
     }
-    block_end<R, PN>(w, codes, ps, sx, bs, j, s, out, ldo);
+    block_end<R, PN>(w, tv, j, s, out, ldo);
   }
 }
 
@@ -571,29 +564,23 @@ inline void tile_r(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, 
   alignas(16) uint8_t tb[16];
   for (int c = 0; c < 16; ++c) tb[c] = static_cast<uint8_t>(ref::kNF4Int8[c] + 128);
   const __m256i table = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(tb)));
-  // (named members, not a structured binding: C++17 lambdas cannot capture those)
   const TileView<R> tv(w, p, x, r0);
-  const uint8_t *codes = tv.codes;
-  const std::array<const int8_t *, R> &qx = tv.qx;
-  const float *sx = tv.sx;
-  const int32_t *nsum = tv.nsum;
-  const size_t bs = tv.bs;
   const size_t ps = w.panel_stride;
   zero_out<R, PN>(out, ldo);
   for (size_t j = 0; j < w.blocks; ++j) {
     const size_t t0 = j * w.block_steps, t1 = std::min(w.steps, t0 + w.block_steps);
     __m256i s[R][PN][2];
-    block_start<R, PN, kVary>(w, codes, ps, nsum, bs, j, s);
+    block_start<R, PN, kVary>(w, tv, j, s);
     for (size_t t = t0; t < t1; ++t) {
       for (int e = 0; e < (kFour ? 2 : 1); ++e) {  // the step's quads (low nibbles, high ones)
         __m256i xe[R], xo[R];
         for (int r = 0; r < R; ++r) {
-          const __m256i b = bcast4(qx[static_cast<size_t>(r)] + kPer * t + 4 * static_cast<size_t>(e));
+          const __m256i b = bcast4(tv.qx[static_cast<size_t>(r)] + kPer * t + 4 * static_cast<size_t>(e));
           xe[r] = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8);
           xo[r] = _mm256_srai_epi16(b, 8);
         }
         for (int q = 0; q < PN; ++q) {
-          const uint8_t *c = codes + static_cast<size_t>(q) * ps + 64 * t;
+          const uint8_t *c = tv.codes + static_cast<size_t>(q) * ps + 64 * t;
           for (int h = 0; h < 2; ++h) {
             __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(c + 32 * h));
             if constexpr (kFour) v = _mm256_shuffle_epi8(table, _mm256_and_si256(e == 0 ? v : _mm256_srli_epi16(v, 4), mask4));
@@ -604,7 +591,7 @@ inline void tile_r(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, 
         }
       }
     }
-    block_end<R, PN>(w, codes, ps, sx, bs, j, s, out, ldo);
+    block_end<R, PN>(w, tv, j, s, out, ldo);
   }
 }
 
