@@ -407,8 +407,7 @@ inline void tile_nib(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0
     for (int h = 0; h < 2; ++h) _mm256_storeu_ps(out + static_cast<size_t>(r) * ldo + 8 * static_cast<size_t>(h), acc[r][h]);
 }
 
-// A block's starting sums (wo.hpp): s[r][q][h] for R rows and PN panels (from `codes`, stride
-// ps) of block j.
+// A block's starting sums (wo.hpp): s[r][q][h] for the tile's R rows and PN panels of block j.
 template <int R, int PN, bool kVary>
 [[gnu::always_inline]] inline void block_start(const WoBlkArgs &w, const TileView<R> &tv, size_t j,
                                                __m256i (&s)[R][PN][2]) noexcept {
@@ -431,7 +430,7 @@ template <int R, int PN>
 [[gnu::always_inline]] inline void block_end(const WoBlkArgs &w, const TileView<R> &tv, size_t j,
                                              const __m256i (&s)[R][PN][2], float *out, size_t ldo) noexcept {
   for (int q = 0; q < PN; ++q) {
-    const float *scales = reinterpret_cast<const float *>(reinterpret_cast<const uint8_t *>(tv.scales) + static_cast<size_t>(q) * w.panel_stride) + kWoBlkPanel * j;
+    const auto *scales = reinterpret_cast<const float *>(tv.codes + static_cast<size_t>(q) * w.panel_stride + w.code_bytes) + kWoBlkPanel * j;
     for (int r = 0; r < R; ++r) {
       const __m256 sxr = _mm256_set1_ps(tv.sx[static_cast<size_t>(r) * tv.bs + j]);
       for (int h = 0; h < 2; ++h) {
@@ -453,29 +452,17 @@ inline void zero_out(float *out, size_t ldo) noexcept {
 // int32 sums of a block for all PN panels stay in registers, the float sums in out.
 template <int PN, bool kVary>
 inline void tile_nib1(const WoBlkArgs &w, size_t p, const WoBlkActs &x, float *out) noexcept {
-  constexpr size_t F = kWoBlkPanel;
   constexpr size_t kFlush = 4;
   const __m256i mask4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
   const int8_t *qx = x.qx;
-  const uint8_t *codes = w.data + p * w.panel_stride;
+  const TileView<1> tv(w, p, x, 0);
+  const uint8_t *codes = tv.codes;
   const size_t ps = w.panel_stride;
-  for (int q = 0; q < PN; ++q) {
-    _mm256_storeu_ps(out + F * static_cast<size_t>(q), _mm256_setzero_ps());
-    _mm256_storeu_ps(out + F * static_cast<size_t>(q) + 8, _mm256_setzero_ps());
-  }
+  zero_out<1, PN>(out, 0);
   for (size_t j = 0; j < w.blocks; ++j) {
     const size_t t0 = j * w.block_steps, t1 = std::min(w.steps, t0 + w.block_steps);
-    __m256i s[PN][2];
-    for (int q = 0; q < PN; ++q) {
-      const uint8_t *zcs = codes + static_cast<size_t>(q) * ps + w.code_bytes + 4 * F * w.blocks + F * j;
-      if constexpr (kVary) {
-        const __m256i n = _mm256_set1_epi32(x.nsum[j]);
-        s[q][0] = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(zcs))), n);
-        s[q][1] = _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(zcs + 8))), n);
-      } else {
-        s[q][0] = s[q][1] = _mm256_set1_epi32(x.nsum[j]);
-      }
-    }
+    __m256i s[1][PN][2];
+    block_start<1, PN, kVary>(w, tv, j, s);
     for (size_t t = t0; t < t1; t += kFlush) {
       const size_t u1 = std::min(t1, t + kFlush);
       for (int q = 0; q < PN; ++q) {
@@ -494,18 +481,11 @@ inline void tile_nib1(const WoBlkArgs &w, size_t p, const WoBlkActs &x, float *o
           asm("" : "+x"(a0), "+x"(a1));
         };
         steps_to(t, u1, step);
-        s[q][0] = _mm256_add_epi32(s[q][0], _mm256_madd_epi16(a0, ones));
-        s[q][1] = _mm256_add_epi32(s[q][1], _mm256_madd_epi16(a1, ones));
+        s[0][q][0] = _mm256_add_epi32(s[0][q][0], _mm256_madd_epi16(a0, ones));
+        s[0][q][1] = _mm256_add_epi32(s[0][q][1], _mm256_madd_epi16(a1, ones));
       }
     }
-    const __m256 sxj = _mm256_set1_ps(x.sx[j]);
-    for (int q = 0; q < PN; ++q) {
-      const auto *scales = reinterpret_cast<const float *>(codes + static_cast<size_t>(q) * ps + w.code_bytes) + F * j;
-      for (int h = 0; h < 2; ++h) {
-        float *o = out + F * static_cast<size_t>(q) + 8 * static_cast<size_t>(h);
-        _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[q][h]), _mm256_mul_ps(_mm256_loadu_ps(scales + 8 * h), sxj), _mm256_loadu_ps(o)));
-      }
-    }
+    block_end<1, PN>(w, tv, j, s, out, 0);
   }
 }
 
