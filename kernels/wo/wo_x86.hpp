@@ -1967,19 +1967,27 @@ void f32_lane256(const WoPanelArgs &w, const float *x, size_t ldx, int p0, float
 }
 
 // Byte weights in the f32 mode on AVX2 (W8A16; `WoKernels::f32_bytes`), f32_bytes512's rule on
-// ymm: half h of chunk t's stored bytes w8 (8 of them) sign-extended by one widening load, less
-// the block's z8 (Z), converted and multiplied by the block's scale: (float)(q - z) * s exactly
-// (w8 - z8 = q - z), then each lane's fma in order.
+// ymm: 8 stored bytes w8 at src sign-extended by one widening load, less the block's z8 (Z),
+// converted and multiplied by the block's scale: (float)(q - z) * s exactly (w8 - z8 = q - z),
+// then each lane's fma in order.
 template <bool Z>
-[[gnu::always_inline]] inline __m256 byte_values256(const WoPanelArgs &w, size_t t, int h, int p, __m256i z8,
-                                                    __m256 s) noexcept {
-  const uint8_t *src = w.codes + ((t >> 2) * P + static_cast<size_t>(p)) * 64 + 16 * (t & 3) + 8 * static_cast<size_t>(h);
+[[gnu::always_inline]] inline __m256 byte_values256(const uint8_t *src, __m256i z8, __m256 s) noexcept {
   __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(src)));
   if constexpr (Z) q = _mm256_sub_epi32(q, z8);
   return _mm256_mul_ps(_mm256_cvtepi32_ps(q), s);
 }
 
-// MR rows x PP features (as f32_lane256), block by block; the last, partial chunk with masks.
+// Half h of chunk t of feature p, in the byte layout (wo.hpp: a group of 4 chunks of a feature
+// is 64 contiguous bytes, the panel's features side by side).
+inline const uint8_t *byte_src(const WoPanelArgs &w, size_t t, int h, int p) noexcept {
+  return w.codes + ((t >> 2) * P + static_cast<size_t>(p)) * 64 + 16 * (t & 3) + 8 * static_cast<size_t>(h);
+}
+
+// MR rows x PP features (as f32_lane256). A feature's group of 4 chunks is 64 contiguous bytes,
+// so whole groups run with the chunks' offsets known when compiling (one pointer a group; the
+// chunk-by-chunk address arithmetic had cost as many instructions as the rule), a block's zero
+// points and scales made where it starts (a counter per chunk: any block of whole chunks); the
+// last group's chunks one by one, the partial chunk with masks.
 template <int MR, int PP, bool Z>
 void f32_bytes256(const WoPanelArgs &w, const float *x, size_t ldx, int p0, float *out, WoPrefetcher &pf) noexcept {
   __m256 acc[MR][PP][2];
@@ -1988,23 +1996,42 @@ void f32_bytes256(const WoPanelArgs &w, const float *x, size_t ldx, int p0, floa
   const auto K = static_cast<size_t>(w.K);
   const size_t cpb = static_cast<size_t>(w.block) / 16;
   const size_t chunks = (K + 15) / 16, whole = K / 16;
-  for (size_t t0 = 0, blk = 0; t0 < chunks; t0 += cpb, ++blk) {
-    __m256i z8[PP];
-    __m256 sc[PP];
-    for (int pp = 0; pp < PP; ++pp) {
-      z8[pp] = Z ? _mm256_set1_epi32(zc_of(w, blk, p0 + pp) - 128) : _mm256_setzero_si256();  // stored as z8 + 128
-      sc[pp] = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p0 + pp)]);
+  __m256i z8[PP];
+  __m256 sc[PP];
+  size_t blk = 0, left = 0;
+  auto next = [&]() __attribute__((always_inline)) {  // before each chunk
+    if (left == 0) {
+      for (int pp = 0; pp < PP; ++pp) {
+        z8[pp] = Z ? _mm256_set1_epi32(zc_of(w, blk, p0 + pp) - 128) : _mm256_setzero_si256();  // stored as z8 + 128
+        sc[pp] = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p0 + pp)]);
+      }
+      ++blk;
+      left = cpb;
     }
-    const size_t t1 = std::min(chunks, t0 + cpb), t1w = std::min(whole, t1);
-    size_t t = t0;
-    auto values = [&](int pp, int h) __attribute__((always_inline)) {  // of chunk t
-      return byte_values256<Z>(w, t, h, p0 + pp, z8[pp], sc[pp]);
-    };
-    for (; t < t1w; ++t) {  // whole chunks
-      if ((t & 3) == 0) pf.step();
-      rows_chunk<MR, PP>(x, ldx, t, values, acc);
+    --left;
+  };
+  const uint8_t *g = w.codes + static_cast<size_t>(p0) * 64;  // the group's bytes of feature p0
+  size_t t = 0;
+  for (; t + 4 <= whole; t += 4, g += P * 64) {
+    pf.step();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      next();
+      rows_chunk<MR, PP>(x, ldx, t + static_cast<size_t>(c), [&](int pp, int h) __attribute__((always_inline)) {
+        return byte_values256<Z>(g + 64 * pp + 16 * c + 8 * h, z8[pp], sc[pp]);
+      }, acc);
     }
-    if (t < t1) rows_chunk_masked<MR, PP>(x, ldx, t, K - 16 * t, values, acc);  // the last, partial chunk
+  }
+  auto values = [&](int pp, int h) __attribute__((always_inline)) {  // of chunk t, in the last group
+    return byte_values256<Z>(g + 64 * pp + 16 * (t & 3) + 8 * h, z8[pp], sc[pp]);
+  };
+  for (; t < whole; ++t) {
+    next();
+    rows_chunk<MR, PP>(x, ldx, t, values, acc);
+  }
+  if (t < chunks) {  // the last, partial chunk
+    next();
+    rows_chunk_masked<MR, PP>(x, ldx, t, K - 16 * t, values, acc);
   }
   for (int m = 0; m < MR; ++m)
     for (int pp = 0; pp < PP; ++pp) out[m * P + p0 + pp] = reduce16(acc[m][pp][0], acc[m][pp][1]);
@@ -2013,16 +2040,29 @@ void f32_bytes256(const WoPanelArgs &w, const float *x, size_t ldx, int p0, floa
 template <int MR>
 void f32_rows256(const WoPanelArgs &w, const float *x, size_t ldx, float *out) noexcept {
   constexpr int PP = MR == 1 ? 2 : 1;
-  if (w.code == WoCode::Byte) {  // a step per 64 elements, over every pass
-    WoPrefetcher pf(w, (P / PP) * ((static_cast<size_t>(w.K) + 63) / 64));
-    const bool z = w.zps != nullptr || w.zp_const != 128;
-    for (int p0 = 0; p0 < P; p0 += PP) {
-      if (z)
-        f32_bytes256<MR, PP, true>(w, x, ldx, p0, out, pf);
-      else
-        f32_bytes256<MR, PP, false>(w, x, ldx, p0, out, pf);
+  if (w.code == WoCode::Byte) {
+    if constexpr (MR == 4) {
+      // Two passes of 2 rows (the second reads the panel from L1 or L2; the next panel is
+      // requested in the first): 4 rows x 2 features would need 16 ymm of sums alone, and
+      // 4 rows x 1 feature took 1.15-1.2x the time (Zen 3, 4096^2, one thread).
+      f32_rows256<2>(w, x, ldx, out);
+      WoPanelArgs again = w;
+      again.prefetch = nullptr;
+      return f32_rows256<2>(again, x + 2 * ldx, ldx, out + 2 * P);
+    } else {
+      // Two features a pass for 1-3 rows (4-6 ymm of sums): one feature a pass took 1.54x the
+      // time at 3 rows and 1.47x at 2; four at one row spilled (1.4x).
+      constexpr int PB = 2;
+      WoPrefetcher pf(w, (P / PB) * ((static_cast<size_t>(w.K) + 63) / 64));  // a step per group
+      const bool z = w.zps != nullptr || w.zp_const != 128;
+      for (int p0 = 0; p0 < P; p0 += PB) {
+        if (z)
+          f32_bytes256<MR, PB, true>(w, x, ldx, p0, out, pf);
+        else
+          f32_bytes256<MR, PB, false>(w, x, ldx, p0, out, pf);
+      }
+      return;
     }
-    return;
   }
   // The next panel's bytes requested a few lines per group (WoPrefetcher), over every pass.
   WoPrefetcher pf(w, (P / PP) * ((static_cast<size_t>(w.K) + 127) / 128));
@@ -2163,7 +2203,7 @@ inline void dequant_bytes256(const WoPanelArgs &w, int p, size_t t0, size_t t1, 
     const __m256 sc = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
     for (const size_t end = std::min(t1, (blk + 1) * cpb); t < end; ++t)
       for (int h = 0; h < 2; ++h)
-        _mm256_storeu_ps(out + 16 * (t - t0) + 8 * static_cast<size_t>(h), byte_values256<true>(w, t, h, p, z8, sc));
+        _mm256_storeu_ps(out + 16 * (t - t0) + 8 * static_cast<size_t>(h), byte_values256<true>(byte_src(w, t, static_cast<int>(h), p), z8, sc));
   }
 }
 

@@ -279,10 +279,12 @@ TEST(WeightOnly, F32ModeByteWeights) {
       {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_AXIS, 0, 0}, false},
       {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_TENSOR, 0, 0}, true},
       {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_TENSOR, 0, 0}, true},
+      // Blocks of 3 chunks: block starts inside the AVX2 kernel's groups of 64 elements.
+      {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_BLOCK, 1, 48}, true},
   };
   for (const Case &c : cases)
     for (int64_t K : {int64_t{128}, int64_t{200}, int64_t{512}, int64_t{1000}})
-      for (int64_t M : {int64_t{1}, int64_t{4}, int64_t{9}, int64_t{16}, int64_t{21}}) {
+      for (int64_t M : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{9}, int64_t{16}, int64_t{21}}) {
         check_case(rng, c, M, 9, K, QNT_WEIGHT_ONLY_F32, true);
         // (a single row may be drawn zero, NaN or infinite, hiding a wrong scale or code)
         if (M == 1) check_case(rng, c, M, 9, K, QNT_WEIGHT_ONLY_F32, false);
