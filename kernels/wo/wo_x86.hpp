@@ -2195,22 +2195,36 @@ inline void dequant_lane256(const WoPanelArgs &w, int p, size_t t0, size_t t1, f
   }, LaneQs{});
 }
 
-// Byte weights: feature p's chunks [t0, t1) by byte_values256, block by block.
+// Byte weights: feature p's chunks [t0, t1) by byte_values256, block by block; inside a block,
+// a group's 4 chunks at offsets known when compiling where the block holds them whole.
+template <bool Z>
 inline void dequant_bytes256(const WoPanelArgs &w, int p, size_t t0, size_t t1, float *out) noexcept {
   const size_t cpb = static_cast<size_t>(w.block) / 16;
   for (size_t t = t0, blk = t0 / cpb; t < t1; ++blk) {
-    const __m256i z8 = _mm256_set1_epi32(zc_of(w, blk, p) - 128);  // stored as z8 + 128
+    const __m256i z8 = Z ? _mm256_set1_epi32(zc_of(w, blk, p) - 128) : _mm256_setzero_si256();  // stored as z8 + 128
     const __m256 sc = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
-    for (const size_t end = std::min(t1, (blk + 1) * cpb); t < end; ++t)
+    const size_t end = std::min(t1, (blk + 1) * cpb);
+    for (; t < end && (t & 3) != 0; ++t)
       for (int h = 0; h < 2; ++h)
-        _mm256_storeu_ps(out + 16 * (t - t0) + 8 * static_cast<size_t>(h), byte_values256<true>(byte_src(w, t, static_cast<int>(h), p), z8, sc));
+        _mm256_storeu_ps(out + 16 * (t - t0) + 8 * static_cast<size_t>(h), byte_values256<Z>(byte_src(w, t, h, p), z8, sc));
+    const uint8_t *g = byte_src(w, t, 0, p);
+    for (; t + 4 <= end; t += 4, g += P * 64) {
+      float *o = out + 16 * (t - t0);
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(o + 8 * i, byte_values256<Z>(g + 8 * i, z8, sc));
+    }
+    for (; t < end; ++t)
+      for (int h = 0; h < 2; ++h)
+        _mm256_storeu_ps(out + 16 * (t - t0) + 8 * static_cast<size_t>(h), byte_values256<Z>(byte_src(w, t, h, p), z8, sc));
   }
 }
 
 inline void dequant_chunks256(const WoPanelArgs &w, size_t t0, size_t t1, float *out, size_t ldo) noexcept {
   for (int p = 0; p < P; ++p) {
-    if (w.code == WoCode::Byte)
-      dequant_bytes256(w, p, t0, t1, out + p * ldo);
+    if (w.code == WoCode::Byte && (w.zps != nullptr || w.zp_const != 128))
+      dequant_bytes256<true>(w, p, t0, t1, out + p * ldo);
+    else if (w.code == WoCode::Byte)
+      dequant_bytes256<false>(w, p, t0, t1, out + p * ldo);
     else if (w.code == WoCode::NF4)
       dequant_lane256<true>(w, p, t0, t1, out + p * ldo);
     else

@@ -279,8 +279,9 @@ TEST(WeightOnly, F32ModeByteWeights) {
       {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_AXIS, 0, 0}, false},
       {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_TENSOR, 0, 0}, true},
       {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_TENSOR, 0, 0}, true},
-      // Blocks of 3 chunks: block starts inside the AVX2 kernel's groups of 64 elements.
+      // Blocks of 3 and 6 chunks: block starts inside the AVX2 kernels' groups of 64 elements.
       {QNT_DTYPE_U8, {QNT_GRANULARITY_PER_BLOCK, 1, 48}, true},
+      {QNT_DTYPE_I8, {QNT_GRANULARITY_PER_BLOCK, 1, 96}, false},
   };
   for (const Case &c : cases)
     for (int64_t K : {int64_t{128}, int64_t{200}, int64_t{512}, int64_t{1000}})
