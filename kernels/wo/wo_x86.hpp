@@ -2198,7 +2198,7 @@ inline void dequant_lane256(const WoPanelArgs &w, int p, size_t t0, size_t t1, f
 // Byte weights: feature p's chunks [t0, t1) by byte_values256, block by block; inside a block,
 // a group's 4 chunks at offsets known when compiling where the block holds them whole.
 template <bool Z>
-inline void dequant_bytes256(const WoPanelArgs &w, int p, size_t t0, size_t t1, float *out) noexcept {
+inline void dequant_bytes_blocks256(const WoPanelArgs &w, int p, size_t t0, size_t t1, float *out) noexcept {
   const size_t cpb = static_cast<size_t>(w.block) / 16;
   for (size_t t = t0, blk = t0 / cpb; t < t1; ++blk) {
     const __m256i z8 = Z ? _mm256_set1_epi32(zc_of(w, blk, p) - 128) : _mm256_setzero_si256();  // stored as z8 + 128
@@ -2217,6 +2217,37 @@ inline void dequant_bytes256(const WoPanelArgs &w, int p, size_t t0, size_t t1, 
       for (int h = 0; h < 2; ++h)
         _mm256_storeu_ps(out + 16 * (t - t0) + 8 * static_cast<size_t>(h), byte_values256<Z>(byte_src(w, t, h, p), z8, sc));
   }
+}
+
+// Blocks of CPB = 1 or 2 chunks (16 or 32 elements) from a group's start t0: whole groups with
+// each block's zero point and scale made at a chunk known when compiling; the rest as above.
+template <bool Z, int CPB>
+inline void dequant_bytes_small256(const WoPanelArgs &w, int p, size_t t0, size_t t1, float *out) noexcept {
+  const uint8_t *g = byte_src(w, t0, 0, p);
+  size_t t = t0;
+  for (; t + 4 <= t1; t += 4, g += P * 64) {
+    float *o = out + 16 * (t - t0);
+    __m256i z8 = _mm256_setzero_si256();
+    __m256 sc = _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      if (c % CPB == 0) {
+        const size_t blk = (t + static_cast<size_t>(c)) / CPB;
+        if constexpr (Z) z8 = _mm256_set1_epi32(zc_of(w, blk, p) - 128);  // stored as z8 + 128
+        sc = _mm256_set1_ps(w.scales[blk * P + static_cast<size_t>(p)]);
+      }
+      _mm256_storeu_ps(o + 16 * c, byte_values256<Z>(g + 16 * c, z8, sc));
+      _mm256_storeu_ps(o + 16 * c + 8, byte_values256<Z>(g + 16 * c + 8, z8, sc));
+    }
+  }
+  if (t < t1) dequant_bytes_blocks256<Z>(w, p, t, t1, out + 16 * (t - t0));
+}
+
+template <bool Z>
+inline void dequant_bytes256(const WoPanelArgs &w, int p, size_t t0, size_t t1, float *out) noexcept {
+  if (t0 % 4 == 0 && w.block == 16) return dequant_bytes_small256<Z, 1>(w, p, t0, t1, out);
+  if (t0 % 4 == 0 && w.block == 32) return dequant_bytes_small256<Z, 2>(w, p, t0, t1, out);
+  dequant_bytes_blocks256<Z>(w, p, t0, t1, out);
 }
 
 inline void dequant_chunks256(const WoPanelArgs &w, size_t t0, size_t t1, float *out, size_t ldo) noexcept {
