@@ -2050,8 +2050,9 @@ void f32_rows256(const WoPanelArgs &w, const float *x, size_t ldx, float *out) n
       again.prefetch = nullptr;
       return f32_rows256<2>(again, x + 2 * ldx, ldx, out + 2 * P);
     } else {
-      // Two features a pass for 1-3 rows (4-6 ymm of sums): one feature a pass took 1.54x the
-      // time at 3 rows and 1.47x at 2; four at one row spilled (1.4x).
+      // Two features a pass for 1-3 rows (4-12 ymm of sums): one feature a pass took 1.54x the
+      // time at 3 rows and 1.47x at 2; four at one row 1.44x (8 sums, 4 scales and the
+      // activations do not fit 16 ymm).
       constexpr int PB = 2;
       WoPrefetcher pf(w, (P / PB) * ((static_cast<size_t>(w.K) + 63) / 64));  // a step per group
       const bool z = w.zps != nullptr || w.zp_const != 128;
