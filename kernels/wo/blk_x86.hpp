@@ -65,6 +65,17 @@ inline void prefetch_l2(const void *p, size_t off) noexcept {
   _mm_prefetch(reinterpret_cast<const char *>(reinterpret_cast<uintptr_t>(p) + off), _MM_HINT_T1);
 }
 
+// Holds each sum in its register across the loop's back edge: without it GCC keeps two
+// registers a sum and copies between them every step (a vmovdqa per vpdpbusd, on the same two
+// ports as vpdpbusd where the copy is not eliminated).
+template <int R, int PN>
+inline void keep([[maybe_unused]] __m512i (&s)[R][PN]) noexcept {
+#if !defined(QNT_WO_EMULATED)
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < PN; ++q) asm("" : "+v"(s[r][q]));
+#endif
+}
+
 // NF4's operands kNF4Int8[c] + 128, for vpshufb (the same 16 bytes in each 128-bit lane).
 inline __m512i nf4_table() noexcept {
   alignas(16) uint8_t t[16];
@@ -72,8 +83,10 @@ inline __m512i nf4_table() noexcept {
   return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i *>(t)));
 }
 
-// R rows (from row r0) against PN panels (from panel p) over all of K.
-template <int R, int PN, WoCode C, bool kVary>
+// R rows (from row r0) against PN panels (from panel p) over all of K. kOut: the float sums
+// live in out (read and written once a block) rather than in registers, which leaves the
+// registers to R x PN int32 sums: the 8 x 2 tiles below.
+template <int R, int PN, WoCode C, bool kVary, bool kOut = false>
 inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, float *out,
                  size_t ldo) noexcept {
   constexpr bool kFour = C != WoCode::Byte;
@@ -99,9 +112,14 @@ inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, fl
   const int32_t *nsum = x.nsum + r0 * x.blk_stride;
   const size_t bs = x.blk_stride;
   const size_t ahead = PN * w.panel_stride;
-  __m512 acc[R][PN];
+  [[maybe_unused]] __m512 acc[R][PN];
   for (int r = 0; r < R; ++r)
-    for (int q = 0; q < PN; ++q) acc[r][q] = _mm512_setzero_ps();
+    for (int q = 0; q < PN; ++q) {
+      if constexpr (kOut)
+        _mm512_storeu_ps(out + static_cast<size_t>(r) * ldo + F * static_cast<size_t>(q), _mm512_setzero_ps());
+      else
+        acc[r][q] = _mm512_setzero_ps();
+    }
   for (size_t j = 0; j < w.blocks; ++j) {
     __m512i s[R][PN];
     // 4-bit codes with zero points that vary: each operand is c - zc + 16 (in [1, 31]), the
@@ -128,6 +146,28 @@ inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, fl
     }
     const size_t t1 = std::min(w.steps, (j + 1) * w.block_steps);
     for (size_t t = j * w.block_steps; t < t1; ++t) {
+      if constexpr (kOut && kFour && !kVary) {
+        // Every panel's nibbles first, then each row's two broadcasts meet all of them: per step
+        // 3 (NF4: 5) vector operations a panel for 2 R vpdpbusd.
+        __m512i lo[PN], hi[PN];
+        for (int q = 0; q < PN; ++q) {
+          prefetch_l2(codes[q], ahead + 64 * t);
+          const __m512i raw = _mm512_loadu_si512(codes[q] + 64 * t);
+          lo[q] = _mm512_and_si512(raw, mask);
+          hi[q] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), mask);
+          if constexpr (C == WoCode::NF4) {
+            lo[q] = _mm512_shuffle_epi8(table, lo[q]);
+            hi[q] = _mm512_shuffle_epi8(table, hi[q]);
+          }
+        }
+        for (int r = 0; r < R; ++r) {
+          const __m512i b0 = bcast4(qx[r] + kPer * t), b1 = bcast4(qx[r] + kPer * t + 4);
+          for (int q = 0; q < PN; ++q) s[r][q] = _mm512_dpbusd_epi32(s[r][q], lo[q], b0);
+          for (int q = 0; q < PN; ++q) s[r][q] = _mm512_dpbusd_epi32(s[r][q], hi[q], b1);
+        }
+        keep(s);
+        continue;
+      }
       for (int q = 0; q < PN; ++q) {
         // The same line of the panel PN places on (the next tile's) into L2.
         prefetch_l2(codes[q], ahead + 64 * t);
@@ -149,17 +189,24 @@ inline void tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r0, fl
           for (int r = 0; r < R; ++r) s[r][q] = _mm512_dpbusd_epi32(s[r][q], raw, bcast4(qx[r] + kPer * t));
         }
       }
+      keep(s);
     }
     for (int q = 0; q < PN; ++q) {
       const __m512 sw = _mm512_loadu_ps(scales[q] + F * j);
       for (int r = 0; r < R; ++r) {
         const __m512 d = _mm512_mul_ps(sw, _mm512_set1_ps(sx[static_cast<size_t>(r) * bs + j]));
-        acc[r][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r][q]), d, acc[r][q]);
+        if constexpr (kOut) {
+          float *o = out + static_cast<size_t>(r) * ldo + F * static_cast<size_t>(q);
+          _mm512_storeu_ps(o, _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r][q]), d, _mm512_loadu_ps(o)));
+        } else {
+          acc[r][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r][q]), d, acc[r][q]);
+        }
       }
     }
   }
-  for (int r = 0; r < R; ++r)
-    for (int q = 0; q < PN; ++q) _mm512_storeu_ps(out + static_cast<size_t>(r) * ldo + F * static_cast<size_t>(q), acc[r][q]);
+  if constexpr (!kOut)
+    for (int r = 0; r < R; ++r)
+      for (int q = 0; q < PN; ++q) _mm512_storeu_ps(out + static_cast<size_t>(r) * ldo + F * static_cast<size_t>(q), acc[r][q]);
 }
 
 // A tile of 4 rows and 3 panels (12 int32 and 12 float sums in zmm). Measured on Zen 4 (4096^2,
@@ -196,6 +243,17 @@ void run(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t ro
   if constexpr (V && C == WoCode::Int4) {
     first = rows / kVaryRows * kVaryRows;
     for (size_t p = p0; p < p1; ++p)
+      for (size_t r0 = 0; r0 < first; r0 += kVaryRows)
+        tile<kVaryRows, 1, C, V>(w, p, x, r0, out + r0 * ldo + F * (p - p0), ldo);
+  } else if constexpr (C != WoCode::Byte) {
+    // Symmetric int4 and NF4: groups of 8 rows in tiles of 8 rows x 2 panels (an odd last panel
+    // 8 x 1), the float sums in out.
+    first = rows / kVaryRows * kVaryRows;
+    size_t p = p0;
+    for (; p + 2 <= p1; p += 2)
+      for (size_t r0 = 0; r0 < first; r0 += kVaryRows)
+        tile<kVaryRows, 2, C, V, true>(w, p, x, r0, out + r0 * ldo + F * (p - p0), ldo);
+    for (; p < p1; ++p)
       for (size_t r0 = 0; r0 < first; r0 += kVaryRows)
         tile<kVaryRows, 1, C, V>(w, p, x, r0, out + r0 * ldo + F * (p - p0), ldo);
   }

@@ -243,8 +243,12 @@ double dnnl_time(int64_t M, int64_t K, int64_t N, bool int8, int copies, int thr
   return best_time([&] { d.run(); });
 }
 
-// The u8s8s32 matmul over two copies, kept for the shape and thread count of the last call
-// (batch 16 of every format alternates with it).
+size_t llc_bytes();
+
+// The u8s8s32 matmul over rotated copies whose total exceeds the last-level cache, as qnt's
+// weights are (two copies had left oneDNN's 16 MiB of weights in a 300 MiB L3 against qnt's
+// from DRAM), or one copy under QNT_BENCH_HOT; kept for the shape and thread count of the last
+// call (batch 16 of every format alternates with it).
 DnnlCopies &dnnl_copies(int64_t M, int64_t K, int64_t N, int threads) {
   static std::unique_ptr<DnnlCopies> d;
   static std::string key;
@@ -252,7 +256,11 @@ DnnlCopies &dnnl_copies(int64_t M, int64_t K, int64_t N, int threads) {
                         std::to_string(threads);
   if (key != k) {
     d.reset();
-    d = std::make_unique<DnnlCopies>(M, K, N, true, 2);
+    const double bytes = static_cast<double>(K) * static_cast<double>(N);
+    const int copies = std::getenv("QNT_BENCH_HOT")
+                           ? 1
+                           : static_cast<int>(std::max<double>(2, 2.0 * llc_bytes() / bytes + 1));
+    d = std::make_unique<DnnlCopies>(M, K, N, true, copies);
     key = k;
   }
   return *d;

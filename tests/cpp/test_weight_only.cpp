@@ -349,9 +349,12 @@ TEST(WeightOnly, BlockModeAllShapes) {
           check_case(rng, c, M, N, K, QNT_WEIGHT_ONLY_INT8_BLOCK, true);
     check_case(rng, c, 1, 150, 640, QNT_WEIGHT_ONLY_INT8_BLOCK, true);
   }
-  // Rows across the kernels' groups (1 to 16 and past), features across their panel groups.
-  for (int64_t M : {3, 4, 5, 6, 9, 13, 16, 17, 40})
-    check_case(rng, cases[3], M, 77, 256, QNT_WEIGHT_ONLY_INT8_BLOCK, true);
+  // Rows across the kernels' groups (1 to 16 and past), features across their panel groups:
+  // varying zero points (cases[3]), symmetric int4 and NF4 (AVX-512 VNNI: groups of 8 rows in
+  // tiles of 8 rows x 2 panels, N = 77 leaving an odd fifth panel; the other rows 4 x 3).
+  for (size_t c : {size_t{3}, size_t{0}, size_t{4}})
+    for (int64_t M : {3, 4, 5, 6, 9, 13, 16, 17, 40})
+      check_case(rng, cases[c], M, 77, 256, QNT_WEIGHT_ONLY_INT8_BLOCK, true);
   for (int64_t N : {15, 16, 31, 32, 48, 64, 65, 129, 200})
     check_case(rng, cases[1], 3, N, 96, QNT_WEIGHT_ONLY_INT8_BLOCK, true);
 }

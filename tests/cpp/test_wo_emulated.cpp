@@ -517,11 +517,12 @@ TEST(WoEmulatedAvx512, KernelsMatchTheReference) {
         check(rng, f.d, f.g, f.block, f.affine, M, 1 + K % 9, K, QNT_WEIGHT_ONLY_INT8_ACT);
   }
   // The block-dot mode: its tiles of 1 row x 4 panels, up to 4 rows x 3 panels and the single
-  // panels after them (N = 70: five panels of 16, the last partial; 200: thirteen), and varying
-  // zero points' 8 rows x 1 panel before the 4 x 3 tiles of the rest (M = 11).
+  // panels after them (N = 70: five panels of 16, the last partial; 200: thirteen), and groups
+  // of 8 rows before the 4 x 3 tiles of the rest (M = 11, 19): varying zero points' 8 x 1
+  // tiles, symmetric int4's and NF4's 8 x 2 (the odd last panel 8 x 1).
   for (int64_t K : {int64_t{1}, int64_t{33}, int64_t{128}, int64_t{300}})
     for (const F &f : int8_formats)
-      for (int64_t M : {int64_t{1}, int64_t{5}, int64_t{11}})
+      for (int64_t M : {int64_t{1}, int64_t{5}, int64_t{11}, int64_t{19}})
         for (int64_t N : {int64_t{1} + K % 9, int64_t{70}, int64_t{200}})
           check(rng, f.d, f.g, f.block, f.affine, M, N, K, QNT_WEIGHT_ONLY_INT8_BLOCK);
   // The batch kernel's slices of 16 units: 33 units (B = 32: one chunk a unit), 18 (B = 64),
