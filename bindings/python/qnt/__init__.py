@@ -31,5 +31,5 @@ int16, uint16, int4, uint4 = DType.I16, DType.U16, DType.I4, DType.U4
 nf4, binary, ternary, float16, bfloat16 = DType.NF4, DType.BINARY, DType.TERNARY, DType.F16, DType.BF16
 log4, log8 = DType.LOG4, DType.LOG8
 
-__version__ = "0.12.8"
+__version__ = "0.12.9"
 __all__ = [n for n in dir() if not n.startswith("_")]

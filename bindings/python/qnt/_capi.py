@@ -5,7 +5,7 @@ import ctypes as _C
 # Named constants: the enums and integer macros of the headers.
 QNT_VERSION_MAJOR = 0
 QNT_VERSION_MINOR = 12
-QNT_VERSION_PATCH = 8
+QNT_VERSION_PATCH = 9
 QNT_ABI_VERSION = 1
 QNT_OK = 0
 QNT_ERR_INVALID_ARGUMENT = 1

@@ -136,7 +136,7 @@ def _enum(cls, v):
 
 # --- the library ------------------------------------------------------------------------------
 def version() -> str:
-    """libqnt's version ("0.12.8"), qnt_version_string."""
+    """libqnt's version ("0.12.9"), qnt_version_string."""
     return lib.qnt_version_string().decode()
 
 

@@ -4,8 +4,8 @@
 
 pub const QNT_VERSION_MAJOR: u32 = 0;
 pub const QNT_VERSION_MINOR: u32 = 12;
-pub const QNT_VERSION_PATCH: u32 = 8;
-pub const QNT_VERSION_NUMBER: u32 = 1208;
+pub const QNT_VERSION_PATCH: u32 = 9;
+pub const QNT_VERSION_NUMBER: u32 = 1209;
 pub const QNT_ABI_VERSION: u32 = 1;
 pub const QNT_MAX_RANK: u32 = 8;
 pub const QNT_MAX_ELEMENTS: u64 = 2305843009213693951;
