@@ -227,35 +227,33 @@ inline void rows_tile(const WoBlkArgs &w, size_t p, const WoBlkActs &x, size_t r
   }
 }
 
-// 4-bit codes whose zero points vary add 16 - zc to both nibbles of every step (two vpaddb a
-// panel), so their groups of 8 rows take tiles of 8 rows x 1 panel: the split and the additions
-// once for 16 vpdpbusd instead of 8 (Zen 4, uint4 affine block 32, batch 16, one thread, best of
-// 5 alternated: 1805 -> 1700 us; two threads 1229 -> 1124 us). Bytes whose zero points vary
-// (a vpmulld per row, panel and block) ran slower so (uint8 block 128: 1467 -> 1582 us), and the
-// symmetric codes gained nothing.
-constexpr int kVaryRows = 8;
+// Groups of 8 rows of 4-bit codes. Those whose zero points vary add 16 - zc to both nibbles of
+// every step (two vpaddb a panel), so their groups take tiles of 8 rows x 1 panel: the split and
+// the additions once for 16 vpdpbusd instead of 8 (Zen 4, uint4 affine block 32, batch 16, one
+// thread, best of 5 alternated: 1805 -> 1700 us; two threads 1229 -> 1124 us). Bytes whose zero
+// points vary (a vpmulld per row, panel and block) ran slower so (uint8 block 128: 1467 -> 1582
+// us). Symmetric int4 and NF4 gained nothing from 8 x 1 on the Zen 4; since 0.12.9 they take
+// 8 x 2 with the float sums in out (32 vpdpbusd a step for 6 nibble operations; on the Emerald
+// Rapids Xeon, int4 block 128 at batch 16 1.77x and NF4 block 64 1.20x, best of three rounds).
+constexpr int kRowGroup = 8;
 
 template <WoCode C, bool V>
 void run(const WoBlkArgs &w, size_t p0, size_t p1, const WoBlkActs &x, size_t rows, float *out,
          size_t ldo) noexcept {
   constexpr size_t F = kWoBlkPanel;
   size_t first = 0;  // the first row of the 4 x 3 tiles
-  if constexpr (V && C == WoCode::Int4) {
-    first = rows / kVaryRows * kVaryRows;
-    for (size_t p = p0; p < p1; ++p)
-      for (size_t r0 = 0; r0 < first; r0 += kVaryRows)
-        tile<kVaryRows, 1, C, V>(w, p, x, r0, out + r0 * ldo + F * (p - p0), ldo);
-  } else if constexpr (C != WoCode::Byte) {
-    // Symmetric int4 and NF4: groups of 8 rows in tiles of 8 rows x 2 panels (an odd last panel
-    // 8 x 1), the float sums in out.
-    first = rows / kVaryRows * kVaryRows;
+  if constexpr (C != WoCode::Byte) {
+    // 4-bit codes: groups of 8 rows first, symmetric ones 2 panels a tile (the float sums in
+    // out), varying zero points and an odd last panel 1.
+    first = rows / kRowGroup * kRowGroup;
     size_t p = p0;
-    for (; p + 2 <= p1; p += 2)
-      for (size_t r0 = 0; r0 < first; r0 += kVaryRows)
-        tile<kVaryRows, 2, C, V, true>(w, p, x, r0, out + r0 * ldo + F * (p - p0), ldo);
+    if constexpr (!V)
+      for (; p + 2 <= p1; p += 2)
+        for (size_t r0 = 0; r0 < first; r0 += kRowGroup)
+          tile<kRowGroup, 2, C, V, true>(w, p, x, r0, out + r0 * ldo + F * (p - p0), ldo);
     for (; p < p1; ++p)
-      for (size_t r0 = 0; r0 < first; r0 += kVaryRows)
-        tile<kVaryRows, 1, C, V>(w, p, x, r0, out + r0 * ldo + F * (p - p0), ldo);
+      for (size_t r0 = 0; r0 < first; r0 += kRowGroup)
+        tile<kRowGroup, 1, C, V>(w, p, x, r0, out + r0 * ldo + F * (p - p0), ldo);
   }
   size_t p = p0;
   if (rows == 1) {  // four streams of weights at once
