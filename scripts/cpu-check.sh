@@ -33,7 +33,7 @@ if [ "${1:-}" = prepare ]; then
   cp -L "$build/lib/libqnt.so.1" "$dir/lib/"
   for l in libgomp.so.1 libOpenCL.so.1; do
     p=$(ldconfig -p | awk -v l="$l" '$1 == l && /x86-64/ { print $NF; exit }')
-    [ -n "$p" ] && cp -L "$p" "$dir/lib/"
+    if [ -n "$p" ]; then cp -L "$p" "$dir/lib/"; fi
   done
   dnnl=$(ldconfig -p | awk '$1 == "libdnnl.so.2" { print $NF; exit }')
   gzip -9c "$dnnl" > "$dir/lib/libdnnl.so.2.gz"
@@ -46,6 +46,8 @@ fi
 budget=${1:-300}
 out=${OUT:-/tmp/qnt-cpu-check}
 mkdir -p "$out"
+# (steps append to their files: none left from an earlier run in the same place)
+rm -f "$out/tests.log" "$out/gemm.tsv" "$out/wo1.tsv" "$out/wo2.tsv"
 [ -f "$dir/lib/libdnnl.so.2" ] || gzip -dc "$dir/lib/libdnnl.so.2.gz" > "$dir/lib/libdnnl.so.2"
 export LD_LIBRARY_PATH="$dir/lib"
 cores=${QNT_CPU_CHECK_CORES:-2,3}
